@@ -1,0 +1,163 @@
+//===- MeshBase.td - mesh dialect, enums and attributes ----*- tablegen -*-===//
+//
+// The `mesh` dialect: named device meshes, sharding annotations and
+// collectives on named mesh axes. This file holds the dialect definition,
+// the reduction-kind enum and the sharding attribute; ops live in MeshOps.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESH_DIALECT_MESH_IR_MESHBASE_TD
+#define MESH_DIALECT_MESH_IR_MESHBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+def Mesh_Dialect : Dialect {
+  let name = "mesh";
+  let cppNamespace = "::mlir::mesh";
+  let summary = "Named device meshes, shardings and collectives on mesh axes";
+  let description = [{
+    The `mesh` dialect describes programs that run on a logical grid of
+    devices, the *mesh*. A mesh has named axes with sizes, laid out row-major
+    exactly like PyTorch's `init_device_mesh`: device `r` of a mesh of shape
+    `(s0, ..., sn-1)` has coordinate `c_k = (r / prod(s_{k+1..})) % s_k`.
+
+    Tensors carry a `#mesh.sharding` that says which mesh axes split each
+    tensor dimension and which axes hold a pending (partial) reduction.
+    Collective operations (`mesh.all_reduce`, `mesh.all_gather`, ...) name the
+    mesh axes they communicate over; the group of a device is every device that
+    agrees with it on all other axes, ordered row-major over the axes in the
+    order they are written.
+
+    ```mlir
+    mesh.mesh @world(["replicate" = 2, "shard" = 4])
+    func.func @f(%x: tensor<16x128xf32>) -> tensor<64x128xf32> {
+      %g = mesh.all_gather %x on @world axes = ["shard"] gather_dim = 0
+          : tensor<16x128xf32> -> tensor<64x128xf32>
+      return %g : tensor<64x128xf32>
+    }
+    ```
+
+    The numbered constraints cited by the verifiers, such as `(M2)` or `(C4)`,
+    are listed in `docs/MeshSpec.md`.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasConstantMaterializer = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+  let extraClassDeclaration = [{
+    /// Registers the attributes (defined where their storage is complete).
+    void registerAttributes();
+
+    /// The discardable attribute that carries a value's sharding: on function
+    /// arguments and results, and on operations (one sharding for each
+    /// result, or a single sharding for an op with one result).
+    static constexpr ::llvm::StringLiteral getShardingAttrName() {
+      return ::llvm::StringLiteral("mesh.sharding");
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Reduction kinds
+//===----------------------------------------------------------------------===//
+
+def Mesh_ReductionKind : I32EnumAttr<"ReductionKind",
+    "How the values of a group are combined", [
+  I32EnumAttrCase<"Sum", 0, "sum">,
+  I32EnumAttrCase<"Prod", 1, "prod">,
+  I32EnumAttrCase<"Min", 2, "min">,
+  I32EnumAttrCase<"Max", 3, "max">,
+  I32EnumAttrCase<"Avg", 4, "avg">,
+  I32EnumAttrCase<"And", 5, "and">,
+  I32EnumAttrCase<"Or", 6, "or">,
+  I32EnumAttrCase<"Xor", 7, "xor">
+]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::mesh";
+}
+
+def Mesh_ReductionKindAttr
+    : EnumAttr<Mesh_Dialect, Mesh_ReductionKind, "reduction"> {
+  let summary = "A reduction kind: sum, prod, min, max, avg, and, or, xor";
+  let description = [{
+    How a collective combines the values of a group. `sum`, `prod`, `min`,
+    `max` and `avg` apply to integers and floats (`avg` of integers truncates
+    toward zero, as NCCL's `ncclAvg`); `and`, `or` and `xor` are bitwise and
+    apply to integers only. Inside an op it is written bare:
+
+    ```mlir
+    %r = mesh.all_reduce %x on @world axes = ["shard"] reduction = max
+        : tensor<8xi32> -> tensor<8xi32>
+    ```
+  }];
+  let assemblyFormat = "$value";
+}
+
+//===----------------------------------------------------------------------===//
+// Sharding attribute
+//===----------------------------------------------------------------------===//
+
+def Mesh_ShardingAttr : AttrDef<Mesh_Dialect, "Sharding"> {
+  let mnemonic = "sharding";
+  let summary = "How a tensor is laid out over the axes of a mesh";
+  let description = [{
+    `#mesh.sharding<@mesh, [[axes of dim 0], [axes of dim 1], ...]>` gives,
+    for each tensor dimension, the ordered list of mesh axes that split it
+    (major to minor); an empty list means the dimension is not split. Axes that
+    split no dimension replicate the tensor. The list has one entry for each
+    dimension of the tensor (`(S2)`), and an axis appears at most once in the
+    whole sharding (`(S3)`).
+
+    An optional `partial = kind[axes]` says that the value held on each device
+    is a partial result still to be reduced over those axes with that
+    reduction kind: a pending reduction, as a sharded contraction produces.
+
+    ```mlir
+    mesh.mesh @world(["replicate" = 2, "shard" = 4])
+    // Rows split over "shard", columns whole: each device holds 16x128 of 64x128.
+    #mesh.sharding<@world, [["shard"], []]>
+    // Rows split over both axes, "replicate" major: 8 rows per device.
+    #mesh.sharding<@world, [["replicate", "shard"], []]>
+    // Whole on every device, but still to be summed over "shard".
+    #mesh.sharding<@world, [[], []], partial = sum["shard"]>
+    ```
+  }];
+  let parameters = (ins
+    AttrParameter<"::mlir::FlatSymbolRefAttr", "the mesh">:$mesh,
+    AttrParameter<"::mlir::ArrayAttr",
+                  "for each tensor dim, an array of axis names">:$dims,
+    AttrParameter<"::mlir::ArrayAttr",
+                  "axes with a pending reduction (may be empty)">:$partialAxes,
+    AttrParameter<"::mlir::mesh::ReductionKind",
+                  "the pending reduction">:$partialKind
+  );
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let builders = [
+    AttrBuilderWithInferredContext<(ins
+        "::mlir::FlatSymbolRefAttr":$mesh,
+        "::llvm::ArrayRef<::llvm::SmallVector<::llvm::StringRef>>":$dims,
+        CArg<"::llvm::ArrayRef<::llvm::StringRef>", "{}">:$partialAxes,
+        CArg<"::mlir::mesh::ReductionKind",
+             "::mlir::mesh::ReductionKind::Sum">:$partialKind)>
+  ];
+  let extraClassDeclaration = [{
+    /// Number of tensor dimensions this sharding describes.
+    unsigned getRank() const { return getDims().size(); }
+    /// The axis names that split tensor dimension `dim`, major to minor.
+    ::llvm::SmallVector<::llvm::StringRef> getDimAxes(unsigned dim) const;
+    /// The names of the axes with a pending reduction.
+    ::llvm::SmallVector<::llvm::StringRef> getPartialAxisNames() const;
+    /// True when no dimension is split and nothing is pending.
+    bool isFullyReplicated() const;
+    /// True when some axis holds a pending reduction.
+    bool isPartial() const { return !getPartialAxes().empty(); }
+  }];
+}
+
+#endif // MESH_DIALECT_MESH_IR_MESHBASE_TD

@@ -1,0 +1,30 @@
+//===- InitMesh.h - what mesh-opt and friends register ----------*- C++ -*-===//
+//
+// One place that lists the dialects, extensions and passes the tools register:
+// ours plus the upstream ones a user's pipeline from tensors to LLVM needs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESH_INITMESH_H
+#define MESH_INITMESH_H
+
+namespace mlir {
+class DialectRegistry;
+} // namespace mlir
+
+namespace mesh {
+
+/// Adds the mesh dialect, the upstream dialects a sharded program uses (func,
+/// arith, math, tensor, linalg, memref, scf, cf, affine, index, ub,
+/// bufferization, LLVM) and the interface extensions bufferization and the
+/// LLVM lowering need.
+void registerMeshToolDialects(mlir::DialectRegistry &registry);
+
+/// Registers the mesh passes and the upstream passes of a tensor-to-LLVM
+/// pipeline (canonicalize, cse, inliner, symbol-dce, one-shot bufferization,
+/// linalg to loops, and the standard conversions to the LLVM dialect).
+void registerMeshToolPasses();
+
+} // namespace mesh
+
+#endif // MESH_INITMESH_H

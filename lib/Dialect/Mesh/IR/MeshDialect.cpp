@@ -1,0 +1,116 @@
+//===- MeshDialect.cpp - the mesh dialect ---------------------------------===//
+//
+// Registers ops and attributes, materializes folded constants, and verifies
+// the discardable `mesh.sharding` attribute wherever it appears: on function
+// arguments and results and on operations.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mesh/Dialect/Mesh/IR/MeshDialect.h"
+#include "mesh/Dialect/Mesh/IR/MeshOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::mesh;
+
+#include "mesh/Dialect/Mesh/IR/MeshOpsDialect.cpp.inc"
+
+void MeshDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "mesh/Dialect/Mesh/IR/MeshOps.cpp.inc"
+      >();
+  registerAttributes();
+}
+
+Operation *MeshDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                           Type type, Location loc) {
+  return arith::ConstantOp::materialize(builder, value, type, loc);
+}
+
+/// Checks one `mesh.sharding` value against the types it describes. `types`
+/// are the values' types; a single sharding is allowed for a single type.
+static LogicalResult verifyShardingAttrFor(Operation *op, Attribute attr,
+                                           TypeRange types, StringRef what) {
+  if (auto sharding = dyn_cast<ShardingAttr>(attr)) {
+    if (types.size() != 1)
+      return op->emitOpError()
+             << "has " << types.size() << " " << what
+             << "s, so 'mesh.sharding' must be an array with one "
+                "#mesh.sharding for each";
+    return verifySharding(op, sharding, types.front(), what);
+  }
+  auto array = dyn_cast<ArrayAttr>(attr);
+  if (!array)
+    return op->emitOpError()
+           << "'mesh.sharding' must be a #mesh.sharding or an array of them";
+  if (array.size() != types.size())
+    return op->emitOpError() << "'mesh.sharding' has " << array.size()
+                             << " entries but the op has " << types.size()
+                             << " " << what << "s";
+  for (auto [i, entry] : llvm::enumerate(array)) {
+    auto sharding = dyn_cast<ShardingAttr>(entry);
+    if (!sharding)
+      return op->emitOpError() << "'mesh.sharding' entry " << i
+                               << " must be a #mesh.sharding";
+    if (failed(verifySharding(op, sharding, types[i],
+                              (what + " " + std::to_string(i)).str())))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult MeshDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  if (attr.getName() != getShardingAttrName())
+    return op->emitOpError() << "has unknown mesh dialect attribute '"
+                             << attr.getName().getValue()
+                             << "'; the only one is 'mesh.sharding'";
+  return verifyShardingAttrFor(op, attr.getValue(), op->getResultTypes(),
+                               "result");
+}
+
+/// Shared by the argument and result verifiers: `type` is the argument's or
+/// result's type, `what` names it in messages.
+static LogicalResult verifyFunctionShardingAttr(Operation *op,
+                                                NamedAttribute attr, Type type,
+                                                const Twine &what) {
+  if (attr.getName() != MeshDialect::getShardingAttrName())
+    return op->emitOpError() << "has unknown mesh dialect attribute '"
+                             << attr.getName().getValue() << "' on " << what
+                             << "; the only one is 'mesh.sharding'";
+  auto sharding = dyn_cast<ShardingAttr>(attr.getValue());
+  if (!sharding)
+    return op->emitOpError() << "'mesh.sharding' on " << what
+                             << " must be a #mesh.sharding";
+  return verifySharding(op, sharding, type, what.str());
+}
+
+LogicalResult MeshDialect::verifyRegionArgAttribute(Operation *op,
+                                                    unsigned regionIndex,
+                                                    unsigned argIndex,
+                                                    NamedAttribute attr) {
+  Type type;
+  if (auto fn = dyn_cast<FunctionOpInterface>(op))
+    type = fn.getArgumentTypes()[argIndex];
+  else
+    type = op->getRegion(regionIndex).getArgument(argIndex).getType();
+  return verifyFunctionShardingAttr(op, attr, type,
+                                    "argument " + Twine(argIndex));
+}
+
+LogicalResult MeshDialect::verifyRegionResultAttribute(Operation *op,
+                                                       unsigned regionIndex,
+                                                       unsigned resultIndex,
+                                                       NamedAttribute attr) {
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  if (!fn)
+    return op->emitOpError() << "'mesh.sharding' on a region result needs a "
+                                "function-like op";
+  return verifyFunctionShardingAttr(op, attr, fn.getResultTypes()[resultIndex],
+                                    "result " + Twine(resultIndex));
+}

@@ -1,0 +1,550 @@
+//===- MeshOps.cpp - verifiers and helpers of the mesh ops ----------------===//
+//
+// Custom assembly of mesh.mesh, the verifiers of every op (local checks in
+// verify(), checks that need the mesh in verifySymbolUses()), and memory
+// effects of the collectives. Folders live in MeshFolding.cpp. Constraint
+// numbers refer to docs/MeshSpec.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mesh/Dialect/Mesh/IR/MeshOps.h"
+
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace mlir::mesh;
+
+#include "mesh/Dialect/Mesh/IR/MeshEnums.cpp.inc"
+#include "mesh/Dialect/Mesh/IR/MeshInterfaces.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+MeshOp mlir::mesh::lookupMesh(Operation *from, FlatSymbolRefAttr meshRef,
+                              SymbolTableCollection *symbolTables) {
+  if (!meshRef)
+    return {};
+  Operation *found =
+      symbolTables ? symbolTables->lookupNearestSymbolFrom(from, meshRef)
+                   : SymbolTable::lookupNearestSymbolFrom(from, meshRef);
+  return dyn_cast_or_null<MeshOp>(found);
+}
+
+FailureOr<MeshOp>
+mlir::mesh::getMeshOrEmitError(Operation *op, FlatSymbolRefAttr meshRef,
+                               SymbolTableCollection *symbolTables) {
+  Operation *found =
+      symbolTables ? symbolTables->lookupNearestSymbolFrom(op, meshRef)
+                   : SymbolTable::lookupNearestSymbolFrom(op, meshRef);
+  if (!found)
+    return op->emitError() << "'" << op->getName() << "' refers to mesh "
+                           << meshRef << ", which is not defined (C0)";
+  auto mesh = dyn_cast<MeshOp>(found);
+  if (!mesh)
+    return op->emitError() << "'" << op->getName() << "' refers to "
+                           << meshRef << ", which is a '" << found->getName()
+                           << "', not a 'mesh.mesh' (C0)";
+  return mesh;
+}
+
+bool mlir::mesh::isReductionValidFor(ReductionKind kind, Type elementType) {
+  bool isInt = elementType.isIntOrIndex();
+  bool isFloat = isa<FloatType>(elementType);
+  switch (kind) {
+  case ReductionKind::And:
+  case ReductionKind::Or:
+  case ReductionKind::Xor:
+    return isInt;
+  default:
+    return isInt || isFloat;
+  }
+}
+
+std::optional<int64_t>
+mlir::mesh::getStaticGroupSize(CollectiveOpInterface op) {
+  MeshOp mesh = lookupMesh(op, op.getMeshAttr());
+  if (!mesh)
+    return std::nullopt;
+  SmallVector<StringRef> axes = op.getAxisNames();
+  for (StringRef axis : axes)
+    if (!mesh.getAxisIndex(axis))
+      return std::nullopt;
+  int64_t size = mesh.getGroupSize(axes);
+  if (ShapedType::isDynamic(size))
+    return std::nullopt;
+  return size;
+}
+
+//===----------------------------------------------------------------------===//
+// Reduction kinds inside ops: `reduction = sum`
+//===----------------------------------------------------------------------===//
+
+static ParseResult parseReduction(OpAsmParser &parser,
+                                  ReductionKindAttr &reduction) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  std::optional<ReductionKind> kind = symbolizeReductionKind(keyword);
+  if (!kind)
+    return parser.emitError(loc, "unknown reduction kind '")
+           << keyword
+           << "'; expected one of sum, prod, min, max, avg, and, or, xor";
+  reduction = ReductionKindAttr::get(parser.getContext(), *kind);
+  return success();
+}
+
+static void printReduction(OpAsmPrinter &printer, Operation *,
+                           ReductionKindAttr reduction) {
+  printer << stringifyReductionKind(reduction.getValue());
+}
+
+//===----------------------------------------------------------------------===//
+// mesh.mesh
+//===----------------------------------------------------------------------===//
+
+/// `["a" = 2, "b" = ?]`
+static ParseResult parseMeshAxes(OpAsmParser &parser, ArrayAttr &names,
+                                 DenseI64ArrayAttr &shape) {
+  SmallVector<Attribute> nameAttrs;
+  SmallVector<int64_t> sizes;
+  if (parser.parseCommaSeparatedList(
+          OpAsmParser::Delimiter::Square, [&]() -> ParseResult {
+            std::string name;
+            if (parser.parseString(&name) || parser.parseEqual())
+              return failure();
+            nameAttrs.push_back(parser.getBuilder().getStringAttr(name));
+            if (succeeded(parser.parseOptionalQuestion())) {
+              sizes.push_back(ShapedType::kDynamic);
+              return success();
+            }
+            int64_t size;
+            if (parser.parseInteger(size))
+              return failure();
+            sizes.push_back(size);
+            return success();
+          }))
+    return failure();
+  names = parser.getBuilder().getArrayAttr(nameAttrs);
+  shape = parser.getBuilder().getDenseI64ArrayAttr(sizes);
+  return success();
+}
+
+static void printMeshAxes(OpAsmPrinter &printer, MeshOp, ArrayAttr names,
+                          DenseI64ArrayAttr shape) {
+  printer << '[';
+  for (auto [i, name] : llvm::enumerate(names)) {
+    if (i)
+      printer << ", ";
+    printer << '"' << cast<StringAttr>(name).getValue() << "\" = ";
+    int64_t size = i < static_cast<size_t>(shape.size()) ? shape[i]
+                                                         : ShapedType::kDynamic;
+    if (ShapedType::isDynamic(size))
+      printer << '?';
+    else
+      printer << size;
+  }
+  printer << ']';
+}
+
+LogicalResult MeshOp::verify() {
+  ArrayRef<int64_t> shape = getShape();
+  if (shape.size() != getAxisNames().size())
+    return emitOpError() << "has " << getAxisNames().size()
+                         << " axis names but " << shape.size() << " sizes";
+  if (shape.empty())
+    return emitOpError() << "@" << getSymName()
+                         << " needs at least one axis (M1)";
+  llvm::SmallSet<StringRef, 8> seen;
+  int dynamicCount = 0;
+  for (auto [name, size] : llvm::zip(getAxisNames(), shape)) {
+    StringRef axis = cast<StringAttr>(name).getValue();
+    if (axis.empty())
+      return emitOpError() << "@" << getSymName()
+                           << " has an axis with an empty name (M3)";
+    if (!seen.insert(axis).second)
+      return emitOpError() << "@" << getSymName() << " has two axes named \""
+                           << axis << "\"; axis names must be unique (M3)";
+    if (ShapedType::isDynamic(size)) {
+      if (++dynamicCount > 1)
+        return emitOpError() << "@" << getSymName()
+                             << " has more than one axis of size '?'; at "
+                                "most one size can be left to run time (M4)";
+      continue;
+    }
+    if (size < 1)
+      return emitOpError() << "@" << getSymName() << " axis \"" << axis
+                           << "\" has size " << size
+                           << "; sizes must be at least 1 (M2)";
+  }
+  return success();
+}
+
+std::optional<unsigned> MeshOp::getAxisIndex(StringRef name) {
+  for (auto [i, a] : llvm::enumerate(getAxisNames()))
+    if (cast<StringAttr>(a).getValue() == name)
+      return i;
+  return std::nullopt;
+}
+
+int64_t MeshOp::getAxisSize(StringRef name) {
+  std::optional<unsigned> index = getAxisIndex(name);
+  assert(index && "axis must exist");
+  return getShape()[*index];
+}
+
+int64_t MeshOp::getGroupSize(ArrayRef<StringRef> axes) {
+  int64_t size = 1;
+  for (StringRef axis : axes) {
+    int64_t s = getAxisSize(axis);
+    if (ShapedType::isDynamic(s))
+      return ShapedType::kDynamic;
+    size *= s;
+  }
+  return size;
+}
+
+std::string MeshOp::getAxisListForDiagnostic() {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  llvm::interleaveComma(getAxisNames(), os, [&](Attribute a) {
+    os << '"' << cast<StringAttr>(a).getValue() << '"';
+  });
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Axis lists shared by collectives, barrier and the axis queries
+//===----------------------------------------------------------------------===//
+
+/// C2: an axis appears at most once in an op's axis list.
+static LogicalResult verifyNoRepeatedAxes(Operation *op, ArrayAttr axes) {
+  llvm::SmallSet<StringRef, 8> seen;
+  for (Attribute a : axes) {
+    StringRef name = cast<StringAttr>(a).getValue();
+    if (!seen.insert(name).second)
+      return op->emitOpError() << "axis \"" << name
+                               << "\" appears more than once in axes (C2)";
+  }
+  return success();
+}
+
+/// C0 and C1: the mesh exists and has every named axis. Returns the mesh.
+static FailureOr<MeshOp> verifyMeshAndAxes(Operation *op,
+                                           FlatSymbolRefAttr meshRef,
+                                           ArrayRef<StringRef> axes,
+                                           SymbolTableCollection &tables) {
+  FailureOr<MeshOp> mesh = getMeshOrEmitError(op, meshRef, &tables);
+  if (failed(mesh))
+    return failure();
+  for (StringRef axis : axes)
+    if (!mesh->getAxisIndex(axis))
+      return op->emitOpError()
+             << "names axis \"" << axis << "\" which mesh @"
+             << mesh->getSymName() << " does not have; its axes are "
+             << mesh->getAxisListForDiagnostic() << " (C1)";
+  return mesh;
+}
+
+static SmallVector<StringRef> toStrings(ArrayAttr axes) {
+  SmallVector<StringRef> out;
+  for (Attribute a : axes)
+    out.push_back(cast<StringAttr>(a).getValue());
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// mesh.shard
+//===----------------------------------------------------------------------===//
+
+/// The sharding in full, `#mesh.sharding<...>`, so that it reads the same
+/// inside the op as anywhere else.
+static ParseResult parseShardingRef(OpAsmParser &parser,
+                                    ShardingAttr &sharding) {
+  SMLoc loc = parser.getCurrentLocation();
+  Attribute attr;
+  if (parser.parseAttribute(attr))
+    return failure();
+  sharding = dyn_cast<ShardingAttr>(attr);
+  if (!sharding)
+    return parser.emitError(loc, "expected a #mesh.sharding, got ") << attr;
+  return success();
+}
+
+static void printShardingRef(OpAsmPrinter &printer, ShardOp,
+                             ShardingAttr sharding) {
+  printer.printAttribute(sharding);
+}
+
+LogicalResult ShardOp::verify() {
+  ShardingAttr sharding = getSharding();
+  if (static_cast<int64_t>(sharding.getRank()) != getSrc().getType().getRank())
+    return emitOpError() << "sharding has " << sharding.getRank()
+                         << " dims but the tensor " << getSrc().getType()
+                         << " has rank " << getSrc().getType().getRank()
+                         << " (S2)";
+  return success();
+}
+
+LogicalResult ShardOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifySharding(*this, getSharding(), getSrc().getType(), "operand",
+                        &tables);
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives: local verification
+//===----------------------------------------------------------------------===//
+
+/// C4: input and result are both tensors or both memrefs, with the same
+/// element type and rank. C6 when `reduction` is given. C3 for each dim.
+static LogicalResult verifyCollectiveLocal(Operation *op, ArrayAttr axes,
+                                           std::optional<ReductionKind> reduction,
+                                           ArrayRef<std::pair<StringRef, int64_t>> dims) {
+  if (failed(verifyNoRepeatedAxes(op, axes)))
+    return failure();
+  auto in = cast<ShapedType>(op->getOperand(0).getType());
+  auto out = cast<ShapedType>(op->getResult(0).getType());
+  if (isa<TensorType>(in) != isa<TensorType>(out))
+    return op->emitOpError() << "input " << in << " and result " << out
+                             << " must both be tensors or both memrefs (C4)";
+  if (in.getElementType() != out.getElementType())
+    return op->emitOpError() << "result element type " << out.getElementType()
+                             << " differs from input element type "
+                             << in.getElementType() << " (C4)";
+  if (in.getRank() != out.getRank())
+    return op->emitOpError() << "result rank " << out.getRank()
+                             << " differs from input rank " << in.getRank()
+                             << " (C4)";
+  for (auto [name, dim] : dims)
+    if (dim < 0 || dim >= in.getRank())
+      return op->emitOpError() << name << " " << dim
+                               << " is out of range for rank " << in.getRank()
+                               << " (C3)";
+  if (reduction && !isReductionValidFor(*reduction, in.getElementType()))
+    return op->emitOpError()
+           << "reduction '" << stringifyReductionKind(*reduction)
+           << "' is not valid for element type " << in.getElementType()
+           << (isa<FloatType>(in.getElementType())
+                   ? "; bitwise reductions need integers"
+                   : "; reductions need integer or float elements")
+           << " (C6)";
+  return success();
+}
+
+LogicalResult AllReduceOp::verify() {
+  return verifyCollectiveLocal(*this, getAxes(), getReduction(), {});
+}
+LogicalResult AllGatherOp::verify() {
+  return verifyCollectiveLocal(*this, getAxes(), std::nullopt,
+                               {{"gather_dim", getGatherDim()}});
+}
+LogicalResult ReduceScatterOp::verify() {
+  return verifyCollectiveLocal(*this, getAxes(), getReduction(),
+                               {{"scatter_dim", getScatterDim()}});
+}
+LogicalResult AllToAllOp::verify() {
+  return verifyCollectiveLocal(
+      *this, getAxes(), std::nullopt,
+      {{"split_dim", getSplitDim()}, {"concat_dim", getConcatDim()}});
+}
+LogicalResult AllSliceOp::verify() {
+  return verifyCollectiveLocal(*this, getAxes(), std::nullopt,
+                               {{"slice_dim", getSliceDim()}});
+}
+LogicalResult BroadcastOp::verify() {
+  // I64Attr getters are unsigned; the attribute holds a signed i64.
+  int64_t root = static_cast<int64_t>(getRoot());
+  if (root < 0)
+    return emitOpError() << "root " << root
+                         << " must not be negative (C8)";
+  return verifyCollectiveLocal(*this, getAxes(), std::nullopt, {});
+}
+LogicalResult PermuteOp::verify() {
+  if (getOffset() == 0)
+    return emitOpError() << "offset must not be 0; a zero shift is a copy (C9)";
+  return verifyCollectiveLocal(*this, getAxes(), std::nullopt, {});
+}
+LogicalResult BarrierOp::verify() {
+  return verifyNoRepeatedAxes(*this, getAxes());
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives: verification against the mesh (C0, C1, C5, C7, C8)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// How a collective changes one dimension of its input.
+enum class DimChange { Multiply, Divide };
+} // namespace
+
+/// Checks the result shape against the input shape: `changes` lists the dims
+/// that are multiplied or divided by the group size; every other dim is
+/// unchanged. A dim is only compared where both sides are static.
+static LogicalResult
+verifyResultShape(Operation *op, int64_t groupSize,
+                  ArrayRef<std::tuple<StringRef, int64_t, DimChange>> changes) {
+  auto in = cast<ShapedType>(op->getOperand(0).getType());
+  auto out = cast<ShapedType>(op->getResult(0).getType());
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    int64_t inSize = in.getDimSize(d);
+    int64_t expected = inSize;
+    StringRef why = "unchanged";
+    for (auto [name, dim, change] : changes) {
+      if (dim != d)
+        continue;
+      if (ShapedType::isDynamic(groupSize) || ShapedType::isDynamic(inSize)) {
+        expected = ShapedType::kDynamic;
+        continue;
+      }
+      if (change == DimChange::Multiply) {
+        expected = expected * groupSize;
+        why = "multiplied by the group size";
+        continue;
+      }
+      if (expected % groupSize != 0)
+        return op->emitOpError()
+               << name << " " << d << " has size " << expected
+               << ", which does not divide by the group size " << groupSize
+               << " (C7)";
+      expected = expected / groupSize;
+      why = "divided by the group size";
+    }
+    if (changes.size() == 2 && std::get<1>(changes[0]) == d &&
+        std::get<1>(changes[1]) == d)
+      why = "divided and multiplied by the group size";
+    int64_t outSize = out.getDimSize(d);
+    if (ShapedType::isDynamic(expected) || ShapedType::isDynamic(outSize))
+      continue;
+    if (expected != outSize)
+      return op->emitOpError()
+             << "result dim " << d << " is " << outSize << " but " << expected
+             << " is expected: input dim " << d << " (" << inSize << ") "
+             << why << " (" << groupSize << ") (C5)";
+  }
+  return success();
+}
+
+/// The part of verifySymbolUses every collective shares; returns the group
+/// size (possibly kDynamic) through `groupSize`.
+template <typename OpTy>
+static LogicalResult verifyCollectiveMesh(OpTy op, SymbolTableCollection &tables,
+                                          int64_t &groupSize) {
+  SmallVector<StringRef> axes = toStrings(op.getAxes());
+  FailureOr<MeshOp> mesh =
+      verifyMeshAndAxes(op, op.getMeshAttr(), axes, tables);
+  if (failed(mesh))
+    return failure();
+  groupSize = mesh->getGroupSize(axes);
+  return success();
+}
+
+LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &tables) {
+  int64_t g;
+  if (failed(verifyCollectiveMesh(*this, tables, g)))
+    return failure();
+  return verifyResultShape(*this, g, {});
+}
+
+LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &tables) {
+  int64_t g;
+  if (failed(verifyCollectiveMesh(*this, tables, g)))
+    return failure();
+  return verifyResultShape(*this, g,
+                           {{"gather_dim", getGatherDim(), DimChange::Multiply}});
+}
+
+LogicalResult
+ReduceScatterOp::verifySymbolUses(SymbolTableCollection &tables) {
+  int64_t g;
+  if (failed(verifyCollectiveMesh(*this, tables, g)))
+    return failure();
+  return verifyResultShape(
+      *this, g, {{"scatter_dim", getScatterDim(), DimChange::Divide}});
+}
+
+LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &tables) {
+  int64_t g;
+  if (failed(verifyCollectiveMesh(*this, tables, g)))
+    return failure();
+  return verifyResultShape(
+      *this, g,
+      {{"split_dim", getSplitDim(), DimChange::Divide},
+       {"concat_dim", getConcatDim(), DimChange::Multiply}});
+}
+
+LogicalResult AllSliceOp::verifySymbolUses(SymbolTableCollection &tables) {
+  int64_t g;
+  if (failed(verifyCollectiveMesh(*this, tables, g)))
+    return failure();
+  return verifyResultShape(*this, g,
+                           {{"slice_dim", getSliceDim(), DimChange::Divide}});
+}
+
+LogicalResult BroadcastOp::verifySymbolUses(SymbolTableCollection &tables) {
+  int64_t g;
+  if (failed(verifyCollectiveMesh(*this, tables, g)))
+    return failure();
+  if (!ShapedType::isDynamic(g) && static_cast<int64_t>(getRoot()) >= g)
+    return emitOpError() << "root " << getRoot()
+                         << " is not a member of a group of " << g << " (C8)";
+  return verifyResultShape(*this, g, {});
+}
+
+LogicalResult PermuteOp::verifySymbolUses(SymbolTableCollection &tables) {
+  int64_t g;
+  if (failed(verifyCollectiveMesh(*this, tables, g)))
+    return failure();
+  return verifyResultShape(*this, g, {});
+}
+
+LogicalResult BarrierOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyMeshAndAxes(*this, getMeshAttr(), toStrings(getAxes()), tables);
+}
+
+LogicalResult AxisIndexOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyMeshAndAxes(*this, getMeshAttr(), {getAxis()}, tables);
+}
+
+LogicalResult AxisSizeOp::verifySymbolUses(SymbolTableCollection &tables) {
+  return verifyMeshAndAxes(*this, getMeshAttr(), {getAxis()}, tables);
+}
+
+//===----------------------------------------------------------------------===//
+// Memory effects: tensor collectives have none; memref collectives read the
+// input and allocate and write the result.
+//===----------------------------------------------------------------------===//
+
+static void getCollectiveEffects(
+    Operation *op,
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  if (!isa<BaseMemRefType>(op->getResult(0).getType()))
+    return;
+  effects.emplace_back(MemoryEffects::Read::get(), &op->getOpOperand(0),
+                       SideEffects::DefaultResource::get());
+  effects.emplace_back(MemoryEffects::Allocate::get(), op->getOpResult(0),
+                       SideEffects::DefaultResource::get());
+  effects.emplace_back(MemoryEffects::Write::get(), op->getOpResult(0),
+                       SideEffects::DefaultResource::get());
+}
+
+#define MESH_COLLECTIVE_EFFECTS(OP)                                            \
+  void OP::getEffects(                                                         \
+      SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>      \
+          &effects) {                                                          \
+    getCollectiveEffects(*this, effects);                                      \
+  }
+MESH_COLLECTIVE_EFFECTS(AllReduceOp)
+MESH_COLLECTIVE_EFFECTS(AllGatherOp)
+MESH_COLLECTIVE_EFFECTS(ReduceScatterOp)
+MESH_COLLECTIVE_EFFECTS(AllToAllOp)
+MESH_COLLECTIVE_EFFECTS(AllSliceOp)
+MESH_COLLECTIVE_EFFECTS(BroadcastOp)
+MESH_COLLECTIVE_EFFECTS(PermuteOp)
+#undef MESH_COLLECTIVE_EFFECTS
+
+#define GET_OP_CLASSES
+#include "mesh/Dialect/Mesh/IR/MeshOps.cpp.inc"

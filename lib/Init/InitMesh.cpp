@@ -1,0 +1,109 @@
+//===- InitMesh.cpp - dialects and passes the tools register --------------===//
+//
+// mesh-opt, mesh-lsp-server and the fuzzer register exactly this set: our
+// dialect, and the upstream dialects and passes a user needs to go from
+// sharded tensor programs to the LLVM dialect, and nothing else.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mesh/InitMesh.h"
+#include "mesh/Dialect/Mesh/IR/MeshDialect.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Index/IR/IndexDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/Transforms/InlinerInterfaceImpl.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/IR/MemRefMemorySlot.h"
+#include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/IR/TensorInferTypeOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+void mesh::registerMeshToolDialects(mlir::DialectRegistry &registry) {
+  using namespace mlir;
+  registry.insert<::mlir::mesh::MeshDialect, func::FuncDialect,
+                  arith::ArithDialect, math::MathDialect, tensor::TensorDialect,
+                  linalg::LinalgDialect, memref::MemRefDialect, scf::SCFDialect,
+                  cf::ControlFlowDialect, affine::AffineDialect,
+                  index::IndexDialect, ub::UBDialect,
+                  bufferization::BufferizationDialect, LLVM::LLVMDialect>();
+
+  // Bufferization of the upstream ops a sharded program uses.
+  arith::registerBufferizableOpInterfaceExternalModels(registry);
+  arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
+  linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  scf::registerBufferizableOpInterfaceExternalModels(registry);
+  scf::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  tensor::registerInferTypeOpInterfaceExternalModels(registry);
+  memref::registerAllocationOpInterfaceExternalModels(registry);
+
+  // Inlining and the convert-to-llvm interfaces.
+  func::registerInlinerExtension(registry);
+  LLVM::registerInlinerInterface(registry);
+  arith::registerConvertArithToLLVMInterface(registry);
+  cf::registerConvertControlFlowToLLVMInterface(registry);
+  registerConvertFuncToLLVMInterface(registry);
+  index::registerConvertIndexToLLVMInterface(registry);
+  registerConvertMathToLLVMInterface(registry);
+  registerConvertMemRefToLLVMInterface(registry);
+  ub::registerConvertUBToLLVMInterface(registry);
+}
+
+void mesh::registerMeshToolPasses() {
+  using namespace mlir;
+  // General clean-ups.
+  registerCanonicalizerPass();
+  registerCSEPass();
+  registerInlinerPass();
+  registerSymbolDCEPass();
+  registerLoopInvariantCodeMotionPass();
+  // Bufferization (one-shot-bufferize, deallocation pipeline, ...).
+  bufferization::registerBufferizationPasses();
+  // Linalg to loops.
+  registerConvertLinalgToLoopsPass();
+  registerLinalgGeneralizeNamedOpsPass();
+  // The standard lowerings to the LLVM dialect.
+  memref::registerExpandStridedMetadataPass();
+  registerLowerAffinePass();
+  registerSCFToControlFlowPass();
+  registerArithToLLVMConversionPass();
+  registerConvertControlFlowToLLVMPass();
+  registerConvertFuncToLLVMPass();
+  registerConvertIndexToLLVMPass();
+  registerConvertMathToLLVMPass();
+  registerFinalizeMemRefToLLVMConversionPass();
+  registerConvertToLLVMPass();
+  registerReconcileUnrealizedCastsPass();
+}

@@ -1,0 +1,30 @@
+# -*- Python -*-
+# lit configuration of the mesh compiler's test suite.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "MESH"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.mesh_obj_root, "test")
+config.excludes = ["Inputs", "CMakeLists.txt", "README.md", "lit.cfg.py",
+                   "lit.site.cfg.py"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%mesh_src_root", config.mesh_src_root))
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+tool_dirs = [config.mesh_tools_dir, config.llvm_tools_dir]
+tools = ["mesh-opt", "mesh-lsp-server"]
+if config.mesh_has_fuzzer:
+    tools.append("mesh-fuzz")
+    config.available_features.add("fuzzer")
+llvm_config.add_tool_substitutions(tools, tool_dirs)
