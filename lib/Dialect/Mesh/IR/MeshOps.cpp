@@ -418,11 +418,17 @@ verifyResultShape(Operation *op, int64_t groupSize,
     int64_t outSize = out.getDimSize(d);
     if (ShapedType::isDynamic(expected) || ShapedType::isDynamic(outSize))
       continue;
-    if (expected != outSize)
-      return op->emitOpError()
-             << "result dim " << d << " is " << outSize << " but " << expected
-             << " is expected: input dim " << d << " (" << inSize << ") "
-             << why << " (" << groupSize << ") (C5)";
+    if (expected == outSize)
+      continue;
+    InFlightDiagnostic diag = op->emitOpError()
+                              << "result dim " << d << " is " << outSize
+                              << " but " << expected << " is expected: ";
+    if (why == "unchanged")
+      diag << "the op keeps input dim " << d << " (" << inSize << ")";
+    else
+      diag << "input dim " << d << " (" << inSize << ") " << why << " ("
+           << groupSize << ")";
+    return diag << " (C5)";
   }
   return success();
 }
