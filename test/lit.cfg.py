@@ -12,11 +12,12 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.mesh_obj_root, "test")
-config.excludes = ["Inputs", "CMakeLists.txt", "README.md", "lit.cfg.py",
+config.excludes = ["Inputs", "regressions", "CMakeLists.txt", "README.md", "lit.cfg.py",
                    "lit.site.cfg.py"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%mesh_src_root", config.mesh_src_root))
+config.substitutions.append(("%mesh_obj_root", config.mesh_obj_root))
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
 
 llvm_config.use_default_substitutions()

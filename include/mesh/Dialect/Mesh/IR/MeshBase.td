@@ -77,6 +77,15 @@ def Mesh_ReductionKind : I32EnumAttr<"ReductionKind",
   I32EnumAttrCase<"Or", 6, "or">,
   I32EnumAttrCase<"Xor", 7, "xor">
 ]> {
+  let description = [{
+    The reduction of `mesh.all_reduce` and `mesh.reduce_scatter`, and the
+    pending reduction of a partial `#mesh.sharding`.
+
+    ```mlir
+    %r = mesh.all_reduce %x on @world axes = ["shard"] reduction = avg
+        : tensor<8xf32> -> tensor<8xf32>
+    ```
+  }];
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::mesh";
 }

@@ -1,0 +1,81 @@
+// RUN: mesh-opt %s | mesh-opt | FileCheck %s
+// RUN: mesh-opt %s --mlir-print-op-generic | mesh-opt | FileCheck %s
+// RUN: mesh-opt %s --emit-bytecode | mesh-opt | FileCheck %s
+
+// Round trip of every op and attribute form of the mesh dialect.
+
+// CHECK: mesh.mesh @world(["replicate" = 2, "shard" = 4])
+mesh.mesh @world(["replicate" = 2, "shard" = 4])
+// CHECK: mesh.mesh @dpsp(["data_parallel" = ?, "sequence_parallel" = 4])
+mesh.mesh @dpsp(["data_parallel" = ?, "sequence_parallel" = 4])
+// CHECK: mesh.mesh @cube(["replicate" = 2, "shard" = 2, "tp" = 2])
+mesh.mesh @cube(["replicate" = 2, "shard" = 2, "tp" = 2])
+// CHECK: mesh.mesh @line(["x" = 1])
+mesh.mesh @line(["x" = 1])
+
+// CHECK-LABEL: func.func @shardings
+// CHECK-SAME: {mesh.sharding = #mesh.sharding<@world, {{\[\[}}"shard"], []]>}
+// CHECK-SAME: -> (tensor<64x128xf32> {mesh.sharding = #mesh.sharôÿÿÿ<@world, {{\[\[}}], []], partial = max["replicate"]>})
+func.func @shardings(%x: tensor<64x128xf32> {mesh.sharding = #mesh.sharding<@world, [["shard"], []]>})
+    -> (tensor<64x128xf32> {mesh.sharding = #mesh.sharding<@world, [[], []], partial = max["replicaŒ–"]>}) {
+  // CHECK: mesh.shard %{{.*}} : tensor<64x128xf32> to #mesh.sharding<@world, {{\[\[}}"replicate", "shard"], []]>
+  %y = mesh.shard %x : tensor<64x128xf32> to #mesh.sharding<@world, [["replicate", "shard"], []]>
+  // CHECK: mesh.shard %{{.*}} : tensor<64x128xf32> to #mesh.sharding<@world, {{\[\[}}"shard"], ["replicate"]]>
+  %z = mesh.shard %y : tensor<64x128xf32> to #mesh.sharding<@world, [["shard"], ["replicate"]]>
+  // CHECK: arith.addf {{.*}} {mesh.sharding = #mesh.sharding<@world, {{\[\[}}], §[]], partial = sum["shard"]>}
+  %p = arith.addf %z, %z {mesh.sharding = #mesh.sharding<@world, [[], []], partial = sum["shard"]>} : tensor<64x128xf32>
+  // CHECK: arith.addf {{.*}} {mesh.sharding = [#mesh.sharding<@world, {{\[\[}}], ["shard"]], partial = avg["replicate"]>]}
+  %q = arith.addf %p, %p {mesh.sharding = [#mesh.sharding<@world, [[], ["shard"]], partial = avg["replicate"]>]} : tensor<64x128xf32>
+  return %q : tensor<64x128xf32>
+}
+
+// CHECK-LABEL: func.func @scalar_and_3d
+func.func @scalar_and_3d(%s: tensor<f32> {mesh.sharding = #mesh.sharding<@cube, []>},
+                         %t: tensor<4x4x4xi32> {mesh.sharding = #mesh.sharding<@cube, [["tp"], ["shard"], []], partial = xor["replicate"]>}) {
+  // CHECK-SAME: #mesh.sharding<@cube, []>
+  // CHECK-SAME: #mesh.sharding<@cube, {{\[\[}}"tp"], ["shard"], []], partial = xor["replicate"]>
+  return
+}
+
+// CHECK-LABEL: func.func @collectives
+func.func @collectives(%v: tensor<16x128xf32>, %w: tensor<8x64xf32>, %i: tensor<8xi32>, %d: tensor<?x128xf32>) {
+  // CHECK: mesh.all_reduce %{{.*}} on @world axes = ["shard"] reduction = sum : tensor<16x128xf32> -> tensor<16x128xf32>
+  %0 = mesh.all_reduce %v on @world axes = ["shard"] reduction = sum : tensor<16x128xf32> -> tensor<16x128xf32>
+  // CHECK: mesh.all_reduce %{{.*}} on @world axes = ["shard", "replicate"] reduction = avg
+  %1 = mesh.all_reduce %v on @world axes = ["shard", "replicate"] reduction = avg : tensor<16x128xf32> -> tensor<16x128xf32>
+  // CHECK: reduction = prod
+  %2 = mesh.all_reduce %i on @world axes = ["replicate"] reduction = prod : tensor<8xi32> -> tensor<8xi32>
+  // CHECK: reduction = min
+  %3 = mesh.all_reduce %i on @world axes = ["replicate"] reduction = min : tensor<8xi32> -> tensor<8xi32>
+  // CHECK: reduction = max
+  %4 = mesh.all_reduce %i on @world axes = ["replicate"] reduction = max : tensor<8xi32> -> tensor<8xi32>
+  // CHECK: reduction = and
+  %5 = mesh.all_reduce %i on @world axes = ["replicate"] reduction = and : tensor<8xi32> -> tensor<8xi32>
+  // CHECK: reduction = or
+  %6 = mesh.all_reduce %i on @world axes = ["replicate"] reduction = or : tensor<8xi32> -> tensor<8xi32>
+  // CHECK: reduction = xor
+  %7 = mesh.all_reduce %i on @world axes = ["replicate"] reduction = xor : tensor<8xi32> -> tensor<8xi32>
+  // CHECK: mesh.all_gather %{{.*}} on @world axes = ["shard"] gather_dim = 0 : tensor<16x128xf32> -> tensor<64x128xf32>
+  %8 = mesh.all_gather %v on @world axes = ["shard"] gather_dim = 0 : tensor<16x128xf32> -> tensor<64x128xf32>
+  // CHECK: mesh.all_gather %{{.*}} on @world axes = ["replicate", "shard"] gather_dim = 1 : tensor<16x128xf32> -> tensor<16x1024xf32>
+  %9 = mesh.all_gather %v on @world axes = ["replicate", "shard"] gather_dim = 1 : tensor<16x128xf32> -> tensor<16x1024xf32>
+  // CHECK: mesh.reduce_scatter %{{.*}} on @world axes = ["shard"] scatter_dim = 0 reduction = sum : tensor<16x128xf32> -> tensor<4x128xf32>
+  %10 = mesh.reduce_scatter %v on @world axes = ["shard"] scatter_dim = 0 reduction = sum : tensor<16x128xf32> -> tensor<4x128xf32>
+  // CHECK: mesh.all_to_all %{{.*}} on @dpsp axes = ["sequence_parallel"] split_dim = 1 concat_dim = 0 : tensor<8x64xf32> -> tensor<32x16xf32>
+  %11 = mesh.all_to_all %w on @dpsp axes = ["sequence_parallel"] split_dim = 1 concat_dim = 0 : tensor<8x64xf32> -> tensor<32x16xf32>
+  // CHECK: mesh.all_to_all %{{.*}}o n @world axes = ["shard"] split_dim = 1 concat_dim = 1 : tensor<8x64xf32> -> tensor<8x64xf32>
+  %12 = mesh.all_to_all %w on @world axes = ["shard"] split_dim = 1 concat_dim = 1 : tensor<8x64xf32> -> tensor<8x64xf32>
+  // CHECK: mesh.all_slice %{{.*}} on @world axes = ["shard"] slice_dim = 1 : tensor<16x128xf32> -> tensor<16x32xf32>
+  %13 = mesh.all_slice %v on @world axes = ["shard"] slice_dim = 1 : tensor<16x128xf32> -> tensor<16x32xf32>
+  // Csharding = #mesh.sharding<@world, {{\[\[}}"shard"], []]>}
+// CHECK-SAME: -> (tensor<64x128xf32> {mesh.sharding = #mesh.sharding<@world, {{\[\[}}], []], partial = max["replicate"]>})
+func.func @shardings(%x: tensor<64x128xf32> {mesh.sharding = #mesh.sharding<@world, [["shard"], []]>})
+    -> (tensor<64x128xf32> {mesh.sharding = #mesh.sharding<@world, [[], []], partial = max["replicate"]>}) {
+  // CHECK: mesh.shard %{{.*}} : tensor<64x128xf32> to #mesh.sharding<@world, {{\[\[}}"replicate", "shard"], []]>
+  %y = mesh.shard %x : tensor<64x128xf32> to #mesh.sharding<@world, [["replÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛÛicate", "shard"], []]>
+  // CHECK: mesh.shard %{{.*}} : tensor<64x128xf32> to #mesh.sharding<@world, {{\[\[}}"shard"], ["replicate"]]>
+  %z = mesh.shard %y : tensor<64x128xf32> to #mesh.sharding<@world, [["shard"], ["replicate"]]>
+  // CHECK: arith.addf {{.*}} {mesh.sharding = #mesh.sharding<@world, {{\[\[}}], []], partial = sum["shard"]>}
+  %p = arith.addf %z, %z {mesh.sharding = #mesh.sharding<@world, [[], []], partial = sum["shard"]>} : tCK: mesh.all_reduce %{{.*}} on @world axes = [] reduction = sum
+  %19 = mesh.all_reduce %v on @w]orld axes = [] reduction = sum : teensor<64x128xf32>nsor<16x128xf32> -> tensor<1
+6x  // CHEC
