@@ -1,0 +1,345 @@
+//===- meshrt/DeviceMesh.h - C++ API shaped like DeviceMesh -----*- C++ -*-===//
+//
+// The C++ interface for people: a DeviceMesh like torch's, with named
+// dimensions, groups, slicing and flattening, and Groups that run the
+// collectives. It sits on the same runtime (and, by default, the same default
+// context) as the C ABI in meshrt.h, so a host program and the compiled code
+// it calls share meshes and communicators.
+//
+//   auto mesh = meshrt::init_device_mesh("cpu", {2, 4}, {"replicate", "shard"});
+//   meshrt::Group shard = mesh.get_group("shard");          // 4 ranks
+//   auto hsdp = mesh3d[{"replicate", "shard"}];             // no new comm
+//   auto dp = mesh.flatten("dp", {"replicate", "shard"});   // one comm
+//
+// Errors are thrown as meshrt::Error. Rank layout, group order and caching
+// are described in MeshLayout.h and docs/runtime.md.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHRT_DEVICEMESH_H
+#define MESHRT_DEVICEMESH_H
+
+#include "meshrt/Error.h"
+#include "meshrt/Half.h"
+#include "meshrt/meshrt.h"
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace meshrt {
+
+namespace detail {
+class Context;
+class Comm;
+class Mesh;
+} // namespace detail
+
+/// Element types (same values as meshrt_dtype).
+enum class DType : int32_t {
+  F16 = MESHRT_F16,
+  BF16 = MESHRT_BF16,
+  F32 = MESHRT_F32,
+  F64 = MESHRT_F64,
+  I8 = MESHRT_I8,
+  I32 = MESHRT_I32,
+  I64 = MESHRT_I64,
+  U8 = MESHRT_U8
+};
+
+/// Reductions (same values as meshrt_reduce_op).
+enum class ReduceOp : int32_t {
+  Sum = MESHRT_SUM,
+  Prod = MESHRT_PROD,
+  Min = MESHRT_MIN,
+  Max = MESHRT_MAX,
+  Avg = MESHRT_AVG,
+  BitAnd = MESHRT_BAND,
+  BitOr = MESHRT_BOR,
+  BitXor = MESHRT_BXOR
+};
+
+/// Backends (same values as meshrt_backend).
+enum class Backend : int32_t {
+  Auto = MESHRT_BACKEND_AUTO,
+  MPI = MESHRT_BACKEND_MPI,
+  NCCL = MESHRT_BACKEND_NCCL
+};
+
+/// The DType of a C++ element type.
+template <typename T> struct DTypeOf;
+template <> struct DTypeOf<Half> {
+  static constexpr DType value = DType::F16; ///< f16
+};
+template <> struct DTypeOf<BFloat16> {
+  static constexpr DType value = DType::BF16; ///< bf16
+};
+template <> struct DTypeOf<float> {
+  static constexpr DType value = DType::F32; ///< f32
+};
+template <> struct DTypeOf<double> {
+  static constexpr DType value = DType::F64; ///< f64
+};
+template <> struct DTypeOf<int8_t> {
+  static constexpr DType value = DType::I8; ///< i8
+};
+template <> struct DTypeOf<int32_t> {
+  static constexpr DType value = DType::I32; ///< i32
+};
+template <> struct DTypeOf<int64_t> {
+  static constexpr DType value = DType::I64; ///< i64
+};
+template <> struct DTypeOf<uint8_t> {
+  static constexpr DType value = DType::U8; ///< u8
+};
+
+/// Counters of a runtime context (see meshrt_stats).
+using Stats = meshrt_stats;
+
+/// The communicator of this process's group along some mesh dimensions. A
+/// cheap handle: copies share the communicator, which the runtime owns.
+/// Collectives are blocking; see meshrt.h for their exact semantics.
+class MESHRT_API Group {
+public:
+  /// An empty handle.
+  Group() = default;
+
+  /// This process's rank in the group.
+  int64_t rank() const;
+  /// Number of members.
+  int64_t size() const;
+  /// World ranks of the members, in group-rank order.
+  std::vector<int64_t> members() const;
+  /// "mesh 'mesh0' axes [replicate, shard]".
+  std::string name() const;
+  /// The C ABI handle, for compiled code.
+  meshrt_comm_t handle() const;
+  /// MPI_Comm* (MPI backend) or ncclComm_t (NCCL backend).
+  void *native_handle() const;
+
+  /// Untyped collectives (see the meshrt_* functions of the same name).
+  void all_reduce(const void *Send, void *Recv, int64_t Count, DType T,
+                  ReduceOp Op = ReduceOp::Sum) const;
+  /// See meshrt_all_gather.
+  void all_gather(const void *Send, void *Recv, int64_t Count, DType T) const;
+  /// See meshrt_reduce_scatter.
+  void reduce_scatter(const void *Send, void *Recv, int64_t Count, DType T,
+                      ReduceOp Op = ReduceOp::Sum) const;
+  /// See meshrt_all_to_all.
+  void all_to_all(const void *Send, void *Recv, int64_t Count, DType T) const;
+  /// See meshrt_broadcast.
+  void broadcast(void *Buf, int64_t Count, DType T, int64_t Root) const;
+  /// See meshrt_permute; `Wrap` and `ZeroFill` are its two flags.
+  void permute(const void *Send, void *Recv, int64_t Count, DType T,
+               int64_t Offset, bool Wrap, bool ZeroFill = false) const;
+  /// See meshrt_barrier.
+  void barrier() const;
+
+  /// In-place all_reduce of `Count` elements at `Data`.
+  template <typename T>
+  void all_reduce(T *Data, int64_t Count, ReduceOp Op = ReduceOp::Sum) const {
+    all_reduce(Data, Data, Count, DTypeOf<T>::value, Op);
+  }
+  /// In-place all_reduce of a vector.
+  template <typename T>
+  void all_reduce(std::vector<T> &Data, ReduceOp Op = ReduceOp::Sum) const {
+    all_reduce(Data.data(), int64_t(Data.size()), Op);
+  }
+  /// Concatenation of every member's `Mine` in group order.
+  template <typename T>
+  std::vector<T> all_gather(const std::vector<T> &Mine) const {
+    std::vector<T> Out(Mine.size() * size_t(size()));
+    all_gather(Mine.data(), Out.data(), int64_t(Mine.size()),
+               DTypeOf<T>::value);
+    return Out;
+  }
+  /// Block rank() of the reduction of `All` (size() equal blocks).
+  template <typename T>
+  std::vector<T> reduce_scatter(const std::vector<T> &All,
+                                ReduceOp Op = ReduceOp::Sum) const {
+    std::vector<T> Out(All.size() / size_t(size()));
+    checkBlocks(All.size());
+    reduce_scatter(All.data(), Out.data(), int64_t(Out.size()),
+                   DTypeOf<T>::value, Op);
+    return Out;
+  }
+  /// Block j of `All` goes to member j; block i of the result came from i.
+  template <typename T>
+  std::vector<T> all_to_all(const std::vector<T> &All) const {
+    std::vector<T> Out(All.size());
+    checkBlocks(All.size());
+    all_to_all(All.data(), Out.data(), int64_t(All.size()) / size(),
+               DTypeOf<T>::value);
+    return Out;
+  }
+  /// Copies member `Root`'s `Data` to everybody (sizes must match).
+  template <typename T> void broadcast(std::vector<T> &Data, int64_t Root) const {
+    broadcast(Data.data(), int64_t(Data.size()), DTypeOf<T>::value, Root);
+  }
+  /// `Mine` from member rank() - Offset (zeros where there is none).
+  template <typename T>
+  std::vector<T> permute(const std::vector<T> &Mine, int64_t Offset,
+                         bool Wrap) const {
+    std::vector<T> Out(Mine.size());
+    permute(Mine.data(), Out.data(), int64_t(Mine.size()), DTypeOf<T>::value,
+            Offset, Wrap, /*ZeroFill=*/true);
+    return Out;
+  }
+
+private:
+  friend class DeviceMesh;
+  Group(std::shared_ptr<detail::Context> Ctx, detail::Comm *C)
+      : Ctx(std::move(Ctx)), C(C) {}
+  detail::Comm &comm() const;
+  void checkBlocks(size_t Elements) const;
+  std::shared_ptr<detail::Context> Ctx;
+  detail::Comm *C = nullptr;
+};
+
+/// A (sub-)mesh of processes with named dimensions. Slicing and copying are
+/// local and never create communicators; each dimension's group is made when
+/// the mesh is created (init_device_mesh) or flattened.
+class MESHRT_API DeviceMesh {
+public:
+  /// "cpu" or "cuda".
+  const std::string &device_type() const { return Device; }
+  /// Sizes of the dimensions.
+  std::vector<int64_t> shape() const;
+  /// Number of dimensions.
+  int64_t ndim() const { return int64_t(Dims.size()); }
+  /// Number of processes in this (sub-)mesh.
+  int64_t size() const;
+  /// Size of dimension `Dim`.
+  int64_t size(std::string_view Dim) const;
+  /// Names of the dimensions.
+  std::vector<std::string> mesh_dim_names() const;
+  /// Name of the underlying declared mesh (as in meshrt_mesh_lookup).
+  const std::string &name() const;
+
+  /// The group along dimension `Dim` (a flattened dimension is one group).
+  Group get_group(std::string_view Dim) const;
+  /// The group of a 1-D mesh.
+  Group get_group() const;
+  /// The group along several dimensions in the order given: the rank in it
+  /// is the row-major index of the coordinates over `Dims` in that order.
+  /// The first request of an order not seen before is collective.
+  Group get_group(const std::vector<std::string> &Dims) const;
+
+  /// The 1-D sub-mesh of dimension `Dim`.
+  DeviceMesh operator[](std::string_view Dim) const;
+  /// The sub-mesh of dimensions `Dims`, in that order (C++17 spelling of
+  /// torch's mesh["a", "b"]: mesh[{"a", "b"}]).
+  DeviceMesh operator[](std::initializer_list<std::string_view> Dims) const;
+#if defined(__cpp_multidimensional_subscript) &&                               \
+    __cpp_multidimensional_subscript >= 202110L
+  /// mesh["a", "b"] in C++23.
+  template <typename... Rest>
+  DeviceMesh operator[](std::string_view A, std::string_view B,
+                        Rest... More) const {
+    return slice({std::string(A), std::string(B), std::string(More)...});
+  }
+#endif
+  /// The sub-mesh of dimensions `Dims`, in that order.
+  DeviceMesh slice(const std::vector<std::string> &Dims) const;
+
+  /// Merges `Dims` (default: all dimensions of this mesh, in order) into one
+  /// dimension called `Name` and returns that 1-D mesh. Creates exactly one
+  /// communicator (none if an identical grouping exists, e.g. all axes of the
+  /// mesh in mesh order, which is the world). Collective. Afterwards `Name`
+  /// is also a dimension name of the parent mesh for get_group.
+  DeviceMesh flatten(const std::string &Name,
+                     const std::vector<std::string> &Dims = {}) const;
+
+  /// This process's coordinate along `Dim` (its rank in that group).
+  int64_t get_local_rank(std::string_view Dim) const;
+  /// This process's coordinate on a 1-D mesh.
+  int64_t get_local_rank() const;
+  /// This process's coordinates, one per dimension.
+  std::vector<int64_t> get_coordinate() const;
+  /// This process's world rank.
+  int64_t get_rank() const;
+  /// World ranks of this (sub-)mesh, row-major over its dimensions.
+  std::vector<int64_t> mesh() const;
+  /// e.g. "DeviceMesh('cpu', [[0, 1, 2, 3], [4, 5, 6, 7]],
+  /// mesh_dim_names=('replicate', 'shard'))".
+  std::string to_string() const;
+  /// The C ABI handle of the underlying mesh.
+  meshrt_mesh_t handle() const;
+  /// Counters of the runtime context this mesh lives in.
+  Stats stats() const;
+
+private:
+  friend class Runtime;
+  struct Dim {
+    std::string Name;
+    std::vector<int64_t> Axes; // Axes of the declared mesh, in order.
+    int64_t Size;
+  };
+  const Dim &dim(std::string_view Name) const;
+  std::vector<int64_t> axesOf(const std::vector<const Dim *> &Ds) const;
+  Group groupOf(const std::vector<int64_t> &Axes) const;
+  void checkAlive() const;
+  std::shared_ptr<detail::Context> Ctx;
+  detail::Mesh *M = nullptr;
+  std::vector<Dim> Dims;
+  std::string Device;
+};
+
+/// An independent instance of the runtime (its own world communicator,
+/// meshes and cache). Most programs use the default one through the free
+/// functions below; a second Runtime is for libraries that must not share.
+class MESHRT_API Runtime {
+public:
+  /// Starts a context (collective over MPI_COMM_WORLD).
+  explicit Runtime(Backend B = Backend::Auto);
+  /// Creates a mesh in this runtime (see meshrt::init_device_mesh).
+  DeviceMesh init_device_mesh(std::string_view DeviceType,
+                              const std::vector<int64_t> &MeshShape,
+                              const std::vector<std::string> &MeshDimNames = {},
+                              const std::string &Name = "") const;
+  /// The backend in use.
+  Backend backend() const;
+  /// World rank.
+  int64_t rank() const;
+  /// World size.
+  int64_t size() const;
+  /// Counters.
+  Stats stats() const;
+  /// Frees the communicators (collective); meshes become unusable.
+  void finalize() const;
+
+private:
+  friend Runtime default_runtime(Backend);
+  explicit Runtime(std::shared_ptr<detail::Context> C) : Ctx(std::move(C)) {}
+  std::shared_ptr<detail::Context> Ctx;
+};
+
+/// The default runtime, shared with the C ABI; started on first use with
+/// backend `B` (Auto: MESHRT_BACKEND, then NCCL if a GPU is visible) and
+/// finalized at exit.
+MESHRT_API Runtime default_runtime(Backend B = Backend::Auto);
+
+/// Creates a mesh on the default runtime, like torch's init_device_mesh.
+/// `DeviceType` is "cpu" (MPI backend), "cuda" (NCCL backend) or "auto".
+/// `MeshShape` may hold one -1, resolved from the world size. Dimension names
+/// default to "dim0", "dim1", ...; the mesh name defaults to "mesh<N>".
+/// Collective: declares the mesh (checked across ranks) and creates one
+/// communicator per dimension (none where the world serves).
+MESHRT_API DeviceMesh
+init_device_mesh(std::string_view DeviceType,
+                 const std::vector<int64_t> &MeshShape,
+                 const std::vector<std::string> &MeshDimNames = {},
+                 const std::string &Name = "");
+
+/// True if the NCCL backend is built and a CUDA device is visible.
+MESHRT_API bool cuda_available();
+
+/// Finalizes the default runtime now (otherwise it happens at exit).
+MESHRT_API void finalize();
+
+} // namespace meshrt
+
+#endif // MESHRT_DEVICEMESH_H

@@ -1,0 +1,287 @@
+/*===-- meshrt/meshrt.h - C ABI of the mesh runtime ---------------*- C -*-===*\
+|*                                                                            *|
+|* The plain C interface of the runtime. Compiled code lowered from the mesh  *|
+|* dialect calls it, and so can any C or C++ program. It only uses int64_t    *|
+|* counts, void* buffers, 32-bit enums and opaque handles, so that calls      *|
+|* lower to LLVM IR without any struct passing.                               *|
+|*                                                                            *|
+|* Every function that can fail returns a meshrt_status (0 on success). What  *|
+|* happens on failure depends on the error policy: MESHRT_ERRORS_ABORT (the   *|
+|* default, for compiled code that does not check statuses) prints the error  *|
+|* and aborts the whole job; MESHRT_ERRORS_RETURN returns the status and      *|
+|* keeps the message for meshrt_last_error(). See docs/runtime.md.            *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef MESHRT_MESHRT_H
+#define MESHRT_MESHRT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define MESHRT_API __attribute__((visibility("default")))
+#else
+#define MESHRT_API
+#endif
+
+/// Status returned by the meshrt_* functions.
+typedef enum meshrt_status {
+  MESHRT_SUCCESS = 0,
+  /// A null pointer, a negative count, an out-of-range axis or root, ...
+  MESHRT_ERROR_INVALID_ARGUMENT = 1,
+  /// meshrt_init has not been called (or meshrt_finalize already was).
+  MESHRT_ERROR_NOT_INITIALIZED = 2,
+  /// The mesh shape does not fit the number of processes.
+  MESHRT_ERROR_WORLD_SIZE = 3,
+  /// An axis name that the mesh does not have.
+  MESHRT_ERROR_UNKNOWN_AXIS = 4,
+  /// meshrt_mesh_lookup of a name that was never declared.
+  MESHRT_ERROR_UNKNOWN_MESH = 5,
+  /// The same mesh was declared differently on different ranks, or
+  /// redeclared differently on this rank.
+  MESHRT_ERROR_MESH_MISMATCH = 6,
+  /// A dtype/reduction pair (or a feature) that the backend cannot do.
+  MESHRT_ERROR_UNSUPPORTED = 7,
+  /// MPI, NCCL or CUDA reported an error.
+  MESHRT_ERROR_BACKEND = 8,
+  /// A collective did not finish within MESHRT_TIMEOUT_S. The job is aborted
+  /// in that case; the code exists for messages and for the exit status.
+  MESHRT_ERROR_TIMEOUT = 9
+} meshrt_status;
+
+/// Element types of collective buffers.
+typedef enum meshrt_dtype {
+  MESHRT_F16 = 0,  ///< IEEE binary16
+  MESHRT_BF16 = 1, ///< bfloat16 (upper half of a binary32)
+  MESHRT_F32 = 2,
+  MESHRT_F64 = 3,
+  MESHRT_I8 = 4,
+  MESHRT_I32 = 5,
+  MESHRT_I64 = 6,
+  MESHRT_U8 = 7
+} meshrt_dtype;
+
+/// Reductions. MESHRT_AVG is a sum followed by a division by the group size
+/// (truncating toward zero for integer types, like ncclAvg). The bitwise
+/// reductions exist for integer types only, and on the MPI backend only.
+typedef enum meshrt_reduce_op {
+  MESHRT_SUM = 0,
+  MESHRT_PROD = 1,
+  MESHRT_MIN = 2,
+  MESHRT_MAX = 3,
+  MESHRT_AVG = 4,
+  MESHRT_BAND = 5,
+  MESHRT_BOR = 6,
+  MESHRT_BXOR = 7
+} meshrt_reduce_op;
+
+/// Communication backends. MESHRT_BACKEND_AUTO reads the MESHRT_BACKEND
+/// environment variable (auto|mpi|nccl); "auto" picks NCCL when the runtime
+/// was built with it and a CUDA device is visible, MPI otherwise.
+typedef enum meshrt_backend {
+  MESHRT_BACKEND_AUTO = 0,
+  MESHRT_BACKEND_MPI = 1,
+  MESHRT_BACKEND_NCCL = 2
+} meshrt_backend;
+
+/// What a failing meshrt_* call does.
+typedef enum meshrt_error_policy {
+  /// Print "meshrt: rank R: <message>" to stderr and abort the whole job
+  /// (MPI_Abort with exit code 1). The default.
+  MESHRT_ERRORS_ABORT = 0,
+  /// Return the status; meshrt_last_error() has the message.
+  MESHRT_ERRORS_RETURN = 1
+} meshrt_error_policy;
+
+/// Flags of meshrt_permute.
+enum {
+  /// Group rank g sends to (g + offset) mod n; without it, ranks whose
+  /// destination falls outside [0, n) send nothing.
+  MESHRT_PERMUTE_WRAP = 1,
+  /// Ranks that receive nothing get a zeroed output; without it their output
+  /// buffer is left untouched.
+  MESHRT_PERMUTE_ZERO_FILL = 2
+};
+
+/// Counters of one runtime context (see meshrt_get_stats).
+typedef struct meshrt_stats {
+  /// Communicators created by splitting the world (MPI_Comm_split or
+  /// ncclCommSplit). Grows with the distinct (mesh, axes) used, never with
+  /// the number of groups.
+  int64_t splits;
+  /// Live communicators, the world included.
+  int64_t communicators;
+  /// Communicator requests (meshrt_comm_get*, get_group, ...).
+  int64_t comm_requests;
+  /// Requests answered by an existing communicator (cache hits and reuse of
+  /// the world).
+  int64_t comm_reuses;
+  /// Declared meshes.
+  int64_t meshes;
+  /// Collectives run.
+  int64_t collectives;
+} meshrt_stats;
+
+/// A declared mesh. Valid until meshrt_finalize.
+typedef struct meshrt_mesh_opaque *meshrt_mesh_t;
+/// A communicator for (mesh, ordered axes). Valid until meshrt_finalize.
+typedef struct meshrt_comm_opaque *meshrt_comm_t;
+
+/* ---- Set-up ------------------------------------------------------------ */
+
+/// Initialises the default runtime context: MPI (unless the program already
+/// did), the backend, the world communicator and the timeout watchdog.
+/// Collective over MPI_COMM_WORLD. Calls nest: each meshrt_init needs one
+/// meshrt_finalize; only the outermost pair does work.
+MESHRT_API int meshrt_init(meshrt_backend backend);
+
+/// Frees every communicator and ends the default context (and MPI, if the
+/// runtime started it). Collective. Prints statistics when MESHRT_STATS=1.
+MESHRT_API int meshrt_finalize(void);
+
+/// 1 if the default context is initialised, 0 otherwise.
+MESHRT_API int meshrt_is_initialized(void);
+
+/// The backend the default context runs on.
+MESHRT_API int meshrt_get_backend(meshrt_backend *out);
+
+/// This process's rank in the world.
+MESHRT_API int meshrt_world_rank(int64_t *out);
+
+/// The number of processes.
+MESHRT_API int meshrt_world_size(int64_t *out);
+
+/// Sets what failing calls do (per process; the default is ABORT unless the
+/// MESHRT_ERROR_POLICY environment variable says "return").
+MESHRT_API void meshrt_set_error_policy(meshrt_error_policy policy);
+
+/// The current error policy.
+MESHRT_API meshrt_error_policy meshrt_get_error_policy(void);
+
+/// The message of the last failing call on this thread ("" if none).
+MESHRT_API const char *meshrt_last_error(void);
+
+/// A static name for a status ("MESHRT_ERROR_UNKNOWN_AXIS", ...).
+MESHRT_API const char *meshrt_status_name(int status);
+
+/// "f16", "bf16", "f32", ...; "?" for an invalid value.
+MESHRT_API const char *meshrt_dtype_name(meshrt_dtype dtype);
+
+/// Size in bytes of one element; 0 for an invalid value.
+MESHRT_API int64_t meshrt_dtype_size(meshrt_dtype dtype);
+
+/// Counters of the default context.
+MESHRT_API int meshrt_get_stats(meshrt_stats *out);
+
+/* ---- Meshes ------------------------------------------------------------ */
+
+/// Declares the mesh `name` of `ndims` axes (at most 16). A size of -1 is
+/// dynamic and resolved from the world size (at most one per mesh). Axis
+/// names must be distinct and non-empty. Collective: the declaration is
+/// compared across ranks (a digest), and a mismatch is an error on every
+/// rank. Declaring the same name again with the same shape and names returns
+/// the existing handle without communicating.
+MESHRT_API int meshrt_mesh_declare(const char *name, int64_t ndims,
+                                   const int64_t *sizes,
+                                   const char *const *axis_names,
+                                   meshrt_mesh_t *out);
+
+/// Finds a declared mesh by name.
+MESHRT_API int meshrt_mesh_lookup(const char *name, meshrt_mesh_t *out);
+
+/// Number of axes.
+MESHRT_API int meshrt_mesh_ndims(meshrt_mesh_t mesh, int64_t *out);
+
+/// Index of the axis called `axis_name`.
+MESHRT_API int meshrt_mesh_axis_index(meshrt_mesh_t mesh,
+                                      const char *axis_name, int64_t *out);
+
+/// Size of axis `axis` (dynamic sizes resolved).
+MESHRT_API int meshrt_mesh_axis_size(meshrt_mesh_t mesh, int64_t axis,
+                                     int64_t *out);
+
+/// This process's coordinate along axis `axis`.
+MESHRT_API int meshrt_mesh_coordinate(meshrt_mesh_t mesh, int64_t axis,
+                                      int64_t *out);
+
+/* ---- Communicators ----------------------------------------------------- */
+
+/// The communicator of this process's group along the ordered axis list
+/// `axes` (indices into the mesh, distinct; naxes may be 0 for a group of
+/// one). The rank inside the group is the row-major index of this process's
+/// coordinates over `axes` in the order given. The first request of a
+/// (mesh, axes) that needs a new communicator is collective over the world
+/// (one split); later requests are local and cheap.
+MESHRT_API int meshrt_comm_get(meshrt_mesh_t mesh, int64_t naxes,
+                               const int64_t *axes, meshrt_comm_t *out);
+
+/// Same as meshrt_comm_get, with axis names.
+MESHRT_API int meshrt_comm_get_by_names(meshrt_mesh_t mesh, int64_t naxes,
+                                        const char *const *axis_names,
+                                        meshrt_comm_t *out);
+
+/// This process's rank in the group.
+MESHRT_API int meshrt_comm_rank(meshrt_comm_t comm, int64_t *out);
+
+/// Number of processes in the group.
+MESHRT_API int meshrt_comm_size(meshrt_comm_t comm, int64_t *out);
+
+/// World rank of the member with group rank `group_rank`.
+MESHRT_API int meshrt_comm_world_rank(meshrt_comm_t comm, int64_t group_rank,
+                                      int64_t *out);
+
+/// The backend's own handle: a pointer to the MPI_Comm on the MPI backend,
+/// the ncclComm_t on the NCCL backend. Owned by the runtime.
+MESHRT_API int meshrt_comm_native_handle(meshrt_comm_t comm, void **out);
+
+/* ---- Collectives --------------------------------------------------------
+ * All are collective over the group, blocking, and take counts in elements.
+ * On the NCCL backend buffers must be device memory. Unless stated, send and
+ * recv must not overlap. n is the group size, g this process's group rank.
+ * ------------------------------------------------------------------------ */
+
+/// recv[i] = op over the group of send[i], count elements. send == recv is
+/// allowed (in place).
+MESHRT_API int meshrt_all_reduce(meshrt_comm_t comm, const void *send,
+                                 void *recv, int64_t count, meshrt_dtype dtype,
+                                 meshrt_reduce_op op);
+
+/// recv (n * count elements) is the concatenation of every member's send
+/// (count elements) in group-rank order.
+MESHRT_API int meshrt_all_gather(meshrt_comm_t comm, const void *send,
+                                 void *recv, int64_t count, meshrt_dtype dtype);
+
+/// send has n blocks of count elements; recv (count elements) is the
+/// reduction over the group of block g.
+MESHRT_API int meshrt_reduce_scatter(meshrt_comm_t comm, const void *send,
+                                     void *recv, int64_t count,
+                                     meshrt_dtype dtype, meshrt_reduce_op op);
+
+/// send and recv have n blocks of count elements; block j of send goes to
+/// group rank j, where it lands in block g of recv.
+MESHRT_API int meshrt_all_to_all(meshrt_comm_t comm, const void *send,
+                                 void *recv, int64_t count, meshrt_dtype dtype);
+
+/// buf of group rank `root` is copied to buf of every member (in place).
+MESHRT_API int meshrt_broadcast(meshrt_comm_t comm, void *buf, int64_t count,
+                                meshrt_dtype dtype, int64_t root);
+
+/// Group rank g sends send to group rank g + offset (mod n with
+/// MESHRT_PERMUTE_WRAP) and receives into recv from g - offset. A rank with
+/// no source keeps recv untouched, or zeroed with MESHRT_PERMUTE_ZERO_FILL.
+MESHRT_API int meshrt_permute(meshrt_comm_t comm, const void *send, void *recv,
+                              int64_t count, meshrt_dtype dtype, int64_t offset,
+                              int32_t flags);
+
+/// Returns once every member has entered the barrier.
+MESHRT_API int meshrt_barrier(meshrt_comm_t comm);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MESHRT_MESHRT_H */

@@ -1,0 +1,108 @@
+//===- Backend.h - Interface between the runtime and MPI/NCCL ---*- C++ -*-===//
+//
+// A backend creates the world communicator, splits it, and runs collectives
+// on the communicators it made. The runtime core (Context.cpp) validates
+// arguments, keeps the communicator cache and the watchdog, and calls the
+// backend only with arguments that are already checked: counts >= 0, valid
+// dtypes and reductions, roots and peers in range.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHRT_LIB_BACKEND_H
+#define MESHRT_LIB_BACKEND_H
+
+#include "meshrt/meshrt.h"
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace meshrt {
+namespace detail {
+
+/// One communicator of a backend: the world, or one split of it.
+class BackendComm {
+public:
+  virtual ~BackendComm();
+
+  /// This process's rank in the communicator.
+  int64_t rank() const { return Rank; }
+  /// Number of processes.
+  int64_t size() const { return Size; }
+
+  /// See meshrt_all_reduce (send may equal recv).
+  virtual void allReduce(const void *Send, void *Recv, int64_t Count,
+                         meshrt_dtype Type, meshrt_reduce_op Op) = 0;
+  /// See meshrt_all_gather.
+  virtual void allGather(const void *Send, void *Recv, int64_t Count,
+                         meshrt_dtype Type) = 0;
+  /// See meshrt_reduce_scatter.
+  virtual void reduceScatter(const void *Send, void *Recv, int64_t Count,
+                             meshrt_dtype Type, meshrt_reduce_op Op) = 0;
+  /// See meshrt_all_to_all.
+  virtual void allToAll(const void *Send, void *Recv, int64_t Count,
+                        meshrt_dtype Type) = 0;
+  /// See meshrt_broadcast.
+  virtual void broadcast(void *Buf, int64_t Count, meshrt_dtype Type,
+                         int64_t Root) = 0;
+  /// Sends `Send` to rank `Dest` and receives `Recv` from rank `Source`;
+  /// either may be -1 (nothing to send / receive). With `ZeroFill`, Recv is
+  /// zeroed when there is no source.
+  virtual void sendRecv(const void *Send, int64_t Dest, void *Recv,
+                        int64_t Source, int64_t Count, meshrt_dtype Type,
+                        bool ZeroFill) = 0;
+  /// See meshrt_barrier.
+  virtual void barrier() = 0;
+  /// See meshrt_comm_native_handle.
+  virtual void *nativeHandle() = 0;
+
+protected:
+  int64_t Rank = 0;
+  int64_t Size = 1;
+};
+
+/// Creates communicators of one kind.
+class Backend {
+public:
+  virtual ~Backend();
+  /// MESHRT_BACKEND_MPI or MESHRT_BACKEND_NCCL.
+  virtual meshrt_backend kind() const = 0;
+  /// "mpi" or "nccl".
+  virtual const char *name() const = 0;
+  /// The world communicator (collective over the control communicator).
+  virtual std::unique_ptr<BackendComm> createWorld() = 0;
+  /// Splits `World`: processes with the same `Color` end up together, ordered
+  /// by `Key` (collective over the world). `Label` names the group for the
+  /// backend's own diagnostics.
+  virtual std::unique_ptr<BackendComm> split(BackendComm &World, int64_t Color,
+                                             int64_t Key,
+                                             const std::string &Label) = 0;
+  /// Throws meshrt::Error (MESHRT_ERROR_UNSUPPORTED) if `Op` on `Type`
+  /// cannot run on this backend. Called after the generic checks.
+  virtual void checkReduction(meshrt_dtype Type, meshrt_reduce_op Op) const;
+};
+
+/// Creates the MPI backend on top of `Control` (a private duplicate of
+/// MPI_COMM_WORLD owned by the context).
+std::unique_ptr<Backend> createMpiBackend(MPI_Comm Control);
+
+/// True if the runtime was built with the NCCL backend.
+bool ncclBackendBuilt();
+
+/// True if the NCCL backend is built and CUDA reports at least one device.
+/// Otherwise sets `Why` to a reason.
+bool cudaDeviceVisible(std::string &Why);
+
+/// Creates the NCCL backend: picks this process's device from its local rank
+/// and uses `Control` to share the NCCL unique id. Throws meshrt::Error.
+std::unique_ptr<Backend> createNcclBackend(MPI_Comm Control);
+
+/// Throws meshrt::Error(MESHRT_ERROR_BACKEND) if `Code` is not MPI_SUCCESS.
+void checkMpi(int Code, const char *What);
+
+} // namespace detail
+} // namespace meshrt
+
+#endif // MESHRT_LIB_BACKEND_H

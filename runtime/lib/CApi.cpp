@@ -1,0 +1,388 @@
+//===- CApi.cpp - The meshrt_* C ABI ---------------------------------------===//
+//
+// Thin wrappers over the default Context: unwrap handles, run the C++ code,
+// turn exceptions into status codes plus a thread-local message, and apply
+// the error policy (abort the job with a clear message, or return).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Context.h"
+
+#include "meshrt/meshrt.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <strings.h>
+
+using namespace meshrt;
+using namespace meshrt::detail;
+
+namespace {
+
+thread_local std::string LastError;
+
+meshrt_error_policy policyFromEnv() {
+  const char *E = std::getenv("MESHRT_ERROR_POLICY");
+  if (E && !strcasecmp(E, "return"))
+    return MESHRT_ERRORS_RETURN;
+  return MESHRT_ERRORS_ABORT;
+}
+
+std::atomic<int> &policy() {
+  static std::atomic<int> P{int(policyFromEnv())};
+  return P;
+}
+
+Mesh *unwrap(meshrt_mesh_t M) { return reinterpret_cast<Mesh *>(M); }
+meshrt_mesh_t wrap(Mesh *M) { return reinterpret_cast<meshrt_mesh_t>(M); }
+Comm *unwrap(meshrt_comm_t C) { return reinterpret_cast<Comm *>(C); }
+meshrt_comm_t wrap(Comm *C) { return reinterpret_cast<meshrt_comm_t>(C); }
+
+/// Records the error and applies the policy.
+int fail(const char *Fn, meshrt_status S, const char *Msg) {
+  LastError = std::string(Fn) + ": " + Msg;
+  if (policy().load(std::memory_order_relaxed) == MESHRT_ERRORS_RETURN)
+    return S;
+  int Rank = -1, Init = 0, Fin = 0;
+  MPI_Initialized(&Init);
+  MPI_Finalized(&Fin);
+  if (Init && !Fin)
+    MPI_Comm_rank(MPI_COMM_WORLD, &Rank);
+  std::fprintf(stderr, "meshrt: rank %d: error: %s [%s]\n", Rank,
+               LastError.c_str(), meshrt_status_name(S));
+  std::fflush(stderr);
+  if (Init && !Fin)
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  std::_Exit(1);
+}
+
+/// Runs `Body`, mapping exceptions to statuses.
+template <typename F> int guarded(const char *Fn, F &&Body) {
+  try {
+    Body();
+    return MESHRT_SUCCESS;
+  } catch (const Error &E) {
+    return fail(Fn, E.status(), E.what());
+  } catch (const std::bad_alloc &) {
+    return fail(Fn, MESHRT_ERROR_BACKEND, "out of memory");
+  } catch (const std::exception &E) {
+    return fail(Fn, MESHRT_ERROR_BACKEND, E.what());
+  }
+}
+
+std::shared_ptr<Context> context() {
+  std::shared_ptr<Context> C = defaultContext();
+  if (!C || C->finalized())
+    throw Error(MESHRT_ERROR_NOT_INITIALIZED,
+                "the runtime is not initialized (call meshrt_init first)");
+  return C;
+}
+
+template <typename T> void need(T *P, const char *What) {
+  if (!P)
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                std::string(What) + " is null");
+}
+
+Comm &comm(meshrt_comm_t C) {
+  need(C, "comm");
+  return *unwrap(C);
+}
+
+Mesh &mesh(meshrt_mesh_t M) {
+  need(M, "mesh");
+  Mesh &R = *unwrap(M);
+  R.context().checkAlive("use a mesh");
+  return R;
+}
+
+int64_t checkedAxis(Mesh &M, int64_t Axis) {
+  if (Axis < 0 || Axis >= M.layout().ndims())
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                "axis " + std::to_string(Axis) + " is out of range: mesh '" +
+                    M.name() + "' has " + std::to_string(M.layout().ndims()) +
+                    " axes");
+  return Axis;
+}
+
+} // namespace
+
+extern "C" {
+
+int meshrt_init(meshrt_backend Backend) {
+  return guarded("meshrt_init", [&] {
+    std::shared_ptr<Context> C = acquireDefaultContext(Backend, true);
+    if (Backend != MESHRT_BACKEND_AUTO && C->backendKind() != Backend)
+      throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                  std::string("the runtime already runs on the ") +
+                      C->backendName() + " backend");
+  });
+}
+
+int meshrt_finalize(void) {
+  return guarded("meshrt_finalize", [] {
+    if (!defaultContext())
+      throw Error(MESHRT_ERROR_NOT_INITIALIZED,
+                  "the runtime is not initialized");
+    releaseDefaultContext();
+  });
+}
+
+int meshrt_is_initialized(void) {
+  std::shared_ptr<Context> C = defaultContext();
+  return C && !C->finalized();
+}
+
+int meshrt_get_backend(meshrt_backend *Out) {
+  return guarded("meshrt_get_backend", [&] {
+    need(Out, "out");
+    *Out = context()->backendKind();
+  });
+}
+
+int meshrt_world_rank(int64_t *Out) {
+  return guarded("meshrt_world_rank", [&] {
+    need(Out, "out");
+    *Out = context()->worldRank();
+  });
+}
+
+int meshrt_world_size(int64_t *Out) {
+  return guarded("meshrt_world_size", [&] {
+    need(Out, "out");
+    *Out = context()->worldSize();
+  });
+}
+
+void meshrt_set_error_policy(meshrt_error_policy P) {
+  policy().store(P == MESHRT_ERRORS_RETURN ? MESHRT_ERRORS_RETURN
+                                           : MESHRT_ERRORS_ABORT);
+}
+
+meshrt_error_policy meshrt_get_error_policy(void) {
+  return meshrt_error_policy(policy().load());
+}
+
+const char *meshrt_last_error(void) { return LastError.c_str(); }
+
+const char *meshrt_status_name(int S) {
+  switch (S) {
+  case MESHRT_SUCCESS:
+    return "MESHRT_SUCCESS";
+  case MESHRT_ERROR_INVALID_ARGUMENT:
+    return "MESHRT_ERROR_INVALID_ARGUMENT";
+  case MESHRT_ERROR_NOT_INITIALIZED:
+    return "MESHRT_ERROR_NOT_INITIALIZED";
+  case MESHRT_ERROR_WORLD_SIZE:
+    return "MESHRT_ERROR_WORLD_SIZE";
+  case MESHRT_ERROR_UNKNOWN_AXIS:
+    return "MESHRT_ERROR_UNKNOWN_AXIS";
+  case MESHRT_ERROR_UNKNOWN_MESH:
+    return "MESHRT_ERROR_UNKNOWN_MESH";
+  case MESHRT_ERROR_MESH_MISMATCH:
+    return "MESHRT_ERROR_MESH_MISMATCH";
+  case MESHRT_ERROR_UNSUPPORTED:
+    return "MESHRT_ERROR_UNSUPPORTED";
+  case MESHRT_ERROR_BACKEND:
+    return "MESHRT_ERROR_BACKEND";
+  case MESHRT_ERROR_TIMEOUT:
+    return "MESHRT_ERROR_TIMEOUT";
+  default:
+    return "MESHRT_ERROR_?";
+  }
+}
+
+const char *meshrt_dtype_name(meshrt_dtype T) { return dtypeName(T); }
+
+int64_t meshrt_dtype_size(meshrt_dtype T) { return dtypeSize(T); }
+
+int meshrt_get_stats(meshrt_stats *Out) {
+  return guarded("meshrt_get_stats", [&] {
+    need(Out, "out");
+    *Out = context()->stats();
+  });
+}
+
+int meshrt_mesh_declare(const char *Name, int64_t NDims, const int64_t *Sizes,
+                        const char *const *AxisNames, meshrt_mesh_t *Out) {
+  return guarded("meshrt_mesh_declare", [&] {
+    need(Name, "name");
+    need(Out, "out");
+    if (NDims < 0 || NDims > MeshLayout::kMaxDims)
+      throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                  "mesh '" + std::string(Name) + "': ndims " +
+                      std::to_string(NDims) + " is not in [0, " +
+                      std::to_string(MeshLayout::kMaxDims) + "]");
+    if (NDims > 0) {
+      need(Sizes, "sizes");
+      need(AxisNames, "axis_names");
+    }
+    std::vector<int64_t> S(Sizes, Sizes + NDims);
+    std::vector<std::string> A;
+    for (int64_t I = 0; I < NDims; ++I)
+      A.push_back(AxisNames[I] ? AxisNames[I] : "");
+    *Out = wrap(&context()->declareMesh(Name, S, A));
+  });
+}
+
+int meshrt_mesh_lookup(const char *Name, meshrt_mesh_t *Out) {
+  return guarded("meshrt_mesh_lookup", [&] {
+    need(Name, "name");
+    need(Out, "out");
+    Mesh *M = context()->findMesh(Name);
+    if (!M)
+      throw Error(MESHRT_ERROR_UNKNOWN_MESH,
+                  "no mesh called '" + std::string(Name) + "' was declared");
+    *Out = wrap(M);
+  });
+}
+
+int meshrt_mesh_ndims(meshrt_mesh_t M, int64_t *Out) {
+  return guarded("meshrt_mesh_ndims", [&] {
+    need(Out, "out");
+    *Out = mesh(M).layout().ndims();
+  });
+}
+
+int meshrt_mesh_axis_index(meshrt_mesh_t M, const char *Name, int64_t *Out) {
+  return guarded("meshrt_mesh_axis_index", [&] {
+    need(Name, "axis_name");
+    need(Out, "out");
+    *Out = mesh(M).axisIndex(Name);
+  });
+}
+
+int meshrt_mesh_axis_size(meshrt_mesh_t M, int64_t Axis, int64_t *Out) {
+  return guarded("meshrt_mesh_axis_size", [&] {
+    need(Out, "out");
+    Mesh &R = mesh(M);
+    *Out = R.layout().shape()[size_t(checkedAxis(R, Axis))];
+  });
+}
+
+int meshrt_mesh_coordinate(meshrt_mesh_t M, int64_t Axis, int64_t *Out) {
+  return guarded("meshrt_mesh_coordinate", [&] {
+    need(Out, "out");
+    Mesh &R = mesh(M);
+    *Out = R.coordinates()[size_t(checkedAxis(R, Axis))];
+  });
+}
+
+int meshrt_comm_get(meshrt_mesh_t M, int64_t NAxes, const int64_t *Axes,
+                    meshrt_comm_t *Out) {
+  return guarded("meshrt_comm_get", [&] {
+    need(Out, "out");
+    Mesh &R = mesh(M);
+    if (NAxes < 0 || NAxes > R.layout().ndims())
+      throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                  "naxes " + std::to_string(NAxes) + " is not in [0, " +
+                      std::to_string(R.layout().ndims()) + "] for mesh '" +
+                      R.name() + "'");
+    if (NAxes > 0)
+      need(Axes, "axes");
+    std::vector<int64_t> A(Axes, Axes + NAxes);
+    *Out = wrap(&R.context().getComm(R, A));
+  });
+}
+
+int meshrt_comm_get_by_names(meshrt_mesh_t M, int64_t NAxes,
+                             const char *const *Names, meshrt_comm_t *Out) {
+  return guarded("meshrt_comm_get_by_names", [&] {
+    need(Out, "out");
+    Mesh &R = mesh(M);
+    if (NAxes < 0 || NAxes > MeshLayout::kMaxDims)
+      throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                  "naxes " + std::to_string(NAxes) + " is out of range");
+    if (NAxes > 0)
+      need(Names, "axis_names");
+    std::vector<int64_t> A;
+    for (int64_t I = 0; I < NAxes; ++I) {
+      need(Names[I], "an axis name");
+      for (int64_t X : R.resolveName(Names[I]))
+        A.push_back(X);
+    }
+    *Out = wrap(&R.context().getComm(R, A));
+  });
+}
+
+int meshrt_comm_rank(meshrt_comm_t C, int64_t *Out) {
+  return guarded("meshrt_comm_rank", [&] {
+    need(Out, "out");
+    *Out = comm(C).rank();
+  });
+}
+
+int meshrt_comm_size(meshrt_comm_t C, int64_t *Out) {
+  return guarded("meshrt_comm_size", [&] {
+    need(Out, "out");
+    *Out = comm(C).size();
+  });
+}
+
+int meshrt_comm_world_rank(meshrt_comm_t C, int64_t GroupRank, int64_t *Out) {
+  return guarded("meshrt_comm_world_rank", [&] {
+    need(Out, "out");
+    Comm &R = comm(C);
+    if (GroupRank < 0 || GroupRank >= R.size())
+      throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                  "group rank " + std::to_string(GroupRank) +
+                      " is out of range for " + R.label() + " of size " +
+                      std::to_string(R.size()));
+    *Out = R.members()[size_t(GroupRank)];
+  });
+}
+
+int meshrt_comm_native_handle(meshrt_comm_t C, void **Out) {
+  return guarded("meshrt_comm_native_handle", [&] {
+    need(Out, "out");
+    Comm &R = comm(C);
+    R.mesh().context().checkAlive("get a native handle");
+    *Out = R.impl().nativeHandle();
+  });
+}
+
+int meshrt_all_reduce(meshrt_comm_t C, const void *Send, void *Recv,
+                      int64_t Count, meshrt_dtype T, meshrt_reduce_op Op) {
+  return guarded("meshrt_all_reduce",
+                 [&] { comm(C).allReduce(Send, Recv, Count, T, Op); });
+}
+
+int meshrt_all_gather(meshrt_comm_t C, const void *Send, void *Recv,
+                      int64_t Count, meshrt_dtype T) {
+  return guarded("meshrt_all_gather",
+                 [&] { comm(C).allGather(Send, Recv, Count, T); });
+}
+
+int meshrt_reduce_scatter(meshrt_comm_t C, const void *Send, void *Recv,
+                          int64_t Count, meshrt_dtype T, meshrt_reduce_op Op) {
+  return guarded("meshrt_reduce_scatter",
+                 [&] { comm(C).reduceScatter(Send, Recv, Count, T, Op); });
+}
+
+int meshrt_all_to_all(meshrt_comm_t C, const void *Send, void *Recv,
+                      int64_t Count, meshrt_dtype T) {
+  return guarded("meshrt_all_to_all",
+                 [&] { comm(C).allToAll(Send, Recv, Count, T); });
+}
+
+int meshrt_broadcast(meshrt_comm_t C, void *Buf, int64_t Count, meshrt_dtype T,
+                     int64_t Root) {
+  return guarded("meshrt_broadcast",
+                 [&] { comm(C).broadcast(Buf, Count, T, Root); });
+}
+
+int meshrt_permute(meshrt_comm_t C, const void *Send, void *Recv, int64_t Count,
+                   meshrt_dtype T, int64_t Offset, int32_t Flags) {
+  return guarded("meshrt_permute", [&] {
+    comm(C).permute(Send, Recv, Count, T, Offset, Flags);
+  });
+}
+
+int meshrt_barrier(meshrt_comm_t C) {
+  return guarded("meshrt_barrier", [&] { comm(C).barrier(); });
+}
+
+} // extern "C"

@@ -1,0 +1,175 @@
+//===- Comm.cpp - Checked, watched collectives on a communicator handle ---===//
+//
+// The generic half of every collective: argument checks that do not depend on
+// the backend (counts, dtypes, reductions, roots, aliasing), the translation
+// of permute offsets into a (destination, source) pair, the statistics, and
+// the watchdog scope around the backend call. Everything that can be checked
+// locally is checked before any communication, so an invalid call fails on
+// every rank the same way instead of leaving peers waiting.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Context.h"
+
+#include <algorithm>
+#include <limits>
+
+using namespace meshrt;
+using namespace meshrt::detail;
+
+Comm::Comm(Context &Ctx, Mesh &M, std::vector<int64_t> AxesIn,
+           GroupPosition Pos, std::vector<int64_t> Members)
+    : Ctx(Ctx), TheMesh(M), Axes(std::move(AxesIn)), Pos(Pos),
+      Members(std::move(Members)) {
+  Label = "mesh '" + M.name() + "' axes [";
+  for (size_t I = 0; I < Axes.size(); ++I)
+    Label += (I ? ", " : "") + M.axisNames()[size_t(Axes[I])];
+  Label += "]";
+}
+
+std::string Comm::describe() const {
+  std::string S = Label + " (group rank " + std::to_string(rank()) + " of " +
+                  std::to_string(size()) + ": world ranks ";
+  size_t Shown = std::min<size_t>(Members.size(), 16);
+  for (size_t I = 0; I < Shown; ++I)
+    S += (I ? ", " : "") + std::to_string(Members[I]);
+  if (Shown < Members.size())
+    S += ", ...";
+  return S + ")";
+}
+
+void Comm::fail(meshrt_status S, const char *Op, const std::string &Msg) const {
+  throw Error(S, std::string(Op) + " on " + Label + ": " + Msg);
+}
+
+void Comm::checkBuffers(const char *Op, const void *Send, const void *Recv,
+                        int64_t Count, meshrt_dtype T, int64_t Blocks,
+                        bool AllowInPlace) const {
+  if (!Impl)
+    fail(MESHRT_ERROR_NOT_INITIALIZED, Op, "the runtime was finalized");
+  int64_t Elem = dtypeSize(T);
+  if (Elem == 0)
+    fail(MESHRT_ERROR_INVALID_ARGUMENT, Op,
+         "invalid dtype " + std::to_string(int(T)));
+  if (Count < 0)
+    fail(MESHRT_ERROR_INVALID_ARGUMENT, Op,
+         "negative count " + std::to_string(Count));
+  if (Count == 0)
+    return;
+  if (!Send || !Recv)
+    fail(MESHRT_ERROR_INVALID_ARGUMENT, Op, "null buffer");
+  if (Count > std::numeric_limits<int64_t>::max() / Blocks / Elem)
+    fail(MESHRT_ERROR_INVALID_ARGUMENT, Op,
+         "count " + std::to_string(Count) + " overflows the buffer size");
+  if (!AllowInPlace && Send == Recv)
+    fail(MESHRT_ERROR_INVALID_ARGUMENT, Op,
+         "send and recv are the same buffer; this collective is not in "
+         "place");
+}
+
+void Comm::checkReduction(const char *Op, meshrt_dtype T,
+                          meshrt_reduce_op R) const {
+  if (unsigned(R) >= unsigned(kNumReduceOps))
+    fail(MESHRT_ERROR_INVALID_ARGUMENT, Op,
+         "invalid reduction " + std::to_string(int(R)));
+  bool Bitwise = R == MESHRT_BAND || R == MESHRT_BOR || R == MESHRT_BXOR;
+  if (Bitwise && !isIntegerDType(T))
+    fail(MESHRT_ERROR_UNSUPPORTED, Op,
+         std::string("reduction '") + reduceOpName(R) +
+             "' is not defined for dtype " + dtypeName(T) +
+             " (bitwise reductions need i8, i32, i64 or u8)");
+  try {
+    Ctx.backend().checkReduction(T, R);
+  } catch (const Error &E) {
+    fail(E.status(), Op, E.what());
+  }
+}
+
+void Comm::allReduce(const void *Send, void *Recv, int64_t Count,
+                     meshrt_dtype T, meshrt_reduce_op Op) {
+  checkBuffers("all_reduce", Send, Recv, Count, T, 1, /*AllowInPlace=*/true);
+  checkReduction("all_reduce", T, Op);
+  if (Count == 0)
+    return;
+  Ctx.countCollective();
+  WatchScope W(Ctx.watchdog(), "all_reduce", this, Count, T, Op);
+  Impl->allReduce(Send, Recv, Count, T, Op);
+}
+
+void Comm::allGather(const void *Send, void *Recv, int64_t Count,
+                     meshrt_dtype T) {
+  checkBuffers("all_gather", Send, Recv, Count, T, size(), false);
+  if (Count == 0)
+    return;
+  Ctx.countCollective();
+  WatchScope W(Ctx.watchdog(), "all_gather", this, Count, T);
+  Impl->allGather(Send, Recv, Count, T);
+}
+
+void Comm::reduceScatter(const void *Send, void *Recv, int64_t Count,
+                         meshrt_dtype T, meshrt_reduce_op Op) {
+  checkBuffers("reduce_scatter", Send, Recv, Count, T, size(), false);
+  checkReduction("reduce_scatter", T, Op);
+  if (Count == 0)
+    return;
+  Ctx.countCollective();
+  WatchScope W(Ctx.watchdog(), "reduce_scatter", this, Count, T, Op);
+  Impl->reduceScatter(Send, Recv, Count, T, Op);
+}
+
+void Comm::allToAll(const void *Send, void *Recv, int64_t Count,
+                    meshrt_dtype T) {
+  checkBuffers("all_to_all", Send, Recv, Count, T, size(), false);
+  if (Count == 0)
+    return;
+  Ctx.countCollective();
+  WatchScope W(Ctx.watchdog(), "all_to_all", this, Count, T);
+  Impl->allToAll(Send, Recv, Count, T);
+}
+
+void Comm::broadcast(void *Buf, int64_t Count, meshrt_dtype T, int64_t Root) {
+  checkBuffers("broadcast", Buf, Buf, Count, T, 1, true);
+  if (Root < 0 || Root >= size())
+    fail(MESHRT_ERROR_INVALID_ARGUMENT, "broadcast",
+         "root " + std::to_string(Root) + " is not a group rank (the group has " +
+             std::to_string(size()) + " members)");
+  if (Count == 0)
+    return;
+  Ctx.countCollective();
+  WatchScope W(Ctx.watchdog(), "broadcast", this, Count, T);
+  Impl->broadcast(Buf, Count, T, Root);
+}
+
+void Comm::permute(const void *Send, void *Recv, int64_t Count,
+                   meshrt_dtype T, int64_t Offset, int32_t Flags) {
+  checkBuffers("permute", Send, Recv, Count, T, 1, false);
+  if (Flags & ~int32_t(MESHRT_PERMUTE_WRAP | MESHRT_PERMUTE_ZERO_FILL))
+    fail(MESHRT_ERROR_INVALID_ARGUMENT, "permute",
+         "unknown flags " + std::to_string(Flags));
+  if (Count == 0)
+    return;
+  int64_t N = size(), G = rank();
+  int64_t Dest = -1, Source = -1;
+  if (Flags & MESHRT_PERMUTE_WRAP) {
+    int64_t K = ((Offset % N) + N) % N;
+    Dest = (G + K) % N;
+    Source = (G - K + N) % N;
+  } else if (Offset < N && Offset > -N) {
+    if (G + Offset >= 0 && G + Offset < N)
+      Dest = G + Offset;
+    if (G - Offset >= 0 && G - Offset < N)
+      Source = G - Offset;
+  }
+  Ctx.countCollective();
+  WatchScope W(Ctx.watchdog(), "permute", this, Count, T);
+  Impl->sendRecv(Send, Dest, Recv, Source, Count, T,
+                 (Flags & MESHRT_PERMUTE_ZERO_FILL) != 0);
+}
+
+void Comm::barrier() {
+  if (!Impl)
+    fail(MESHRT_ERROR_NOT_INITIALIZED, "barrier", "the runtime was finalized");
+  Ctx.countCollective();
+  WatchScope W(Ctx.watchdog(), "barrier", this);
+  Impl->barrier();
+}

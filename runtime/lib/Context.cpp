@@ -1,0 +1,645 @@
+//===- Context.cpp - Meshes, communicator cache and start-up --------------===//
+//
+// Start-up (MPI, backend choice agreed across ranks, world communicator,
+// watchdog), mesh declaration with a cross-rank digest check, the
+// communicator cache (one split per distinct grouping, the world reused for
+// full-mesh groups in mesh order), statistics, finalization, and the default
+// context shared by the C ABI and the C++ API.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Context.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <strings.h>
+
+using namespace meshrt;
+using namespace meshrt::detail;
+
+BackendComm::~BackendComm() = default;
+Backend::~Backend() = default;
+void Backend::checkReduction(meshrt_dtype, meshrt_reduce_op) const {}
+
+void meshrt::detail::checkMpi(int Code, const char *What) {
+  if (Code == MPI_SUCCESS)
+    return;
+  char Buf[MPI_MAX_ERROR_STRING];
+  int Len = 0;
+  MPI_Error_string(Code, Buf, &Len);
+  throw Error(MESHRT_ERROR_BACKEND,
+              std::string(What) + " failed: " + std::string(Buf, Len));
+}
+
+bool meshrt::detail::envFlag(const char *Name) {
+  const char *V = std::getenv(Name);
+  if (!V)
+    return false;
+  return !strcasecmp(V, "1") || !strcasecmp(V, "true") ||
+         !strcasecmp(V, "yes") || !strcasecmp(V, "on");
+}
+
+//===----------------------------------------------------------------------===//
+// Process-wide MPI bookkeeping (not mesh state: who started MPI).
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct ProcessState {
+  std::mutex Mutex;
+  bool WeInitializedMpi = false;
+  bool AtExitRegistered = false;
+  // The default context, shared by the C ABI and the C++ API.
+  std::shared_ptr<Context> Default;
+  int DefaultInits = 0;
+  // Finalized default contexts are kept, so that stale C handles report
+  // "finalized" instead of touching freed memory.
+  std::vector<std::shared_ptr<Context>> Retired;
+};
+
+ProcessState &processState() {
+  // Leaked on purpose: it must outlive every static destructor and atexit.
+  static ProcessState *S = new ProcessState;
+  return *S;
+}
+
+bool mpiUsable() {
+  int Init = 0, Fin = 0;
+  MPI_Initialized(&Init);
+  MPI_Finalized(&Fin);
+  return Init && !Fin;
+}
+
+void finalizeAtExit() {
+  ProcessState &P = processState();
+  std::shared_ptr<Context> C;
+  {
+    std::lock_guard<std::mutex> Lock(P.Mutex);
+    C = std::move(P.Default);
+    P.DefaultInits = 0;
+  }
+  if (C) {
+    try {
+      C->finalize();
+    } catch (...) {
+    }
+  }
+  if (P.WeInitializedMpi && mpiUsable())
+    MPI_Finalize();
+}
+
+const int64_t DTypeSizes[kNumDTypes] = {2, 2, 4, 8, 1, 4, 8, 1};
+const char *const DTypeNames[kNumDTypes] = {"f16", "bf16", "f32", "f64",
+                                            "i8",  "i32",  "i64", "u8"};
+const char *const RedOpNames[kNumReduceOps] = {"sum", "prod", "min",  "max",
+                                               "avg", "band", "bor",  "bxor"};
+
+std::string joinNames(const std::vector<std::string> &Names) {
+  std::string S;
+  for (size_t I = 0; I < Names.size(); ++I)
+    S += (I ? ", " : "") + Names[I];
+  return S;
+}
+
+std::string describeDecl(const std::string &Name,
+                         const std::vector<int64_t> &Sizes,
+                         const std::vector<std::string> &Axes) {
+  return "'" + Name + "' with shape " + MeshLayout::formatShape(Sizes) +
+         " and axes (" + joinNames(Axes) + ")";
+}
+
+/// FNV-1a over the declaration.
+uint64_t digest(const std::string &Name, const std::vector<int64_t> &Sizes,
+                const std::vector<std::string> &Axes) {
+  uint64_t H = 1469598103934665603ull;
+  auto Mix = [&H](const void *P, size_t N) {
+    const unsigned char *B = static_cast<const unsigned char *>(P);
+    for (size_t I = 0; I < N; ++I)
+      H = (H ^ B[I]) * 1099511628211ull;
+  };
+  Mix(Name.c_str(), Name.size() + 1);
+  uint64_t N = Sizes.size();
+  Mix(&N, sizeof(N));
+  for (int64_t S : Sizes)
+    Mix(&S, sizeof(S));
+  for (const std::string &A : Axes)
+    Mix(A.c_str(), A.size() + 1);
+  return H;
+}
+
+/// A description for the watchdog while nothing better exists yet.
+class TextDescribable final : public Describable {
+public:
+  explicit TextDescribable(std::string Text) : Text(std::move(Text)) {}
+  std::string describe() const override { return Text; }
+
+private:
+  std::string Text;
+};
+
+std::string bcastString(const std::string &S, int Root, int Me, MPI_Comm C) {
+  int64_t Len = int64_t(S.size());
+  checkMpi(MPI_Bcast(&Len, 1, MPI_INT64_T, Root, C), "MPI_Bcast");
+  std::string Out = Me == Root ? S : std::string(size_t(Len), '\0');
+  checkMpi(MPI_Bcast(&Out[0], int(Len), MPI_CHAR, Root, C), "MPI_Bcast");
+  return Out;
+}
+
+meshrt_backend chooseBackend(meshrt_backend Requested) {
+  std::string Source = "meshrt_init";
+  if (Requested == MESHRT_BACKEND_AUTO) {
+    const char *E = std::getenv("MESHRT_BACKEND");
+    if (E && *E) {
+      if (!strcasecmp(E, "mpi"))
+        Requested = MESHRT_BACKEND_MPI;
+      else if (!strcasecmp(E, "nccl"))
+        Requested = MESHRT_BACKEND_NCCL;
+      else if (strcasecmp(E, "auto"))
+        throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                    std::string("MESHRT_BACKEND='") + E +
+                        "' is not one of auto, mpi, nccl");
+      Source = std::string("MESHRT_BACKEND=") + E;
+    }
+  } else if (Requested != MESHRT_BACKEND_MPI &&
+             Requested != MESHRT_BACKEND_NCCL) {
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                "invalid backend " + std::to_string(int(Requested)));
+  }
+  if (Requested == MESHRT_BACKEND_MPI)
+    return MESHRT_BACKEND_MPI;
+  std::string Why;
+  bool Gpu = cudaDeviceVisible(Why);
+  if (Requested == MESHRT_BACKEND_NCCL) {
+    if (!ncclBackendBuilt())
+      throw Error(MESHRT_ERROR_UNSUPPORTED,
+                  Source + " asks for the NCCL backend, but this meshrt was "
+                           "built without it (CUDA and NCCL were not found "
+                           "when it was configured)");
+    if (!Gpu)
+      throw Error(MESHRT_ERROR_BACKEND,
+                  Source + " asks for the NCCL backend, but no CUDA device is "
+                           "visible: " +
+                      Why);
+    return MESHRT_BACKEND_NCCL;
+  }
+  return Gpu ? MESHRT_BACKEND_NCCL : MESHRT_BACKEND_MPI;
+}
+
+double timeoutFromEnv() {
+  const char *E = std::getenv("MESHRT_TIMEOUT_S");
+  if (!E || !*E)
+    return 600.0;
+  char *End = nullptr;
+  double V = std::strtod(E, &End);
+  if (End == E || *End != '\0' || V < 0)
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                std::string("MESHRT_TIMEOUT_S='") + E +
+                    "' is not a number of seconds >= 0 (0 disables the "
+                    "timeout)");
+  return V;
+}
+} // namespace
+
+int64_t meshrt::detail::dtypeSize(meshrt_dtype T) {
+  return unsigned(T) < unsigned(kNumDTypes) ? DTypeSizes[T] : 0;
+}
+const char *meshrt::detail::dtypeName(meshrt_dtype T) {
+  return unsigned(T) < unsigned(kNumDTypes) ? DTypeNames[T] : "?";
+}
+const char *meshrt::detail::reduceOpName(meshrt_reduce_op Op) {
+  return unsigned(Op) < unsigned(kNumReduceOps) ? RedOpNames[Op] : "?";
+}
+bool meshrt::detail::isIntegerDType(meshrt_dtype T) {
+  return T == MESHRT_I8 || T == MESHRT_I32 || T == MESHRT_I64 ||
+         T == MESHRT_U8;
+}
+
+//===----------------------------------------------------------------------===//
+// Mesh
+//===----------------------------------------------------------------------===//
+
+Mesh::Mesh(Context &Ctx, std::string Name, std::vector<int64_t> Declared,
+           std::vector<int64_t> Resolved, std::vector<std::string> AxisNames)
+    : Ctx(Ctx), Name(std::move(Name)), Declared(std::move(Declared)),
+      Layout(std::move(Resolved)), AxisNames(std::move(AxisNames)) {
+  Coords = Layout.coordinates(Ctx.worldRank());
+}
+
+std::string Mesh::describe() const {
+  return "mesh " + describeDecl(Name, Layout.shape(), AxisNames);
+}
+
+std::string Mesh::validNames() const {
+  std::string S = joinNames(AxisNames);
+  for (const Alias &A : Aliases)
+    S += ", " + A.Name + " (flattened)";
+  return S;
+}
+
+int64_t Mesh::axisIndex(std::string_view N) const {
+  for (size_t I = 0; I < AxisNames.size(); ++I)
+    if (AxisNames[I] == N)
+      return int64_t(I);
+  throw Error(MESHRT_ERROR_UNKNOWN_AXIS,
+              "mesh '" + Name + "' has no axis '" + std::string(N) +
+                  "'; valid axes: " + validNames());
+}
+
+bool Mesh::isAlias(std::string_view N) const {
+  for (const Alias &A : Aliases)
+    if (A.Name == N)
+      return true;
+  return false;
+}
+
+std::vector<int64_t> Mesh::resolveName(std::string_view N) const {
+  for (size_t I = 0; I < AxisNames.size(); ++I)
+    if (AxisNames[I] == N)
+      return {int64_t(I)};
+  for (const Alias &A : Aliases)
+    if (A.Name == N)
+      return A.Axes;
+  return {axisIndex(N)}; // Throws with the list of valid names.
+}
+
+void Mesh::addAlias(const std::string &N, const std::vector<int64_t> &Axes) {
+  Layout.checkAxes(Axes);
+  if (N.empty())
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                "mesh '" + Name + "': a flattened axis needs a name");
+  for (const std::string &A : AxisNames)
+    if (A == N)
+      throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                  "mesh '" + Name + "' already has an axis called '" + N +
+                      "'; pick another name for the flattened axis");
+  for (const Alias &A : Aliases) {
+    if (A.Name != N)
+      continue;
+    if (A.Axes == Axes)
+      return;
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                "mesh '" + Name + "' already has a flattened axis '" + N +
+                    "' over other axes");
+  }
+  Aliases.push_back({N, Axes});
+}
+
+//===----------------------------------------------------------------------===//
+// Context
+//===----------------------------------------------------------------------===//
+
+std::shared_ptr<Context> Context::create(meshrt_backend Requested) {
+  std::shared_ptr<Context> C(new Context());
+  C->start(Requested);
+  return C;
+}
+
+void Context::start(meshrt_backend Requested) {
+  {
+    ProcessState &P = processState();
+    std::lock_guard<std::mutex> Lock(P.Mutex);
+    int Init = 0, Fin = 0;
+    MPI_Initialized(&Init);
+    MPI_Finalized(&Fin);
+    if (Fin)
+      throw Error(MESHRT_ERROR_NOT_INITIALIZED,
+                  "MPI is already finalized in this process; the runtime "
+                  "cannot start");
+    if (!Init) {
+      int Provided = 0;
+      checkMpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED,
+                               &Provided),
+               "MPI_Init_thread");
+      P.WeInitializedMpi = true;
+    }
+    if (!P.AtExitRegistered) {
+      std::atexit(finalizeAtExit);
+      P.AtExitRegistered = true;
+    }
+  }
+  checkMpi(MPI_Comm_dup(MPI_COMM_WORLD, &Control),
+           "MPI_Comm_dup(MPI_COMM_WORLD)");
+  MPI_Comm_set_errhandler(Control, MPI_ERRORS_RETURN);
+  int R = 0, S = 1;
+  MPI_Comm_rank(Control, &R);
+  MPI_Comm_size(Control, &S);
+  WorldRank = R;
+  WorldSize = S;
+  StatsOnFinalize = envFlag("MESHRT_STATS");
+
+  // Local choices first; then one allreduce agrees on them, so that a rank
+  // that fails here cannot leave the others waiting.
+  std::string LocalError;
+  meshrt_status LocalStatus = MESHRT_SUCCESS;
+  meshrt_backend Kind = MESHRT_BACKEND_MPI;
+  double Timeout = 0;
+  try {
+    Timeout = timeoutFromEnv();
+    Kind = chooseBackend(Requested);
+  } catch (const Error &E) {
+    LocalError = E.what();
+    LocalStatus = E.status();
+  }
+  Dog = std::make_unique<Watchdog>(Timeout, Control, WorldRank);
+  int64_t Mine[3] = {LocalError.empty() ? 0 : 1, int64_t(Kind),
+                     -int64_t(Kind)};
+  int64_t All[3];
+  {
+    TextDescribable Where("the world (agreeing on the backend at start-up)");
+    WatchScope W(*Dog, "start-up", &Where);
+    checkMpi(MPI_Allreduce(Mine, All, 3, MPI_INT64_T, MPI_MAX, Control),
+             "MPI_Allreduce (start-up)");
+  }
+  if (!LocalError.empty())
+    throw Error(LocalStatus, LocalError);
+  if (All[0])
+    throw Error(MESHRT_ERROR_BACKEND,
+                "another rank could not start the runtime (see its message)");
+  if (All[1] != -All[2])
+    throw Error(MESHRT_ERROR_BACKEND,
+                "ranks chose different backends (some mpi, some nccl); with "
+                "MESHRT_BACKEND=auto either every rank or no rank must see a "
+                "CUDA device; set MESHRT_BACKEND explicitly");
+  TheBackend = Kind == MESHRT_BACKEND_NCCL ? createNcclBackend(Control)
+                                           : createMpiBackend(Control);
+  {
+    TextDescribable Where("the world (creating the world communicator)");
+    WatchScope W(*Dog, "start-up", &Where);
+    World = TheBackend->createWorld();
+  }
+  MeshLayout WorldLayout({WorldSize});
+  Shared[WorldLayout.groupKey({0})] = World;
+  Stats.communicators = 1;
+}
+
+Context::~Context() {
+  try {
+    finalize();
+  } catch (...) {
+  }
+}
+
+void Context::checkAlive(const char *What) const {
+  if (Finalized)
+    throw Error(MESHRT_ERROR_NOT_INITIALIZED,
+                std::string("cannot ") + What + ": the runtime was finalized");
+}
+
+meshrt_backend Context::backendKind() const {
+  return TheBackend ? TheBackend->kind() : MESHRT_BACKEND_MPI;
+}
+
+const char *Context::backendName() const {
+  return TheBackend ? TheBackend->name() : "none";
+}
+
+void Context::printStats() const {
+  std::fprintf(stderr,
+               "meshrt: stats: backend=%s world_size=%lld meshes=%lld "
+               "splits=%lld communicators=%lld comm_requests=%lld "
+               "comm_reuses=%lld collectives=%lld\n",
+               backendName(), (long long)WorldSize, (long long)Stats.meshes,
+               (long long)Stats.splits, (long long)Stats.communicators,
+               (long long)Stats.comm_requests, (long long)Stats.comm_reuses,
+               (long long)Stats.collectives);
+  std::fflush(stderr);
+}
+
+void Context::finalize() {
+  std::lock_guard<std::mutex> Lock(Mutex);
+  if (Finalized)
+    return;
+  Finalized = true;
+  if (StatsOnFinalize && WorldRank == 0 && World)
+    printStats();
+  // Handles stay (C and C++ objects may point at them) but lose their
+  // communicator, so any later use reports "finalized".
+  for (auto &M : Meshes)
+    for (auto &C : M->Comms)
+      C.Handle->Impl.reset();
+  // Split communicators first; World holds the last reference to the world.
+  Shared.clear();
+  World.reset();
+  Stats.communicators = 0;
+  if (Dog)
+    Dog->stop();
+  TheBackend.reset();
+  if (Control != MPI_COMM_NULL && mpiUsable())
+    MPI_Comm_free(&Control);
+  Control = MPI_COMM_NULL;
+}
+
+meshrt_stats Context::stats() const { return Stats; }
+
+Mesh *Context::findMesh(std::string_view Name) {
+  std::lock_guard<std::mutex> Lock(Mutex);
+  for (auto &M : Meshes)
+    if (M->Name == Name)
+      return M.get();
+  return nullptr;
+}
+
+std::string Context::freshMeshName() {
+  std::lock_guard<std::mutex> Lock(Mutex);
+  for (;;) {
+    std::string N = "mesh" + std::to_string(NextMeshName++);
+    bool Taken = false;
+    for (auto &M : Meshes)
+      Taken |= M->Name == N;
+    if (!Taken)
+      return N;
+  }
+}
+
+Mesh &Context::declareMesh(const std::string &Name,
+                           const std::vector<int64_t> &Sizes,
+                           const std::vector<std::string> &AxisNames) {
+  checkAlive("declare a mesh");
+  std::lock_guard<std::mutex> Lock(Mutex);
+  for (auto &M : Meshes) {
+    if (M->Name != Name)
+      continue;
+    if (M->Declared == Sizes && M->AxisNames == AxisNames)
+      return *M;
+    throw Error(MESHRT_ERROR_MESH_MISMATCH,
+                "mesh '" + Name + "' is already declared with shape " +
+                    MeshLayout::formatShape(M->Declared) + " and axes (" +
+                    joinNames(M->AxisNames) +
+                    "); it cannot be declared again with shape " +
+                    MeshLayout::formatShape(Sizes) + " and axes (" +
+                    joinNames(AxisNames) + ")");
+  }
+
+  std::string LocalError;
+  meshrt_status LocalStatus = MESHRT_SUCCESS;
+  std::vector<int64_t> Resolved;
+  try {
+    if (Name.empty())
+      throw Error(MESHRT_ERROR_INVALID_ARGUMENT, "a mesh needs a name");
+    if (Sizes.size() != AxisNames.size())
+      throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                  "shape " + MeshLayout::formatShape(Sizes) + " has " +
+                      std::to_string(Sizes.size()) + " axes but " +
+                      std::to_string(AxisNames.size()) +
+                      " axis names were given");
+    for (size_t I = 0; I < AxisNames.size(); ++I) {
+      if (AxisNames[I].empty())
+        throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                    "axis " + std::to_string(I) + " has an empty name");
+      for (size_t J = 0; J < I; ++J)
+        if (AxisNames[I] == AxisNames[J])
+          throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                      "axis name '" + AxisNames[I] + "' is used twice");
+    }
+    Resolved = MeshLayout::resolveShape(Sizes, WorldSize);
+  } catch (const Error &E) {
+    LocalError = "mesh '" + Name + "': " + E.what();
+    LocalStatus = E.status();
+  }
+
+  // Every rank contributes its digest (and whether it failed locally); the
+  // max of h and of ~h give max and ~min, equal iff all digests are equal.
+  uint64_t H = LocalError.empty() ? digest(Name, Resolved, AxisNames) : 0;
+  int64_t Mine[3] = {LocalError.empty() ? 0 : 1, int64_t(H), int64_t(~H)};
+  int64_t All[3];
+  TextDescribable Where("mesh " + describeDecl(Name, Sizes, AxisNames));
+  {
+    WatchScope W(*Dog, "mesh declaration", &Where);
+    checkMpi(MPI_Allreduce(Mine, All, 3, MPI_INT64_T, MPI_MAX, Control),
+             "MPI_Allreduce (mesh declaration)");
+  }
+  if (!LocalError.empty())
+    throw Error(LocalStatus, LocalError);
+  if (All[0])
+    throw Error(MESHRT_ERROR_MESH_MISMATCH,
+                "mesh '" + Name +
+                    "' could not be declared on another rank (see its "
+                    "message)");
+  if (All[1] != ~All[2]) {
+    // Find the first rank that disagrees with rank 0 and show both.
+    WatchScope W(*Dog, "mesh declaration", &Where);
+    std::vector<uint64_t> Hashes(static_cast<size_t>(WorldSize));
+    checkMpi(MPI_Allgather(&H, 1, MPI_UINT64_T, Hashes.data(), 1,
+                           MPI_UINT64_T, Control),
+             "MPI_Allgather (mesh declaration)");
+    int Other = 1;
+    while (Other < WorldSize && Hashes[size_t(Other)] == Hashes[0])
+      ++Other;
+    std::string Mine = describeDecl(Name, Sizes, AxisNames);
+    std::string First = bcastString(Mine, 0, int(WorldRank), Control);
+    std::string Second = bcastString(Mine, Other, int(WorldRank), Control);
+    throw Error(MESHRT_ERROR_MESH_MISMATCH,
+                "mesh declared differently on different ranks: rank 0 "
+                "declared " +
+                    First + " but rank " + std::to_string(Other) +
+                    " declared " + Second +
+                    " (every rank must declare the same meshes in the same "
+                    "order)");
+  }
+  Meshes.push_back(
+      std::make_unique<Mesh>(*this, Name, Sizes, Resolved, AxisNames));
+  ++Stats.meshes;
+  return *Meshes.back();
+}
+
+static uint64_t packAxes(const std::vector<int64_t> &Axes) {
+  uint64_t P = 0;
+  for (int64_t A : Axes)
+    P = (P << 4) | uint64_t(A);
+  return P;
+}
+
+Comm &Context::getComm(Mesh &M, const std::vector<int64_t> &Axes) {
+  checkAlive("get a communicator");
+  std::lock_guard<std::mutex> Lock(Mutex);
+  ++Stats.comm_requests;
+  M.Layout.checkAxes(Axes);
+  uint64_t Packed = packAxes(Axes);
+  for (auto &C : M.Comms)
+    if (C.NumAxes == Axes.size() && C.Packed == Packed) {
+      ++Stats.comm_reuses;
+      return *C.Handle;
+    }
+  GroupPosition Pos = M.Layout.position(WorldRank, Axes);
+  auto Handle = std::make_unique<Comm>(*this, M, Axes, Pos,
+                                       M.Layout.groupMembers(WorldRank, Axes));
+  Handle->Impl =
+      backendCommFor(M.Layout, Axes, Pos.Color, Pos.RankInGroup, *Handle);
+  M.Comms.push_back({Packed, Axes.size(), std::move(Handle)});
+  return *M.Comms.back().Handle;
+}
+
+std::shared_ptr<BackendComm>
+Context::backendCommFor(const MeshLayout &L, const std::vector<int64_t> &Axes,
+                        int64_t Color, int64_t Key, const Comm &For) {
+  GroupKey K = L.groupKey(Axes);
+  auto It = Shared.find(K);
+  if (It != Shared.end()) {
+    ++Stats.comm_reuses;
+    return It->second;
+  }
+  std::shared_ptr<BackendComm> New;
+  {
+    WatchScope W(*Dog, "communicator split", &For);
+    New = TheBackend->split(*World, Color, Key, For.label());
+  }
+  if (New->size() != For.size() || New->rank() != For.rank())
+    throw Error(MESHRT_ERROR_BACKEND,
+                "the split for " + For.label() + " gave rank " +
+                    std::to_string(New->rank()) + " of " +
+                    std::to_string(New->size()) + ", expected rank " +
+                    std::to_string(For.rank()) + " of " +
+                    std::to_string(For.size()));
+  ++Stats.splits;
+  ++Stats.communicators;
+  Shared[K] = New;
+  return New;
+}
+
+//===----------------------------------------------------------------------===//
+// Default context
+//===----------------------------------------------------------------------===//
+
+std::shared_ptr<Context> meshrt::detail::defaultContext() {
+  ProcessState &P = processState();
+  std::lock_guard<std::mutex> Lock(P.Mutex);
+  return P.Default;
+}
+
+std::shared_ptr<Context>
+meshrt::detail::acquireDefaultContext(meshrt_backend Requested,
+                                      bool CountInit) {
+  ProcessState &P = processState();
+  {
+    std::lock_guard<std::mutex> Lock(P.Mutex);
+    if (P.Default) {
+      if (CountInit)
+        ++P.DefaultInits;
+      return P.Default;
+    }
+  }
+  // Create outside the lock: start() takes it too.
+  std::shared_ptr<Context> C = Context::create(Requested);
+  std::lock_guard<std::mutex> Lock(P.Mutex);
+  P.Default = C;
+  P.DefaultInits = CountInit ? 1 : 0;
+  return C;
+}
+
+void meshrt::detail::releaseDefaultContext() {
+  ProcessState &P = processState();
+  std::shared_ptr<Context> C;
+  {
+    std::lock_guard<std::mutex> Lock(P.Mutex);
+    if (!P.Default)
+      return;
+    if (P.DefaultInits > 1) {
+      --P.DefaultInits;
+      return;
+    }
+    C = P.Default;
+    P.Retired.push_back(std::move(P.Default));
+    P.DefaultInits = 0;
+  }
+  C->finalize();
+}

@@ -1,0 +1,258 @@
+//===- Context.h - Meshes, communicator cache and collectives ---*- C++ -*-===//
+//
+// A Context is one instance of the runtime: a private duplicate of
+// MPI_COMM_WORLD for control traffic, a backend (MPI or NCCL) with its world
+// communicator, the declared meshes, the communicator cache and the watchdog.
+// Nothing here is process-global: two contexts (or two meshes in one) do not
+// see each other. The C ABI uses one default context; the C++ API uses the
+// same default context unless given another.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHRT_LIB_CONTEXT_H
+#define MESHRT_LIB_CONTEXT_H
+
+#include "Backend.h"
+#include "Watchdog.h"
+
+#include "meshrt/Error.h"
+#include "meshrt/MeshLayout.h"
+#include "meshrt/meshrt.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace meshrt {
+namespace detail {
+
+class Context;
+class Mesh;
+
+/// Number of dtypes / reductions in the C enums.
+constexpr int kNumDTypes = 8;
+constexpr int kNumReduceOps = 8;
+
+/// Bytes per element of `T` (0 if invalid).
+int64_t dtypeSize(meshrt_dtype T);
+/// "f16", ... ("?" if invalid).
+const char *dtypeName(meshrt_dtype T);
+/// "sum", ... ("?" if invalid).
+const char *reduceOpName(meshrt_reduce_op Op);
+/// True for i8, i32, i64, u8.
+bool isIntegerDType(meshrt_dtype T);
+
+/// A communicator handle: the group of this process along an ordered axis
+/// list of a mesh. Several handles may share one backend communicator.
+class Comm final : public Describable {
+public:
+  /// Used by Context::getComm only.
+  Comm(Context &Ctx, Mesh &M, std::vector<int64_t> Axes, GroupPosition Pos,
+       std::vector<int64_t> Members);
+
+  /// "mesh 'm' axes [shard] (group rank 1 of 4: world ranks 4, 5, 6, 7)".
+  std::string describe() const override;
+  /// "mesh 'm' axes [shard]".
+  const std::string &label() const { return Label; }
+
+  /// This process's rank in the group.
+  int64_t rank() const { return Pos.RankInGroup; }
+  /// Number of members.
+  int64_t size() const { return Pos.Size; }
+  /// The group id along these axes (the split color).
+  int64_t color() const { return Pos.Color; }
+  /// World ranks of the members in group order.
+  const std::vector<int64_t> &members() const { return Members; }
+  /// The mesh.
+  Mesh &mesh() const { return TheMesh; }
+  /// Mesh axes of the group, in group order.
+  const std::vector<int64_t> &axes() const { return Axes; }
+  /// The backend communicator (shared).
+  BackendComm &impl() const { return *Impl; }
+
+  /// Collectives: validate, count, watch, run. Throw meshrt::Error.
+  void allReduce(const void *Send, void *Recv, int64_t Count, meshrt_dtype T,
+                 meshrt_reduce_op Op);
+  void allGather(const void *Send, void *Recv, int64_t Count, meshrt_dtype T);
+  void reduceScatter(const void *Send, void *Recv, int64_t Count,
+                     meshrt_dtype T, meshrt_reduce_op Op);
+  void allToAll(const void *Send, void *Recv, int64_t Count, meshrt_dtype T);
+  void broadcast(void *Buf, int64_t Count, meshrt_dtype T, int64_t Root);
+  void permute(const void *Send, void *Recv, int64_t Count, meshrt_dtype T,
+               int64_t Offset, int32_t Flags);
+  void barrier();
+
+private:
+  friend class Context;
+  void checkBuffers(const char *Op, const void *Send, const void *Recv,
+                    int64_t Count, meshrt_dtype T, int64_t Blocks,
+                    bool AllowInPlace) const;
+  void checkReduction(const char *Op, meshrt_dtype T,
+                      meshrt_reduce_op R) const;
+  [[noreturn]] void fail(meshrt_status S, const char *Op,
+                         const std::string &Msg) const;
+
+  Context &Ctx;
+  Mesh &TheMesh;
+  std::vector<int64_t> Axes;
+  GroupPosition Pos;
+  std::vector<int64_t> Members;
+  std::string Label;
+  std::shared_ptr<BackendComm> Impl;
+};
+
+/// A declared mesh: its name, resolved layout, axis names, the aliases that
+/// flatten() added, and the handles requested on it.
+class Mesh final : public Describable {
+public:
+  /// Used by Context::declareMesh only.
+  Mesh(Context &Ctx, std::string Name, std::vector<int64_t> Declared,
+       std::vector<int64_t> Resolved, std::vector<std::string> AxisNames);
+
+  /// "mesh 'm' of shape (2, 4) axes (replicate, shard)".
+  std::string describe() const override;
+
+  /// The context that owns the mesh.
+  Context &context() const { return Ctx; }
+  /// The mesh name.
+  const std::string &name() const { return Name; }
+  /// Sizes as declared (-1 for dynamic).
+  const std::vector<int64_t> &declaredShape() const { return Declared; }
+  /// The resolved layout.
+  const MeshLayout &layout() const { return Layout; }
+  /// Axis names.
+  const std::vector<std::string> &axisNames() const { return AxisNames; }
+  /// This process's coordinates.
+  const std::vector<int64_t> &coordinates() const { return Coords; }
+
+  /// Index of the axis called `Name`; throws MESHRT_ERROR_UNKNOWN_AXIS with
+  /// the list of valid names.
+  int64_t axisIndex(std::string_view Name) const;
+  /// The mesh axes `Name` stands for: one axis, or the axes an alias
+  /// (flatten) covers. Throws like axisIndex.
+  std::vector<int64_t> resolveName(std::string_view Name) const;
+  /// True if `Name` is an alias made by addAlias.
+  bool isAlias(std::string_view Name) const;
+  /// Names `Axes` (distinct, checked) as `Name`. Adding the same alias again
+  /// is a no-op; a clash with an axis or another alias throws.
+  void addAlias(const std::string &Name, const std::vector<int64_t> &Axes);
+  /// "replicate, shard" plus the aliases.
+  std::string validNames() const;
+
+private:
+  friend class Context;
+  struct Alias {
+    std::string Name;
+    std::vector<int64_t> Axes;
+  };
+  struct CachedComm {
+    uint64_t Packed;
+    size_t NumAxes;
+    std::unique_ptr<Comm> Handle;
+  };
+  Context &Ctx;
+  std::string Name;
+  std::vector<int64_t> Declared;
+  MeshLayout Layout;
+  std::vector<std::string> AxisNames;
+  std::vector<int64_t> Coords;
+  std::vector<Alias> Aliases;
+  std::vector<CachedComm> Comms;
+};
+
+/// One instance of the runtime.
+class Context : public std::enable_shared_from_this<Context> {
+public:
+  /// Starts MPI if needed and the backend chosen by `Requested`
+  /// (MESHRT_BACKEND_AUTO reads MESHRT_BACKEND). Collective over
+  /// MPI_COMM_WORLD. Throws meshrt::Error.
+  static std::shared_ptr<Context> create(meshrt_backend Requested);
+  ~Context();
+  Context(const Context &) = delete;
+  Context &operator=(const Context &) = delete;
+
+  /// Frees communicators and, for the last context, MPI if the runtime
+  /// started it. Collective. Idempotent.
+  void finalize();
+  /// True once finalize() ran.
+  bool finalized() const { return Finalized; }
+  /// Throws MESHRT_ERROR_NOT_INITIALIZED if finalized.
+  void checkAlive(const char *What) const;
+
+  /// The backend kind.
+  meshrt_backend backendKind() const;
+  /// "mpi" or "nccl".
+  const char *backendName() const;
+  /// This process's world rank.
+  int64_t worldRank() const { return WorldRank; }
+  /// Number of processes.
+  int64_t worldSize() const { return WorldSize; }
+  /// The watchdog.
+  Watchdog &watchdog() { return *Dog; }
+
+  /// Declares a mesh (see meshrt_mesh_declare). Collective unless the same
+  /// declaration exists already.
+  Mesh &declareMesh(const std::string &Name, const std::vector<int64_t> &Sizes,
+                    const std::vector<std::string> &AxisNames);
+  /// The mesh called `Name`, or null.
+  Mesh *findMesh(std::string_view Name);
+  /// A name no mesh of this context has yet ("mesh0", "mesh1", ...): the same
+  /// on every rank as long as ranks declare the same meshes.
+  std::string freshMeshName();
+
+  /// The handle for (M, Axes): cached per mesh; the backend communicator is
+  /// shared by every (mesh, axes) with the same GroupKey; the world serves
+  /// full-mesh groups in mesh order. Creating one is collective.
+  Comm &getComm(Mesh &M, const std::vector<int64_t> &Axes);
+
+  /// Counters.
+  meshrt_stats stats() const;
+  /// Counts one collective.
+  void countCollective() { ++Stats.collectives; }
+  /// Backend-specific reduction check.
+  const Backend &backend() const { return *TheBackend; }
+
+private:
+  Context() = default;
+  void start(meshrt_backend Requested);
+  std::shared_ptr<BackendComm> backendCommFor(const MeshLayout &L,
+                                              const std::vector<int64_t> &Axes,
+                                              int64_t Color, int64_t Key,
+                                              const Comm &For);
+  void printStats() const;
+
+  std::mutex Mutex;
+  MPI_Comm Control = MPI_COMM_NULL;
+  int64_t WorldRank = 0;
+  int64_t WorldSize = 1;
+  bool Finalized = false;
+  bool StatsOnFinalize = false;
+  std::unique_ptr<Backend> TheBackend;
+  std::unique_ptr<Watchdog> Dog;
+  std::shared_ptr<BackendComm> World;
+  std::map<GroupKey, std::shared_ptr<BackendComm>> Shared;
+  std::vector<std::unique_ptr<Mesh>> Meshes;
+  int64_t NextMeshName = 0;
+  meshrt_stats Stats{};
+};
+
+/// The default context (null if none): shared by the C ABI and the C++ API.
+std::shared_ptr<Context> defaultContext();
+/// Returns the default context, creating it with `Requested` if there is none
+/// (then it is finalized at exit unless released before). Increments the
+/// init count if `CountInit`.
+std::shared_ptr<Context> acquireDefaultContext(meshrt_backend Requested,
+                                               bool CountInit);
+/// Decrements the init count; finalizes the default context at zero.
+void releaseDefaultContext();
+
+/// Reads MESHRT_* environment variables.
+bool envFlag(const char *Name);
+
+} // namespace detail
+} // namespace meshrt
+
+#endif // MESHRT_LIB_CONTEXT_H

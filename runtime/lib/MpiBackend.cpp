@@ -1,0 +1,343 @@
+//===- MpiBackend.cpp - Collectives on MPI communicators ------------------===//
+//
+// The CPU backend. The world is a private duplicate of MPI_COMM_WORLD; groups
+// are MPI_Comm_split of it. Collectives map one to one onto MPI calls on host
+// buffers. MPI has no 16-bit float arithmetic, so f16 and bf16 reductions use
+// user-defined MPI_Ops (widen to float, combine, round back, ties to even);
+// avg is a sum followed by a local division (truncating for integers). Counts
+// above INT_MAX are split into chunks where the collective allows it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Backend.h"
+#include "Context.h"
+
+#include "meshrt/Error.h"
+#include "meshrt/Half.h"
+
+#include <climits>
+#include <cstring>
+
+using namespace meshrt;
+using namespace meshrt::detail;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// 16-bit float reductions
+//===----------------------------------------------------------------------===//
+
+struct HalfFormat {
+  static float load(uint16_t V) { return halfToFloat(V); }
+  static uint16_t store(float F) { return floatToHalf(F); }
+};
+struct BFloat16Format {
+  static float load(uint16_t V) { return bfloat16ToFloat(V); }
+  static uint16_t store(float F) { return floatToBFloat16(F); }
+};
+
+struct SumFn {
+  static float apply(float A, float B) { return A + B; }
+};
+struct ProdFn {
+  static float apply(float A, float B) { return A * B; }
+};
+struct MinFn {
+  static float apply(float A, float B) { return B < A ? B : A; }
+};
+struct MaxFn {
+  static float apply(float A, float B) { return B > A ? B : A; }
+};
+
+/// MPI_User_function: InOut[i] = In[i] op InOut[i], in 16-bit floats.
+template <typename Format, typename Fn>
+void reduce16(void *In, void *InOut, int *Len, MPI_Datatype *) {
+  const uint16_t *A = static_cast<const uint16_t *>(In);
+  uint16_t *B = static_cast<uint16_t *>(InOut);
+  for (int I = 0, N = *Len; I < N; ++I)
+    B[I] = Format::store(Fn::apply(Format::load(A[I]), Format::load(B[I])));
+}
+
+/// The four user-defined ops of one 16-bit format, created once per backend.
+struct Ops16 {
+  MPI_Op Sum = MPI_OP_NULL, Prod = MPI_OP_NULL, Min = MPI_OP_NULL,
+         Max = MPI_OP_NULL;
+  template <typename Format> void create() {
+    MPI_Op_create(&reduce16<Format, SumFn>, 1, &Sum);
+    MPI_Op_create(&reduce16<Format, ProdFn>, 1, &Prod);
+    MPI_Op_create(&reduce16<Format, MinFn>, 1, &Min);
+    MPI_Op_create(&reduce16<Format, MaxFn>, 1, &Max);
+  }
+  void free() {
+    for (MPI_Op *O : {&Sum, &Prod, &Min, &Max})
+      if (*O != MPI_OP_NULL)
+        MPI_Op_free(O);
+  }
+};
+
+MPI_Datatype mpiType(meshrt_dtype T) {
+  switch (T) {
+  case MESHRT_F16:
+  case MESHRT_BF16:
+    return MPI_UINT16_T; // Moved as bits; reduced by the user ops.
+  case MESHRT_F32:
+    return MPI_FLOAT;
+  case MESHRT_F64:
+    return MPI_DOUBLE;
+  case MESHRT_I8:
+    return MPI_INT8_T;
+  case MESHRT_I32:
+    return MPI_INT32_T;
+  case MESHRT_I64:
+    return MPI_INT64_T;
+  case MESHRT_U8:
+    return MPI_UINT8_T;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+template <typename T> void divideAll(void *Buf, int64_t Count, int64_t N) {
+  T *P = static_cast<T *>(Buf);
+  for (int64_t I = 0; I < Count; ++I)
+    P[I] = T(P[I] / T(N)); // Truncates toward zero for integers.
+}
+
+template <typename Format>
+void divide16(void *Buf, int64_t Count, int64_t N) {
+  uint16_t *P = static_cast<uint16_t *>(Buf);
+  for (int64_t I = 0; I < Count; ++I)
+    P[I] = Format::store(Format::load(P[I]) / float(N));
+}
+
+/// Turns sums into averages over N members.
+void divideBy(void *Buf, int64_t Count, meshrt_dtype T, int64_t N) {
+  switch (T) {
+  case MESHRT_F16:
+    return divide16<HalfFormat>(Buf, Count, N);
+  case MESHRT_BF16:
+    return divide16<BFloat16Format>(Buf, Count, N);
+  case MESHRT_F32:
+    return divideAll<float>(Buf, Count, N);
+  case MESHRT_F64:
+    return divideAll<double>(Buf, Count, N);
+  case MESHRT_I8:
+    return divideAll<int8_t>(Buf, Count, N);
+  case MESHRT_I32:
+    return divideAll<int32_t>(Buf, Count, N);
+  case MESHRT_I64:
+    return divideAll<int64_t>(Buf, Count, N);
+  case MESHRT_U8:
+    return divideAll<uint8_t>(Buf, Count, N);
+  }
+}
+
+class MpiBackend;
+
+class MpiComm final : public BackendComm {
+public:
+  MpiComm(MPI_Comm C, const MpiBackend &B) : C(C), B(B) {
+    MPI_Comm_set_errhandler(C, MPI_ERRORS_RETURN);
+    int R = 0, S = 1;
+    MPI_Comm_rank(C, &R);
+    MPI_Comm_size(C, &S);
+    Rank = R;
+    Size = S;
+  }
+  ~MpiComm() override {
+    int Fin = 0;
+    MPI_Finalized(&Fin);
+    if (!Fin && C != MPI_COMM_NULL)
+      MPI_Comm_free(&C);
+  }
+
+  void allReduce(const void *Send, void *Recv, int64_t Count, meshrt_dtype T,
+                 meshrt_reduce_op Op) override;
+  void allGather(const void *Send, void *Recv, int64_t Count,
+                 meshrt_dtype T) override;
+  void reduceScatter(const void *Send, void *Recv, int64_t Count,
+                     meshrt_dtype T, meshrt_reduce_op Op) override;
+  void allToAll(const void *Send, void *Recv, int64_t Count,
+                meshrt_dtype T) override;
+  void broadcast(void *Buf, int64_t Count, meshrt_dtype T,
+                 int64_t Root) override;
+  void sendRecv(const void *Send, int64_t Dest, void *Recv, int64_t Source,
+                int64_t Count, meshrt_dtype T, bool ZeroFill) override;
+  void barrier() override { checkMpi(MPI_Barrier(C), "MPI_Barrier"); }
+  void *nativeHandle() override { return &C; }
+
+  MPI_Comm C;
+
+private:
+  const MpiBackend &B;
+};
+
+class MpiBackend final : public Backend {
+public:
+  explicit MpiBackend(MPI_Comm Control) : Control(Control) {
+    Half.create<HalfFormat>();
+    BFloat.create<BFloat16Format>();
+  }
+  ~MpiBackend() override {
+    int Fin = 0;
+    MPI_Finalized(&Fin);
+    if (!Fin) {
+      Half.free();
+      BFloat.free();
+    }
+  }
+  meshrt_backend kind() const override { return MESHRT_BACKEND_MPI; }
+  const char *name() const override { return "mpi"; }
+
+  std::unique_ptr<BackendComm> createWorld() override {
+    MPI_Comm W;
+    checkMpi(MPI_Comm_dup(Control, &W), "MPI_Comm_dup (world)");
+    return std::make_unique<MpiComm>(W, *this);
+  }
+
+  std::unique_ptr<BackendComm> split(BackendComm &World, int64_t Color,
+                                     int64_t Key,
+                                     const std::string &) override {
+    if (Color > INT_MAX || Key > INT_MAX)
+      throw Error(MESHRT_ERROR_UNSUPPORTED,
+                  "MPI_Comm_split takes int colors and keys");
+    MPI_Comm New;
+    checkMpi(MPI_Comm_split(static_cast<MpiComm &>(World).C, int(Color),
+                            int(Key), &New),
+             "MPI_Comm_split");
+    return std::make_unique<MpiComm>(New, *this);
+  }
+
+  /// The MPI_Op for `Op` on `T` (avg maps to sum).
+  MPI_Op op(meshrt_dtype T, meshrt_reduce_op Op) const {
+    if (T == MESHRT_F16 || T == MESHRT_BF16) {
+      const Ops16 &O = T == MESHRT_F16 ? Half : BFloat;
+      switch (Op) {
+      case MESHRT_SUM:
+      case MESHRT_AVG:
+        return O.Sum;
+      case MESHRT_PROD:
+        return O.Prod;
+      case MESHRT_MIN:
+        return O.Min;
+      case MESHRT_MAX:
+        return O.Max;
+      default:
+        return MPI_OP_NULL; // Bitwise: rejected by the generic checks.
+      }
+    }
+    switch (Op) {
+    case MESHRT_SUM:
+    case MESHRT_AVG:
+      return MPI_SUM;
+    case MESHRT_PROD:
+      return MPI_PROD;
+    case MESHRT_MIN:
+      return MPI_MIN;
+    case MESHRT_MAX:
+      return MPI_MAX;
+    case MESHRT_BAND:
+      return MPI_BAND;
+    case MESHRT_BOR:
+      return MPI_BOR;
+    case MESHRT_BXOR:
+      return MPI_BXOR;
+    }
+    return MPI_OP_NULL;
+  }
+
+private:
+  MPI_Comm Control;
+  Ops16 Half, BFloat;
+};
+
+void requireIntCount(int64_t Count, int64_t Blocks, const char *Op) {
+  if (Count > INT_MAX || Count * Blocks > INT64_MAX / 2)
+    throw Error(MESHRT_ERROR_UNSUPPORTED,
+                std::string(Op) + " of more than 2^31-1 elements per block "
+                                  "is not supported on the MPI backend");
+}
+
+void MpiComm::allReduce(const void *Send, void *Recv, int64_t Count,
+                        meshrt_dtype T, meshrt_reduce_op Op) {
+  MPI_Datatype Type = mpiType(T);
+  MPI_Op MOp = B.op(T, Op);
+  int64_t Elem = dtypeSize(T);
+  for (int64_t Done = 0; Done < Count;) {
+    int N = int(std::min<int64_t>(Count - Done, INT_MAX));
+    char *R = static_cast<char *>(Recv) + Done * Elem;
+    const void *S = Send == Recv ? MPI_IN_PLACE
+                                 : static_cast<const char *>(Send) + Done * Elem;
+    checkMpi(MPI_Allreduce(S, R, N, Type, MOp, C), "MPI_Allreduce");
+    Done += N;
+  }
+  if (Op == MESHRT_AVG)
+    divideBy(Recv, Count, T, Size);
+}
+
+void MpiComm::allGather(const void *Send, void *Recv, int64_t Count,
+                        meshrt_dtype T) {
+  requireIntCount(Count, Size, "all_gather");
+  MPI_Datatype Type = mpiType(T);
+  checkMpi(MPI_Allgather(Send, int(Count), Type, Recv, int(Count), Type, C),
+           "MPI_Allgather");
+}
+
+void MpiComm::reduceScatter(const void *Send, void *Recv, int64_t Count,
+                            meshrt_dtype T, meshrt_reduce_op Op) {
+  requireIntCount(Count, Size, "reduce_scatter");
+  checkMpi(MPI_Reduce_scatter_block(Send, Recv, int(Count), mpiType(T),
+                                    B.op(T, Op), C),
+           "MPI_Reduce_scatter_block");
+  if (Op == MESHRT_AVG)
+    divideBy(Recv, Count, T, Size);
+}
+
+void MpiComm::allToAll(const void *Send, void *Recv, int64_t Count,
+                       meshrt_dtype T) {
+  requireIntCount(Count, Size, "all_to_all");
+  MPI_Datatype Type = mpiType(T);
+  checkMpi(MPI_Alltoall(Send, int(Count), Type, Recv, int(Count), Type, C),
+           "MPI_Alltoall");
+}
+
+void MpiComm::broadcast(void *Buf, int64_t Count, meshrt_dtype T,
+                        int64_t Root) {
+  MPI_Datatype Type = mpiType(T);
+  int64_t Elem = dtypeSize(T);
+  for (int64_t Done = 0; Done < Count;) {
+    int N = int(std::min<int64_t>(Count - Done, INT_MAX));
+    checkMpi(MPI_Bcast(static_cast<char *>(Buf) + Done * Elem, N, Type,
+                       int(Root), C),
+             "MPI_Bcast");
+    Done += N;
+  }
+}
+
+void MpiComm::sendRecv(const void *Send, int64_t Dest, void *Recv,
+                       int64_t Source, int64_t Count, meshrt_dtype T,
+                       bool ZeroFill) {
+  int64_t Elem = dtypeSize(T);
+  if (Source < 0 && ZeroFill)
+    std::memset(Recv, 0, size_t(Count * Elem));
+  if (Dest == Rank && Source == Rank) {
+    std::memcpy(Recv, Send, size_t(Count * Elem));
+    return;
+  }
+  MPI_Datatype Type = mpiType(T);
+  int To = Dest < 0 ? MPI_PROC_NULL : int(Dest);
+  int From = Source < 0 ? MPI_PROC_NULL : int(Source);
+  for (int64_t Done = 0; Done < Count;) {
+    int N = int(std::min<int64_t>(Count - Done, INT_MAX));
+    checkMpi(MPI_Sendrecv(static_cast<const char *>(Send) + Done * Elem, N,
+                          Type, To, 0, static_cast<char *>(Recv) + Done * Elem,
+                          N, Type, From, 0, C, MPI_STATUS_IGNORE),
+             "MPI_Sendrecv");
+    Done += N;
+  }
+}
+
+} // namespace
+
+std::unique_ptr<Backend> meshrt::detail::createMpiBackend(MPI_Comm Control) {
+  return std::make_unique<MpiBackend>(Control);
+}

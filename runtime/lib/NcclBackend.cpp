@@ -1,0 +1,560 @@
+//===- NcclBackend.cpp - Collectives on NCCL communicators ----------------===//
+//
+// The GPU backend, compiled when CUDA and NCCL headers were found
+// (MESHRT_HAVE_NCCL). libcudart and libnccl are loaded with dlopen when the
+// backend is first considered, so a binary linked with meshrt starts and runs
+// on the MPI backend on machines without a GPU, a driver or NCCL.
+//
+// Each process picks device (local rank % device count), where the local rank
+// comes from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED). The world
+// communicator comes from ncclCommInitRankConfig with a unique id broadcast
+// over MPI; groups are ncclCommSplit of it. Collectives run on device buffers
+// on the context's stream; the caller waits by polling cudaStreamQuery and
+// ncclCommGetAsyncError (the watchdog enforces MESHRT_TIMEOUT_S meanwhile).
+// all_to_all and permute are grouped ncclSend/ncclRecv.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Backend.h"
+#include "Context.h"
+
+#include "meshrt/Error.h"
+
+#if MESHRT_HAVE_NCCL
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
+using namespace meshrt;
+using namespace meshrt::detail;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Loading libcudart and libnccl
+//===----------------------------------------------------------------------===//
+
+struct CudaApi {
+  decltype(&::cudaGetDeviceCount) GetDeviceCount = nullptr;
+  decltype(&::cudaSetDevice) SetDevice = nullptr;
+  decltype(&::cudaStreamCreateWithFlags) StreamCreateWithFlags = nullptr;
+  decltype(&::cudaStreamDestroy) StreamDestroy = nullptr;
+  decltype(&::cudaStreamQuery) StreamQuery = nullptr;
+  decltype(&::cudaMemsetAsync) MemsetAsync = nullptr;
+  decltype(&::cudaMemcpyAsync) MemcpyAsync = nullptr;
+  cudaError_t (*Malloc)(void **, size_t) = nullptr;
+  decltype(&::cudaFree) Free = nullptr;
+  decltype(&::cudaGetErrorString) GetErrorString = nullptr;
+  decltype(&::cudaPointerGetAttributes) PointerGetAttributes = nullptr;
+};
+
+struct NcclApi {
+  decltype(&::ncclGetVersion) GetVersion = nullptr;
+  decltype(&::ncclGetUniqueId) GetUniqueId = nullptr;
+  decltype(&::ncclCommInitRankConfig) CommInitRankConfig = nullptr;
+  decltype(&::ncclCommSplit) CommSplit = nullptr;
+  decltype(&::ncclCommDestroy) CommDestroy = nullptr;
+  decltype(&::ncclCommAbort) CommAbort = nullptr;
+  decltype(&::ncclCommGetAsyncError) CommGetAsyncError = nullptr;
+  decltype(&::ncclCommCount) CommCount = nullptr;
+  decltype(&::ncclCommUserRank) CommUserRank = nullptr;
+  decltype(&::ncclGetErrorString) GetErrorString = nullptr;
+  decltype(&::ncclGetLastError) GetLastError = nullptr;
+  decltype(&::ncclAllReduce) AllReduce = nullptr;
+  decltype(&::ncclAllGather) AllGather = nullptr;
+  decltype(&::ncclReduceScatter) ReduceScatter = nullptr;
+  decltype(&::ncclBroadcast) Broadcast = nullptr;
+  decltype(&::ncclSend) Send = nullptr;
+  decltype(&::ncclRecv) Recv = nullptr;
+  decltype(&::ncclGroupStart) GroupStart = nullptr;
+  decltype(&::ncclGroupEnd) GroupEnd = nullptr;
+};
+
+struct Libraries {
+  CudaApi Cuda;
+  NcclApi Nccl;
+  bool Loaded = false;
+  std::string Error; // Why loading failed.
+};
+
+#define MESHRT_STR2(X) #X
+#define MESHRT_STR(X) MESHRT_STR2(X)
+
+void *openFirst(const char *EnvVar, std::initializer_list<const char *> Names,
+                std::string &Tried) {
+  if (const char *E = std::getenv(EnvVar); E && *E) {
+    if (void *H = dlopen(E, RTLD_NOW | RTLD_LOCAL))
+      return H;
+    Tried += std::string(EnvVar) + "=" + E + ": " + dlerror() + "; ";
+    return nullptr;
+  }
+  for (const char *N : Names) {
+    if (!N || !*N)
+      continue;
+    if (void *H = dlopen(N, RTLD_NOW | RTLD_LOCAL))
+      return H;
+    Tried += std::string(N) + ": " + dlerror() + "; ";
+  }
+  return nullptr;
+}
+
+template <typename Fn>
+bool bind(void *Lib, const char *Name, Fn &Out, std::string &Err) {
+  Out = reinterpret_cast<Fn>(dlsym(Lib, Name));
+  if (!Out)
+    Err += std::string("missing symbol ") + Name + "; ";
+  return Out != nullptr;
+}
+
+const Libraries &libraries() {
+  static Libraries L;
+  static std::once_flag Once;
+  std::call_once(Once, [] {
+    std::string Tried;
+    std::string CudartSoname =
+        "libcudart.so." + std::to_string(CUDART_VERSION / 1000);
+    void *Cudart = openFirst("MESHRT_CUDART_LIBRARY",
+                             {MESHRT_CUDART_PATH, CudartSoname.c_str(),
+                              "libcudart.so"},
+                             Tried);
+    if (!Cudart) {
+      L.Error = "cannot load libcudart (" + Tried + ")";
+      return;
+    }
+    void *Nccl = openFirst("MESHRT_NCCL_LIBRARY",
+                           {MESHRT_NCCL_PATH, "libnccl.so.2", "libnccl.so"},
+                           Tried);
+    if (!Nccl) {
+      L.Error = "cannot load libnccl (" + Tried + ")";
+      return;
+    }
+    std::string Err;
+    CudaApi &C = L.Cuda;
+    bind(Cudart, "cudaGetDeviceCount", C.GetDeviceCount, Err);
+    bind(Cudart, "cudaSetDevice", C.SetDevice, Err);
+    bind(Cudart, "cudaStreamCreateWithFlags", C.StreamCreateWithFlags, Err);
+    bind(Cudart, "cudaStreamDestroy", C.StreamDestroy, Err);
+    bind(Cudart, "cudaStreamQuery", C.StreamQuery, Err);
+    bind(Cudart, "cudaMemsetAsync", C.MemsetAsync, Err);
+    bind(Cudart, "cudaMemcpyAsync", C.MemcpyAsync, Err);
+    bind(Cudart, "cudaMalloc", C.Malloc, Err);
+    bind(Cudart, "cudaFree", C.Free, Err);
+    bind(Cudart, "cudaGetErrorString", C.GetErrorString, Err);
+    bind(Cudart, "cudaPointerGetAttributes", C.PointerGetAttributes, Err);
+    NcclApi &N = L.Nccl;
+    bind(Nccl, "ncclGetVersion", N.GetVersion, Err);
+    bind(Nccl, "ncclGetUniqueId", N.GetUniqueId, Err);
+    bind(Nccl, "ncclCommInitRankConfig", N.CommInitRankConfig, Err);
+    bind(Nccl, "ncclCommSplit", N.CommSplit, Err);
+    bind(Nccl, "ncclCommDestroy", N.CommDestroy, Err);
+    bind(Nccl, "ncclCommAbort", N.CommAbort, Err);
+    bind(Nccl, "ncclCommGetAsyncError", N.CommGetAsyncError, Err);
+    bind(Nccl, "ncclCommCount", N.CommCount, Err);
+    bind(Nccl, "ncclCommUserRank", N.CommUserRank, Err);
+    bind(Nccl, "ncclGetErrorString", N.GetErrorString, Err);
+    bind(Nccl, "ncclGetLastError", N.GetLastError, Err);
+    bind(Nccl, "ncclAllReduce", N.AllReduce, Err);
+    bind(Nccl, "ncclAllGather", N.AllGather, Err);
+    bind(Nccl, "ncclReduceScatter", N.ReduceScatter, Err);
+    bind(Nccl, "ncclBroadcast", N.Broadcast, Err);
+    bind(Nccl, "ncclSend", N.Send, Err);
+    bind(Nccl, "ncclRecv", N.Recv, Err);
+    bind(Nccl, "ncclGroupStart", N.GroupStart, Err);
+    bind(Nccl, "ncclGroupEnd", N.GroupEnd, Err);
+    if (!Err.empty()) {
+      L.Error = "libcudart/libnccl lack what meshrt needs (NCCL >= 2.18): " +
+                Err;
+      return;
+    }
+    L.Loaded = true;
+  });
+  return L;
+}
+
+[[noreturn]] void cudaFail(cudaError_t E, const std::string &What) {
+  throw Error(MESHRT_ERROR_BACKEND,
+              What + " failed: " + libraries().Cuda.GetErrorString(E));
+}
+
+void checkCuda(cudaError_t E, const char *What) {
+  if (E != cudaSuccess)
+    cudaFail(E, What);
+}
+
+ncclDataType_t ncclType(meshrt_dtype T) {
+  switch (T) {
+  case MESHRT_F16:
+    return ncclFloat16;
+  case MESHRT_BF16:
+    return ncclBfloat16;
+  case MESHRT_F32:
+    return ncclFloat32;
+  case MESHRT_F64:
+    return ncclFloat64;
+  case MESHRT_I8:
+    return ncclInt8;
+  case MESHRT_I32:
+    return ncclInt32;
+  case MESHRT_I64:
+    return ncclInt64;
+  case MESHRT_U8:
+    return ncclUint8;
+  }
+  return ncclInt8;
+}
+
+ncclRedOp_t ncclOp(meshrt_reduce_op Op) {
+  switch (Op) {
+  case MESHRT_PROD:
+    return ncclProd;
+  case MESHRT_MIN:
+    return ncclMin;
+  case MESHRT_MAX:
+    return ncclMax;
+  case MESHRT_AVG:
+    return ncclAvg;
+  default:
+    return ncclSum;
+  }
+}
+
+class NcclBackend;
+
+class NcclComm final : public BackendComm {
+public:
+  NcclComm(ncclComm_t C, int64_t R, int64_t S, NcclBackend &B) : C(C), B(B) {
+    Rank = R;
+    Size = S;
+  }
+  ~NcclComm() override {
+    if (C)
+      libraries().Nccl.CommDestroy(C);
+  }
+
+  void allReduce(const void *Send, void *Recv, int64_t Count, meshrt_dtype T,
+                 meshrt_reduce_op Op) override;
+  void allGather(const void *Send, void *Recv, int64_t Count,
+                 meshrt_dtype T) override;
+  void reduceScatter(const void *Send, void *Recv, int64_t Count,
+                     meshrt_dtype T, meshrt_reduce_op Op) override;
+  void allToAll(const void *Send, void *Recv, int64_t Count,
+                meshrt_dtype T) override;
+  void broadcast(void *Buf, int64_t Count, meshrt_dtype T,
+                 int64_t Root) override;
+  void sendRecv(const void *Send, int64_t Dest, void *Recv, int64_t Source,
+                int64_t Count, meshrt_dtype T, bool ZeroFill) override;
+  void barrier() override;
+  void *nativeHandle() override { return C; }
+
+  ncclComm_t C;
+
+private:
+  void check(ncclResult_t R, const char *What);
+  void checkDevice(const void *P, const char *Which, const char *Op) const;
+  void wait(const char *Op);
+  NcclBackend &B;
+};
+
+class NcclBackend final : public Backend {
+public:
+  explicit NcclBackend(MPI_Comm Control) : Control(Control) {
+    const Libraries &L = libraries();
+    if (!L.Loaded)
+      throw Error(MESHRT_ERROR_BACKEND, L.Error);
+    MPI_Comm Local;
+    checkMpi(MPI_Comm_split_type(Control, MPI_COMM_TYPE_SHARED, 0,
+                                 MPI_INFO_NULL, &Local),
+             "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)");
+    int LocalRank = 0;
+    MPI_Comm_rank(Local, &LocalRank);
+    MPI_Comm_free(&Local);
+    int Count = 0;
+    checkCuda(L.Cuda.GetDeviceCount(&Count), "cudaGetDeviceCount");
+    Device = LocalRank % Count;
+    checkCuda(L.Cuda.SetDevice(Device), "cudaSetDevice");
+    checkCuda(L.Cuda.StreamCreateWithFlags(&Stream, cudaStreamNonBlocking),
+              "cudaStreamCreateWithFlags");
+    checkCuda(L.Cuda.Malloc(&Scratch, 64), "cudaMalloc (barrier scratch)");
+  }
+  ~NcclBackend() override {
+    const Libraries &L = libraries();
+    if (Scratch)
+      L.Cuda.Free(Scratch);
+    if (Stream)
+      L.Cuda.StreamDestroy(Stream);
+  }
+  meshrt_backend kind() const override { return MESHRT_BACKEND_NCCL; }
+  const char *name() const override { return "nccl"; }
+
+  std::unique_ptr<BackendComm> createWorld() override {
+    const NcclApi &N = libraries().Nccl;
+    int Rank = 0, Size = 1;
+    MPI_Comm_rank(Control, &Rank);
+    MPI_Comm_size(Control, &Size);
+    ncclUniqueId Id;
+    ncclResult_t R = ncclSuccess;
+    if (Rank == 0)
+      R = N.GetUniqueId(&Id);
+    // Rank 0 shares its status along with the id so nobody waits forever.
+    int Failed = R != ncclSuccess;
+    checkMpi(MPI_Bcast(&Failed, 1, MPI_INT, 0, Control), "MPI_Bcast");
+    if (Failed)
+      throw Error(MESHRT_ERROR_BACKEND,
+                  std::string("ncclGetUniqueId failed on rank 0") +
+                      (Rank == 0 ? std::string(": ") + N.GetErrorString(R)
+                                 : std::string()));
+    checkMpi(MPI_Bcast(&Id, int(sizeof(Id)), MPI_BYTE, 0, Control),
+             "MPI_Bcast (NCCL unique id)");
+    ncclConfig_t Config = NCCL_CONFIG_INITIALIZER;
+    Config.blocking = 1;
+    Config.commName = "meshrt-world";
+    ncclComm_t C = nullptr;
+    R = N.CommInitRankConfig(&C, Size, Id, Rank, &Config);
+    if (R != ncclSuccess)
+      throw Error(MESHRT_ERROR_BACKEND,
+                  std::string("ncclCommInitRankConfig failed: ") +
+                      N.GetErrorString(R) + " (" + N.GetLastError(C) + ")");
+    return std::make_unique<NcclComm>(C, Rank, Size, *this);
+  }
+
+  std::unique_ptr<BackendComm> split(BackendComm &World, int64_t Color,
+                                     int64_t Key,
+                                     const std::string &Label) override {
+    const NcclApi &N = libraries().Nccl;
+    ncclConfig_t Config = NCCL_CONFIG_INITIALIZER;
+    Config.blocking = 1;
+    std::string Name = "meshrt " + Label;
+    Config.commName = Name.c_str();
+    ncclComm_t Parent = static_cast<NcclComm &>(World).C;
+    ncclComm_t C = nullptr;
+    ncclResult_t R = N.CommSplit(Parent, int(Color), int(Key), &C, &Config);
+    if (R != ncclSuccess || !C)
+      throw Error(MESHRT_ERROR_BACKEND,
+                  "ncclCommSplit for " + Label + " failed: " +
+                      N.GetErrorString(R) + " (" + N.GetLastError(Parent) +
+                      ")");
+    int Rank = 0, Size = 0;
+    N.CommUserRank(C, &Rank);
+    N.CommCount(C, &Size);
+    return std::make_unique<NcclComm>(C, Rank, Size, *this);
+  }
+
+  void checkReduction(meshrt_dtype, meshrt_reduce_op Op) const override {
+    if (Op == MESHRT_BAND || Op == MESHRT_BOR || Op == MESHRT_BXOR)
+      throw Error(MESHRT_ERROR_UNSUPPORTED,
+                  std::string("reduction '") + reduceOpName(Op) +
+                      "' is not supported by the NCCL backend (NCCL has no "
+                      "bitwise reductions); use MESHRT_BACKEND=mpi");
+  }
+
+  cudaStream_t Stream = nullptr;
+  void *Scratch = nullptr;
+  int Device = 0;
+
+private:
+  MPI_Comm Control;
+};
+
+//===----------------------------------------------------------------------===//
+// NcclComm
+//===----------------------------------------------------------------------===//
+
+void NcclComm::check(ncclResult_t R, const char *What) {
+  if (R == ncclSuccess)
+    return;
+  const NcclApi &N = libraries().Nccl;
+  throw Error(MESHRT_ERROR_BACKEND, std::string(What) + " failed: " +
+                                        N.GetErrorString(R) + " (" +
+                                        N.GetLastError(C) + ")");
+}
+
+void NcclComm::checkDevice(const void *P, const char *Which,
+                           const char *Op) const {
+  if (!C)
+    throw Error(MESHRT_ERROR_BACKEND,
+                std::string(Op) + ": the NCCL communicator was aborted after "
+                                  "an earlier error");
+  cudaPointerAttributes A{};
+  cudaError_t E = libraries().Cuda.PointerGetAttributes(&A, P);
+  if (E != cudaSuccess)
+    cudaFail(E, std::string(Op) + ": cudaPointerGetAttributes(" + Which + ")");
+  if (A.type != cudaMemoryTypeDevice && A.type != cudaMemoryTypeManaged)
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                std::string(Op) + ": the " + Which +
+                    " buffer is host memory; the NCCL backend needs device "
+                    "(cudaMalloc) or managed buffers");
+}
+
+void NcclComm::wait(const char *Op) {
+  const Libraries &L = libraries();
+  for (unsigned Spin = 0;; ++Spin) {
+    cudaError_t E = L.Cuda.StreamQuery(B.Stream);
+    if (E == cudaSuccess)
+      return;
+    if (E != cudaErrorNotReady)
+      cudaFail(E, std::string(Op) + " (waiting on the stream)");
+    ncclResult_t Async = ncclSuccess;
+    L.Nccl.CommGetAsyncError(C, &Async);
+    if (Async != ncclSuccess && Async != ncclInProgress) {
+      std::string Msg = std::string(Op) + ": NCCL reported an asynchronous "
+                                          "error: " +
+                        L.Nccl.GetErrorString(Async) + " (" +
+                        L.Nccl.GetLastError(C) + ")";
+      L.Nccl.CommAbort(C);
+      C = nullptr;
+      throw Error(MESHRT_ERROR_BACKEND, Msg);
+    }
+    if (Spin > 2000)
+      std::this_thread::yield();
+  }
+}
+
+void NcclComm::allReduce(const void *Send, void *Recv, int64_t Count,
+                         meshrt_dtype T, meshrt_reduce_op Op) {
+  checkDevice(Send, "send", "all_reduce");
+  if (Recv != Send)
+    checkDevice(Recv, "recv", "all_reduce");
+  check(libraries().Nccl.AllReduce(Send, Recv, size_t(Count), ncclType(T),
+                                   ncclOp(Op), C, B.Stream),
+        "ncclAllReduce");
+  wait("all_reduce");
+}
+
+void NcclComm::allGather(const void *Send, void *Recv, int64_t Count,
+                         meshrt_dtype T) {
+  checkDevice(Send, "send", "all_gather");
+  checkDevice(Recv, "recv", "all_gather");
+  check(libraries().Nccl.AllGather(Send, Recv, size_t(Count), ncclType(T), C,
+                                   B.Stream),
+        "ncclAllGather");
+  wait("all_gather");
+}
+
+void NcclComm::reduceScatter(const void *Send, void *Recv, int64_t Count,
+                             meshrt_dtype T, meshrt_reduce_op Op) {
+  checkDevice(Send, "send", "reduce_scatter");
+  checkDevice(Recv, "recv", "reduce_scatter");
+  check(libraries().Nccl.ReduceScatter(Send, Recv, size_t(Count), ncclType(T),
+                                       ncclOp(Op), C, B.Stream),
+        "ncclReduceScatter");
+  wait("reduce_scatter");
+}
+
+void NcclComm::allToAll(const void *Send, void *Recv, int64_t Count,
+                        meshrt_dtype T) {
+  checkDevice(Send, "send", "all_to_all");
+  checkDevice(Recv, "recv", "all_to_all");
+  const NcclApi &N = libraries().Nccl;
+  size_t Bytes = size_t(Count * dtypeSize(T));
+  check(N.GroupStart(), "ncclGroupStart");
+  ncclResult_t R = ncclSuccess;
+  for (int64_t J = 0; J < Size && R == ncclSuccess; ++J) {
+    R = N.Send(static_cast<const char *>(Send) + J * Bytes, size_t(Count),
+               ncclType(T), int(J), C, B.Stream);
+    if (R == ncclSuccess)
+      R = N.Recv(static_cast<char *>(Recv) + J * Bytes, size_t(Count),
+                 ncclType(T), int(J), C, B.Stream);
+  }
+  ncclResult_t End = N.GroupEnd();
+  check(R, "ncclSend/ncclRecv (all_to_all)");
+  check(End, "ncclGroupEnd (all_to_all)");
+  wait("all_to_all");
+}
+
+void NcclComm::broadcast(void *Buf, int64_t Count, meshrt_dtype T,
+                         int64_t Root) {
+  checkDevice(Buf, "data", "broadcast");
+  check(libraries().Nccl.Broadcast(Buf, Buf, size_t(Count), ncclType(T),
+                                   int(Root), C, B.Stream),
+        "ncclBroadcast");
+  wait("broadcast");
+}
+
+void NcclComm::sendRecv(const void *Send, int64_t Dest, void *Recv,
+                        int64_t Source, int64_t Count, meshrt_dtype T,
+                        bool ZeroFill) {
+  checkDevice(Send, "send", "permute");
+  checkDevice(Recv, "recv", "permute");
+  const Libraries &L = libraries();
+  size_t Bytes = size_t(Count * dtypeSize(T));
+  if (Source < 0 && ZeroFill)
+    checkCuda(L.Cuda.MemsetAsync(Recv, 0, Bytes, B.Stream), "cudaMemsetAsync");
+  if (Dest == Rank && Source == Rank) {
+    checkCuda(L.Cuda.MemcpyAsync(Recv, Send, Bytes, cudaMemcpyDeviceToDevice,
+                                 B.Stream),
+              "cudaMemcpyAsync");
+  } else if (Dest >= 0 || Source >= 0) {
+    check(L.Nccl.GroupStart(), "ncclGroupStart");
+    ncclResult_t R = ncclSuccess;
+    if (Dest >= 0)
+      R = L.Nccl.Send(Send, size_t(Count), ncclType(T), int(Dest), C,
+                      B.Stream);
+    if (R == ncclSuccess && Source >= 0)
+      R = L.Nccl.Recv(Recv, size_t(Count), ncclType(T), int(Source), C,
+                      B.Stream);
+    ncclResult_t End = L.Nccl.GroupEnd();
+    check(R, "ncclSend/ncclRecv (permute)");
+    check(End, "ncclGroupEnd (permute)");
+  }
+  wait("permute");
+}
+
+void NcclComm::barrier() {
+  checkDevice(B.Scratch, "scratch", "barrier");
+  check(libraries().Nccl.AllReduce(B.Scratch, B.Scratch, 1, ncclInt32,
+                                   ncclSum, C, B.Stream),
+        "ncclAllReduce (barrier)");
+  wait("barrier");
+}
+
+} // namespace
+
+bool meshrt::detail::ncclBackendBuilt() { return true; }
+
+bool meshrt::detail::cudaDeviceVisible(std::string &Why) {
+  const Libraries &L = libraries();
+  if (!L.Loaded) {
+    Why = L.Error;
+    return false;
+  }
+  int Count = 0;
+  cudaError_t E = L.Cuda.GetDeviceCount(&Count);
+  if (E != cudaSuccess) {
+    Why = std::string("cudaGetDeviceCount: ") + L.Cuda.GetErrorString(E);
+    return false;
+  }
+  if (Count == 0) {
+    Why = "cudaGetDeviceCount returned 0 devices";
+    return false;
+  }
+  return true;
+}
+
+std::unique_ptr<Backend> meshrt::detail::createNcclBackend(MPI_Comm Control) {
+  return std::make_unique<NcclBackend>(Control);
+}
+
+#else // !MESHRT_HAVE_NCCL
+
+using namespace meshrt;
+using namespace meshrt::detail;
+
+bool meshrt::detail::ncclBackendBuilt() { return false; }
+
+bool meshrt::detail::cudaDeviceVisible(std::string &Why) {
+  Why = "meshrt was built without the NCCL backend";
+  return false;
+}
+
+std::unique_ptr<Backend> meshrt::detail::createNcclBackend(MPI_Comm) {
+  throw Error(MESHRT_ERROR_UNSUPPORTED,
+              "meshrt was built without the NCCL backend");
+}
+
+#endif // MESHRT_HAVE_NCCL
