@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test: the lit suite
+# (compiler) and ctest (runtime, MPI, unit tests). Ends with one line
+# "N passed, N failed, N skipped" summing both, and exits non-zero on failure.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+export BUILD_DIR
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+
+start=$(date +%s)
+"$ROOT/scripts/bootstrap.sh" || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
+echo "build done in $(( $(date +%s) - start ))s"
+
+LIT=${LIT:-/usr/lib/llvm-22/bin/lit}
+echo "=== lit"
+"$LIT" -sv "$BUILD_DIR/test" 2>&1 | tee "$BUILD_DIR/lit.log"
+lit_count() { grep -E "^ *$1: +[0-9]+" "$BUILD_DIR/lit.log" | grep -oE "[0-9]+" | head -1; }
+lp=$(lit_count Passed); lf=$(lit_count Failed); lu=$(lit_count Unsupported)
+lx=$(lit_count "Unexpectedly Passed"); lt=$(lit_count "Timed Out")
+lp=${lp:-0}; lf=$(( ${lf:-0} + ${lx:-0} + ${lt:-0} )); lu=${lu:-0}
+if ! grep -qE "^ *(Passed|Failed)" "$BUILD_DIR/lit.log"; then lf=$((lf + 1)); fi
+
+echo "=== ctest"
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j "${JOBS:-$(nproc)}" 2>&1 | tee "$BUILD_DIR/ctest.log"
+cp=$(grep -cE "Test +#[0-9]+: .* Passed" "$BUILD_DIR/ctest.log")
+cs=$(grep -cE "Test +#[0-9]+: .*\*\*\*Skipped" "$BUILD_DIR/ctest.log")
+cf=$(grep -cE "Test +#[0-9]+: .*\*\*\*(Failed|Timeout|Exception|Not Run)|\*\*\*Failed" "$BUILD_DIR/ctest.log")
+if grep -q "No tests were found" "$BUILD_DIR/ctest.log"; then cf=$((cf + 1)); fi
+
+echo "=== summary: lit $lp passed, $lf failed, $lu unsupported; ctest $cp passed, $cf failed, $cs skipped; $(( $(date +%s) - start ))s"
+passed=$((lp + cp)); failed=$((lf + cf)); skipped=$((lu + cs))
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
