@@ -33,6 +33,20 @@ mesh.mesh @m(["a" = ?, "b" = ?])
 
 // -----
 
+// expected-error @+1 {{'mesh.mesh' op @m has more than 2^31-1 devices (M5)}}
+mesh.mesh @m(["a" = 65536, "b" = 65536])
+
+// -----
+
+mesh.mesh @m(["a" = 4])
+func.func @gather_overflow(%x: tensor<4611686018427387904xi8>) -> tensor<?xi8> {
+  // expected-error @+1 {{'mesh.all_gather' op gather_dim 0 of size 4611686018427387904 times the group size 4 overflows a 64-bit size (C5)}}
+  %0 = mesh.all_gather %x on @m axes = ["a"] gather_dim = 0 : tensor<4611686018427387904xi8> -> tensor<?xi8>
+  return %0 : tensor<?xi8>
+}
+
+// -----
+
 mesh.mesh @world(["replicate" = 2, "shard" = 4])
 func.func @undefined_mesh(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'mesh.all_reduce' refers to mesh @nope, which is not defined (C0)}}

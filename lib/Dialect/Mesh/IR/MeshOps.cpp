@@ -12,6 +12,9 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::mesh;
@@ -179,6 +182,16 @@ LogicalResult MeshOp::verify() {
       return emitOpError() << "@" << getSymName() << " axis \"" << axis
                            << "\" has size " << size
                            << "; sizes must be at least 1 (M2)";
+  }
+  // M5: ranks are 32-bit integers in MPI and NCCL.
+  int64_t devices = 1;
+  for (int64_t size : shape) {
+    if (ShapedType::isDynamic(size))
+      continue;
+    if (llvm::MulOverflow(devices, size, devices) ||
+        devices > std::numeric_limits<int32_t>::max())
+      return emitOpError() << "@" << getSymName()
+                           << " has more than 2^31-1 devices (M5)";
   }
   return success();
 }
@@ -400,7 +413,11 @@ verifyResultShape(Operation *op, int64_t groupSize,
         continue;
       }
       if (change == DimChange::Multiply) {
-        expected = expected * groupSize;
+        if (llvm::MulOverflow(expected, groupSize, expected))
+          return op->emitOpError()
+                 << name << " " << d << " of size " << inSize
+                 << " times the group size " << groupSize
+                 << " overflows a 64-bit size (C5)";
         why = "multiplied by the group size";
         continue;
       }
