@@ -8,6 +8,7 @@
 
 #include "mesh/InitMesh.h"
 #include "mesh/Dialect/Mesh/IR/MeshDialect.h"
+#include "mesh/Dialect/Mesh/Transforms/BufferizableOpInterfaceImpl.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -57,7 +58,9 @@ void mesh::registerMeshToolDialects(mlir::DialectRegistry &registry) {
                   index::IndexDialect, ub::UBDialect,
                   bufferization::BufferizationDialect, LLVM::LLVMDialect>();
 
-  // Bufferization of the upstream ops a sharded program uses.
+  // Bufferization of the mesh collectives and of the upstream ops a sharded
+  // program uses.
+  ::mlir::mesh::registerBufferizableOpInterfaceExternalModels(registry);
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
@@ -94,6 +97,7 @@ void mesh::registerMeshToolPasses() {
   // Linalg to loops.
   registerConvertLinalgToLoopsPass();
   registerLinalgGeneralizeNamedOpsPass();
+  registerConvertElementwiseToLinalgPass();
   // The standard lowerings to the LLVM dialect.
   memref::registerExpandStridedMetadataPass();
   registerLowerAffinePass();
