@@ -10,7 +10,6 @@
 
 namespace mlir {
 class DialectRegistry;
-} // namespace mlir
 
 namespace mesh {
 
@@ -18,7 +17,7 @@ namespace mesh {
 /// arith, math, tensor, linalg, memref, scf, cf, affine, index, ub,
 /// bufferization, LLVM) and the interface extensions bufferization and the
 /// LLVM lowering need.
-void registerMeshToolDialects(mlir::DialectRegistry &registry);
+void registerMeshToolDialects(DialectRegistry &registry);
 
 /// Registers the mesh passes and the upstream passes of a tensor-to-LLVM
 /// pipeline (canonicalize, cse, inliner, symbol-dce, one-shot bufferization,
@@ -26,5 +25,6 @@ void registerMeshToolDialects(mlir::DialectRegistry &registry);
 void registerMeshToolPasses();
 
 } // namespace mesh
+} // namespace mlir
 
 #endif // MESH_INITMESH_H

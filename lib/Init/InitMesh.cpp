@@ -7,7 +7,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "mesh/InitMesh.h"
+#include "mesh/Conversion/Passes.h"
 #include "mesh/Dialect/Mesh/IR/MeshDialect.h"
+#include "mesh/Pipelines/Pipelines.h"
 #include "mesh/Dialect/Mesh/Transforms/BufferizableOpInterfaceImpl.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -49,9 +51,9 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
-void mesh::registerMeshToolDialects(mlir::DialectRegistry &registry) {
+void mlir::mesh::registerMeshToolDialects(mlir::DialectRegistry &registry) {
   using namespace mlir;
-  registry.insert<::mlir::mesh::MeshDialect, func::FuncDialect,
+  registry.insert<mesh::MeshDialect, func::FuncDialect,
                   arith::ArithDialect, math::MathDialect, tensor::TensorDialect,
                   linalg::LinalgDialect, memref::MemRefDialect, scf::SCFDialect,
                   cf::ControlFlowDialect, affine::AffineDialect,
@@ -60,7 +62,7 @@ void mesh::registerMeshToolDialects(mlir::DialectRegistry &registry) {
 
   // Bufferization of the mesh collectives and of the upstream ops a sharded
   // program uses.
-  ::mlir::mesh::registerBufferizableOpInterfaceExternalModels(registry);
+  mesh::registerBufferizableOpInterfaceExternalModels(registry);
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
@@ -84,8 +86,11 @@ void mesh::registerMeshToolDialects(mlir::DialectRegistry &registry) {
   ub::registerConvertUBToLLVMInterface(registry);
 }
 
-void mesh::registerMeshToolPasses() {
+void mlir::mesh::registerMeshToolPasses() {
   using namespace mlir;
+  // Ours.
+  mesh::registerMeshConversionPasses();
+  mesh::registerMeshPipelines();
   // General clean-ups.
   registerCanonicalizerPass();
   registerCSEPass();

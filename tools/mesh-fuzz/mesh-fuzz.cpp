@@ -31,7 +31,7 @@ namespace {
 mlir::MLIRContext &getContext() {
   static mlir::MLIRContext *context = [] {
     mlir::DialectRegistry registry;
-    mesh::registerMeshToolDialects(registry);
+    mlir::mesh::registerMeshToolDialects(registry);
     auto *ctx = new mlir::MLIRContext(registry,
                                       mlir::MLIRContext::Threading::DISABLED);
     ctx->loadAllAvailableDialects();

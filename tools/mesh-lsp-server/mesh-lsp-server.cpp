@@ -12,6 +12,6 @@
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  mesh::registerMeshToolDialects(registry);
+  mlir::mesh::registerMeshToolDialects(registry);
   return mlir::failed(mlir::MlirLspServerMain(argc, argv, registry));
 }

@@ -12,8 +12,8 @@
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  mesh::registerMeshToolDialects(registry);
-  mesh::registerMeshToolPasses();
+  mlir::mesh::registerMeshToolDialects(registry);
+  mlir::mesh::registerMeshToolPasses();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "mesh optimizer driver\n", registry));
 }

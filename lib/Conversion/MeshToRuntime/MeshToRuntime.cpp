@@ -1,0 +1,731 @@
+//===- MeshToRuntime.cpp - mesh collectives to mesh runtime calls ---------===//
+//
+// Lowers memref collectives, barriers and axis queries to calls into the C ABI
+// of the mesh runtime (runtime/include/meshrt/meshrt.h). The point of the
+// design: communicators are looked up once. Every mesh is declared and every
+// distinct (mesh, ordered axes) gets its communicator in a global, filled by
+// one start-up function; a collective loads the handle and calls the runtime.
+// Upstream's MPI lowering splits a communicator at every call instead.
+//
+// The runtime works on contiguous buffers with blocks along the leading
+// dimension; collectives on other dimensions pack and unpack blocks with
+// linalg.copy around the call.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mesh/Conversion/Passes.h"
+#include "mesh/Dialect/Mesh/IR/MeshOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+#include <map>
+
+namespace mlir {
+namespace mesh {
+#define GEN_PASS_DEF_CONVERTMESHTORUNTIME
+#include "mesh/Conversion/Passes.h.inc"
+} // namespace mesh
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::mesh;
+
+namespace {
+
+// Values of the runtime's C enums (meshrt.h).
+enum RuntimeDtype : int32_t {
+  kF16 = 0, kBF16 = 1, kF32 = 2, kF64 = 3, kI8 = 4, kI32 = 5, kI64 = 6, kU8 = 7
+};
+constexpr int32_t kPermuteWrap = 1;
+constexpr int32_t kPermuteZeroFill = 2;
+
+/// The runtime's dtype for `type`, if it has one.
+std::optional<int32_t> getRuntimeDtype(Type type) {
+  if (type.isF16())
+    return kF16;
+  if (type.isBF16())
+    return kBF16;
+  if (type.isF32())
+    return kF32;
+  if (type.isF64())
+    return kF64;
+  if (type.isIndex())
+    return kI64; // index buffers lower to 64-bit elements.
+  if (auto i = dyn_cast<IntegerType>(type)) {
+    if (i.getWidth() == 8)
+      return i.isUnsigned() ? kU8 : kI8;
+    if (i.getWidth() == 32 && !i.isUnsigned())
+      return kI32;
+    if (i.getWidth() == 64 && !i.isUnsigned())
+      return kI64;
+  }
+  return std::nullopt;
+}
+
+int32_t getRuntimeReduction(ReductionKind kind) {
+  // meshrt_reduce_op: SUM, PROD, MIN, MAX, AVG, BAND, BOR, BXOR.
+  return static_cast<int32_t>(kind);
+}
+
+/// Builds the module-level parts: runtime declarations, globals, strings,
+/// and the start-up and shut-down functions.
+class RuntimeModule {
+public:
+  RuntimeModule(ModuleOp module)
+      : module(module), ctx(module.getContext()),
+        ptrType(LLVM::LLVMPointerType::get(ctx)),
+        i32Type(IntegerType::get(ctx, 32)), i64Type(IntegerType::get(ctx, 64)),
+        i8Type(IntegerType::get(ctx, 8)) {}
+
+  /// Declares (once) the runtime function `name`; every one returns a status.
+  LLVM::LLVMFuncOp getFunc(StringRef name, ArrayRef<Type> args) {
+    if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
+      return fn;
+    OpBuilder b = atModuleStart();
+    auto fn = LLVM::LLVMFuncOp::create(
+        b, module.getLoc(), name, LLVM::LLVMFunctionType::get(i32Type, args));
+    fn.setPrivate();
+    return fn;
+  }
+
+  /// A NUL-terminated string constant.
+  LLVM::GlobalOp getString(StringRef text) {
+    auto it = strings.find(text);
+    if (it != strings.end())
+      return it->second;
+    std::string value = text.str();
+    value.push_back('\0');
+    OpBuilder b = atModuleStart();
+    auto type = LLVM::LLVMArrayType::get(i8Type, value.size());
+    auto global = LLVM::GlobalOp::create(
+        b, module.getLoc(), type, /*isConstant=*/true, LLVM::Linkage::Internal,
+        uniqueName("__mesh_str"), b.getStringAttr(value));
+    strings[text] = global;
+    return global;
+  }
+
+  /// A pointer-sized global initialised to null.
+  LLVM::GlobalOp makePointerGlobal(StringRef prefix) {
+    OpBuilder b = atModuleStart();
+    auto global =
+        LLVM::GlobalOp::create(b, module.getLoc(), ptrType, /*isConstant=*/false,
+                               LLVM::Linkage::Internal, uniqueName(prefix),
+                               Attribute());
+    Block *init = b.createBlock(&global.getInitializerRegion());
+    b.setInsertionPointToStart(init);
+    Value zero = LLVM::ZeroOp::create(b, module.getLoc(), ptrType);
+    LLVM::ReturnOp::create(b, module.getLoc(), zero);
+    return global;
+  }
+
+  /// The global holding the handle of mesh `mesh`.
+  LLVM::GlobalOp getMeshGlobal(MeshOp mesh) {
+    auto it = meshGlobals.find(mesh.getSymName());
+    if (it != meshGlobals.end())
+      return it->second;
+    LLVM::GlobalOp global =
+        makePointerGlobal(("__mesh_mesh_" + mesh.getSymName()).str());
+    meshGlobals[mesh.getSymName()] = global;
+    meshOrder.push_back(mesh);
+    return global;
+  }
+
+  /// The global holding the communicator of (mesh, ordered axes).
+  LLVM::GlobalOp getCommGlobal(MeshOp mesh, ArrayRef<StringRef> axes) {
+    getMeshGlobal(mesh);
+    SmallVector<int64_t> indices;
+    for (StringRef axis : axes)
+      indices.push_back(*mesh.getAxisIndex(axis));
+    auto key = std::make_pair(mesh.getSymName().str(),
+                              std::vector<int64_t>(indices.begin(), indices.end()));
+    auto it = commGlobals.find(key);
+    if (it != commGlobals.end())
+      return it->second.global;
+    LLVM::GlobalOp global = makePointerGlobal("__mesh_comm");
+    commGlobals[key] = {global, mesh, indices};
+    commOrder.push_back(key);
+    return global;
+  }
+
+  /// Loads the handle stored in `global`.
+  Value loadHandle(OpBuilder &b, Location loc, LLVM::GlobalOp global) {
+    Value addr = LLVM::AddressOfOp::create(b, loc, global);
+    return LLVM::LoadOp::create(b, loc, ptrType, addr);
+  }
+
+  /// Emits the start-up and shut-down functions. Start-up initialises the
+  /// runtime once, declares every mesh and creates every communicator.
+  LogicalResult emitInitAndFini(StringRef initName, StringRef finiName) {
+    for (StringRef name : {initName, finiName})
+      if (module.lookupSymbol(name))
+        return module.emitError() << "convert-mesh-to-runtime: the module "
+                                     "already has a symbol named '"
+                                  << name << "'";
+    Location loc = module.getLoc();
+    OpBuilder b = atModuleEnd();
+    auto guard = LLVM::GlobalOp::create(
+        b, loc, i8Type, /*isConstant=*/false, LLVM::Linkage::Internal,
+        uniqueName("__mesh_initialized"), b.getI8IntegerAttr(0));
+    auto voidFn = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {});
+    LLVM::LLVMFuncOp initFn = getFunc("meshrt_init", {i32Type});
+    LLVM::LLVMFuncOp declareFn = getFunc(
+        "meshrt_mesh_declare", {ptrType, i64Type, ptrType, ptrType, ptrType});
+    LLVM::LLVMFuncOp commFn =
+        getFunc("meshrt_comm_get", {ptrType, i64Type, ptrType, ptrType});
+    LLVM::LLVMFuncOp finalizeFn = getFunc("meshrt_finalize", {});
+
+    // Start-up.
+    b = atModuleEnd();
+    auto init = LLVM::LLVMFuncOp::create(b, loc, initName, voidFn);
+    Block *entry = init.addEntryBlock(b);
+    Block *work = b.createBlock(&init.getBody());
+    Block *done = b.createBlock(&init.getBody());
+    b.setInsertionPointToEnd(entry);
+    Value initialised = isInitialised(b, loc, guard);
+    LLVM::CondBrOp::create(b, loc, initialised, done, work);
+
+    b.setInsertionPointToEnd(work);
+    LLVM::CallOp::create(b, loc, initFn, ValueRange{constI32(b, loc, 0)});
+    for (MeshOp mesh : meshOrder) {
+      ArrayRef<int64_t> shape = mesh.getShape();
+      SmallVector<Value> sizes, names;
+      for (int64_t size : shape)
+        sizes.push_back(constI64(b, loc, ShapedType::isDynamic(size) ? -1 : size));
+      for (Attribute name : mesh.getAxisNames())
+        names.push_back(LLVM::AddressOfOp::create(
+            b, loc, getString(cast<StringAttr>(name).getValue())));
+      Value sizeArray = stackArray(b, loc, i64Type, sizes);
+      Value nameArray = stackArray(b, loc, ptrType, names);
+      Value meshName =
+          LLVM::AddressOfOp::create(b, loc, getString(mesh.getSymName()));
+      Value out = LLVM::AddressOfOp::create(b, loc, meshGlobals[mesh.getSymName()]);
+      LLVM::CallOp::create(b, loc, declareFn,
+                           ValueRange{meshName, constI64(b, loc, shape.size()),
+                                      sizeArray, nameArray, out});
+    }
+    for (const auto &key : commOrder) {
+      const CommEntry &entry = commGlobals[key];
+      Value meshHandle =
+          loadHandle(b, loc, meshGlobals[entry.mesh.getSymName()]);
+      SmallVector<Value> axes;
+      for (int64_t axis : entry.axes)
+        axes.push_back(constI64(b, loc, axis));
+      Value axisArray = axes.empty()
+                            ? LLVM::ZeroOp::create(b, loc, ptrType).getResult()
+                            : stackArray(b, loc, i64Type, axes);
+      Value out = LLVM::AddressOfOp::create(b, loc, entry.global);
+      LLVM::CallOp::create(
+          b, loc, commFn,
+          ValueRange{meshHandle, constI64(b, loc, axes.size()), axisArray, out});
+    }
+    setGuard(b, loc, guard, 1);
+    LLVM::BrOp::create(b, loc, ValueRange(), done);
+    b.setInsertionPointToEnd(done);
+    LLVM::ReturnOp::create(b, loc, ValueRange());
+
+    // Shut-down: frees every communicator (the runtime owns them).
+    b = atModuleEnd();
+    auto fini = LLVM::LLVMFuncOp::create(b, loc, finiName, voidFn);
+    entry = fini.addEntryBlock(b);
+    work = b.createBlock(&fini.getBody());
+    done = b.createBlock(&fini.getBody());
+    b.setInsertionPointToEnd(entry);
+    initialised = isInitialised(b, loc, guard);
+    LLVM::CondBrOp::create(b, loc, initialised, work, done);
+    b.setInsertionPointToEnd(work);
+    LLVM::CallOp::create(b, loc, finalizeFn, ValueRange());
+    setGuard(b, loc, guard, 0);
+    LLVM::BrOp::create(b, loc, ValueRange(), done);
+    b.setInsertionPointToEnd(done);
+    LLVM::ReturnOp::create(b, loc, ValueRange());
+    return success();
+  }
+
+  Value constI32(OpBuilder &b, Location loc, int32_t v) {
+    return LLVM::ConstantOp::create(b, loc, i32Type, b.getI32IntegerAttr(v));
+  }
+  Value constI64(OpBuilder &b, Location loc, int64_t v) {
+    return LLVM::ConstantOp::create(b, loc, i64Type, b.getI64IntegerAttr(v));
+  }
+
+  /// An array of `values` on the stack; returns its address.
+  Value stackArray(OpBuilder &b, Location loc, Type elementType,
+                   ArrayRef<Value> values) {
+    auto arrayType = LLVM::LLVMArrayType::get(elementType, values.size());
+    Value array = LLVM::AllocaOp::create(b, loc, ptrType, arrayType,
+                                         constI64(b, loc, 1));
+    for (auto [i, v] : llvm::enumerate(values)) {
+      Value slot = LLVM::GEPOp::create(
+          b, loc, ptrType, arrayType, array,
+          ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(i)});
+      LLVM::StoreOp::create(b, loc, v, slot);
+    }
+    return array;
+  }
+
+  ModuleOp module;
+  MLIRContext *ctx;
+  Type ptrType, i32Type, i64Type, i8Type;
+
+private:
+  struct CommEntry {
+    LLVM::GlobalOp global;
+    mutable MeshOp mesh;
+    SmallVector<int64_t> axes;
+  };
+
+  OpBuilder atModuleStart() {
+    OpBuilder b(ctx);
+    b.setInsertionPointToStart(module.getBody());
+    return b;
+  }
+  OpBuilder atModuleEnd() {
+    OpBuilder b(ctx);
+    b.setInsertionPointToEnd(module.getBody());
+    return b;
+  }
+  std::string uniqueName(StringRef prefix) {
+    std::string name;
+    do {
+      name = (prefix + "_" + Twine(counter++)).str();
+    } while (module.lookupSymbol(name));
+    return name;
+  }
+  Value isInitialised(OpBuilder &b, Location loc, LLVM::GlobalOp guard) {
+    Value addr = LLVM::AddressOfOp::create(b, loc, guard);
+    Value flag = LLVM::LoadOp::create(b, loc, i8Type, addr);
+    Value zero = LLVM::ConstantOp::create(b, loc, i8Type, b.getI8IntegerAttr(0));
+    return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, flag, zero);
+  }
+  void setGuard(OpBuilder &b, Location loc, LLVM::GlobalOp guard, int8_t v) {
+    Value addr = LLVM::AddressOfOp::create(b, loc, guard);
+    Value value = LLVM::ConstantOp::create(b, loc, i8Type, b.getI8IntegerAttr(v));
+    LLVM::StoreOp::create(b, loc, value, addr);
+  }
+
+  unsigned counter = 0;
+  llvm::StringMap<LLVM::GlobalOp> strings;
+  llvm::StringMap<LLVM::GlobalOp> meshGlobals;
+  SmallVector<MeshOp> meshOrder;
+  std::map<std::pair<std::string, std::vector<int64_t>>, CommEntry> commGlobals;
+  SmallVector<std::pair<std::string, std::vector<int64_t>>> commOrder;
+};
+
+/// Lowers one op at a time, in place.
+class OpLowering {
+public:
+  OpLowering(RuntimeModule &rt, Operation *op)
+      : rt(rt), op(op), b(op), loc(op->getLoc()) {}
+
+  RuntimeModule &rt;
+  Operation *op;
+  OpBuilder b;
+  Location loc;
+
+  // ---- Values and buffers ------------------------------------------------
+
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+
+  Value toI64(Value indexValue) {
+    return arith::IndexCastOp::create(b, loc, rt.i64Type, indexValue);
+  }
+
+  /// The aligned base pointer of an identity-layout buffer.
+  Value pointer(Value memref) {
+    Value base =
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    return LLVM::IntToPtrOp::create(b, loc, rt.ptrType, toI64(base));
+  }
+
+  /// The sizes of `memref`, static ones as attributes.
+  SmallVector<OpFoldResult> sizes(Value memref) {
+    return memref::getMixedSizes(b, loc, memref);
+  }
+
+  Value numElements(Value memref) {
+    Value n = index(1);
+    for (OpFoldResult s : sizes(memref))
+      n = arith::MulIOp::create(
+          b, loc, n, getValueOrCreateConstantIndexOp(b, loc, s));
+    return toI64(n);
+  }
+
+  /// A new identity-layout buffer of `sizes`.
+  Value alloc(Type elementType, ArrayRef<OpFoldResult> shape) {
+    SmallVector<int64_t> staticShape;
+    SmallVector<Value> dynamic;
+    dispatchIndexOpFoldResults(shape, dynamic, staticShape);
+    auto type = MemRefType::get(staticShape, elementType);
+    return memref::AllocOp::create(b, loc, type, dynamic);
+  }
+
+  /// `memref` itself if its layout is the identity, else a contiguous copy.
+  Value contiguous(Value memref) {
+    auto type = cast<MemRefType>(memref.getType());
+    if (type.getLayout().isIdentity())
+      return memref;
+    Value copy = alloc(type.getElementType(), sizes(memref));
+    linalg::CopyOp::create(b, loc, ValueRange{memref}, ValueRange{copy});
+    return copy;
+  }
+
+  /// True when every dimension before `dim` has static size 1, so blocks
+  /// along `dim` are contiguous and in order.
+  static bool blocksAreContiguous(MemRefType type, int64_t dim) {
+    for (int64_t d = 0; d < dim; ++d)
+      if (type.getDimSize(d) != 1)
+        return false;
+    return true;
+  }
+
+  /// `shape` with `dim` multiplied or divided by `factor` (an index value).
+  SmallVector<OpFoldResult> scaleDim(ArrayRef<OpFoldResult> shape, int64_t dim,
+                                     Value factor, bool multiply) {
+    SmallVector<OpFoldResult> out(shape.begin(), shape.end());
+    Value d = getValueOrCreateConstantIndexOp(b, loc, shape[dim]);
+    Value r = multiply ? arith::MulIOp::create(b, loc, d, factor).getResult()
+                       : arith::DivUIOp::create(b, loc, d, factor).getResult();
+    out[dim] = getAsOpFoldResult(r);
+    return out;
+  }
+
+  /// A view of `memref` with `blockShape` starting at block `g` along `dim`.
+  Value blockView(Value memref, ArrayRef<OpFoldResult> blockShape, int64_t dim,
+                  Value g) {
+    unsigned rank = blockShape.size();
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+    SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+    Value blockSize = getValueOrCreateConstantIndexOp(b, loc, blockShape[dim]);
+    offsets[dim] = getAsOpFoldResult(
+        arith::MulIOp::create(b, loc, g, blockSize).getResult());
+    return memref::SubViewOp::create(b, loc, memref, offsets, blockShape,
+                                     strides);
+  }
+
+  /// A view of slot `g` of a [G, blockShape] staging buffer, rank-reduced to
+  /// blockShape.
+  Value stagingView(Value staging, ArrayRef<OpFoldResult> blockShape, Value g) {
+    unsigned rank = blockShape.size() + 1;
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+    SmallVector<OpFoldResult> sizes{b.getIndexAttr(1)};
+    sizes.append(blockShape.begin(), blockShape.end());
+    SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+    offsets[0] = g;
+    SmallVector<int64_t> staticBlock;
+    SmallVector<Value> dynamicBlock;
+    dispatchIndexOpFoldResults(blockShape, dynamicBlock, staticBlock);
+    auto viewType = memref::SubViewOp::inferRankReducedResultType(
+        staticBlock, cast<MemRefType>(staging.getType()), offsets, sizes,
+        strides);
+    return memref::SubViewOp::create(b, loc, cast<MemRefType>(viewType),
+                                     staging, offsets, sizes, strides);
+  }
+
+  /// A [G, blockShape] staging buffer.
+  Value allocStaging(Type elementType, ArrayRef<OpFoldResult> blockShape,
+                     Value groupSize) {
+    SmallVector<OpFoldResult> shape{getAsOpFoldResult(groupSize)};
+    shape.append(blockShape.begin(), blockShape.end());
+    return alloc(elementType, shape);
+  }
+
+  /// For g in [0, G): copies block g of `memref` along `dim` to slot g of
+  /// `staging` (pack = true) or back (pack = false).
+  void copyBlocks(Value memref, Value staging, ArrayRef<OpFoldResult> blockShape,
+                  int64_t dim, Value groupSize, bool pack) {
+    auto loop = scf::ForOp::create(b, loc, index(0), groupSize, index(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    Value g = loop.getInductionVar();
+    Value block = blockView(memref, blockShape, dim, g);
+    Value slot = stagingView(staging, blockShape, g);
+    if (pack)
+      linalg::CopyOp::create(b, loc, ValueRange{block}, ValueRange{slot});
+    else
+      linalg::CopyOp::create(b, loc, ValueRange{slot}, ValueRange{block});
+  }
+
+  // ---- Runtime calls -----------------------------------------------------
+
+  Value call(StringRef name, ArrayRef<Value> args) {
+    SmallVector<Type> types;
+    for (Value a : args)
+      types.push_back(a.getType());
+    return LLVM::CallOp::create(b, loc, rt.getFunc(name, types), args)
+        .getResult();
+  }
+
+  /// Calls `name(handle, ..., &out)` and returns `out` as an index.
+  Value callForIndex(StringRef name, SmallVector<Value> args) {
+    Value slot = entryAlloca();
+    args.push_back(slot);
+    call(name, args);
+    Value v = LLVM::LoadOp::create(b, loc, rt.i64Type, slot);
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+  }
+
+  /// An i64 stack slot in the entry block of the enclosing function, so that
+  /// loops do not grow the stack.
+  Value entryAlloca() {
+    Operation *fn = op->getParentWithTrait<OpTrait::IsIsolatedFromAbove>();
+    Block &entry = fn->getRegion(0).front();
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&entry);
+    Value one = LLVM::ConstantOp::create(b, loc, rt.i64Type,
+                                         b.getI64IntegerAttr(1));
+    return LLVM::AllocaOp::create(b, loc, rt.ptrType, rt.i64Type, one);
+  }
+
+  Value dtype(Type elementType) {
+    return rt.constI32(b, loc, *getRuntimeDtype(elementType));
+  }
+
+};
+
+/// Lowers the collective `op` whose group is (mesh, axes); replaces its
+/// result. Returns failure after emitting an error.
+LogicalResult lowerCollective(RuntimeModule &rt, CollectiveOpInterface coll,
+                              MeshOp mesh) {
+  Operation *op = coll.getOperation();
+  OpLowering l(rt, op);
+  OpBuilder &b = l.b;
+  Location loc = l.loc;
+  Value input = op->getOperand(0);
+  auto inType = cast<MemRefType>(input.getType());
+  auto outType = cast<MemRefType>(op->getResult(0).getType());
+  Type elementType = inType.getElementType();
+  if (!getRuntimeDtype(elementType))
+    return op->emitOpError()
+           << "has element type " << elementType
+           << ", which the runtime does not support; supported: f16, bf16, "
+              "f32, f64, i8, ui8, i32, i64, index";
+  if (!outType.getLayout().isIdentity())
+    return op->emitOpError() << "result " << outType
+                             << " must have an identity layout to be lowered";
+
+  SmallVector<StringRef> axes = coll.getAxisNames();
+  Value comm = rt.loadHandle(b, loc, rt.getCommGlobal(mesh, axes));
+  int64_t staticGroup = mesh.getGroupSize(axes);
+  auto groupSize = [&]() -> Value {
+    if (!ShapedType::isDynamic(staticGroup))
+      return l.index(staticGroup);
+    return l.callForIndex("meshrt_comm_size", {comm});
+  };
+  Value in = l.contiguous(input);
+  SmallVector<OpFoldResult> inShape = l.sizes(in);
+  Value result;
+
+  if (auto ar = dyn_cast<AllReduceOp>(op)) {
+    result = l.alloc(elementType, inShape);
+    l.call("meshrt_all_reduce",
+           {comm, l.pointer(in), l.pointer(result), l.numElements(in),
+            l.dtype(elementType),
+            rt.constI32(b, loc, getRuntimeReduction(ar.getReduction()))});
+  } else if (auto ag = dyn_cast<AllGatherOp>(op)) {
+    int64_t dim = ag.getGatherDim();
+    Value g = groupSize();
+    result = l.alloc(elementType, l.scaleDim(inShape, dim, g, true));
+    if (OpLowering::blocksAreContiguous(inType, dim)) {
+      l.call("meshrt_all_gather", {comm, l.pointer(in), l.pointer(result),
+                                   l.numElements(in), l.dtype(elementType)});
+    } else {
+      Value staging = l.allocStaging(elementType, inShape, g);
+      l.call("meshrt_all_gather", {comm, l.pointer(in), l.pointer(staging),
+                                   l.numElements(in), l.dtype(elementType)});
+      l.copyBlocks(result, staging, inShape, dim, g, /*pack=*/false);
+      memref::DeallocOp::create(b, loc, staging);
+    }
+  } else if (auto rs = dyn_cast<ReduceScatterOp>(op)) {
+    int64_t dim = rs.getScatterDim();
+    Value g = groupSize();
+    SmallVector<OpFoldResult> blockShape = l.scaleDim(inShape, dim, g, false);
+    result = l.alloc(elementType, blockShape);
+    Value send = in;
+    Value staging;
+    if (!OpLowering::blocksAreContiguous(inType, dim)) {
+      staging = l.allocStaging(elementType, blockShape, g);
+      l.copyBlocks(in, staging, blockShape, dim, g, /*pack=*/true);
+      send = staging;
+    }
+    l.call("meshrt_reduce_scatter",
+           {comm, l.pointer(send), l.pointer(result), l.numElements(result),
+            l.dtype(elementType),
+            rt.constI32(b, loc, getRuntimeReduction(rs.getReduction()))});
+    if (staging)
+      memref::DeallocOp::create(b, loc, staging);
+  } else if (auto a2a = dyn_cast<AllToAllOp>(op)) {
+    int64_t split = a2a.getSplitDim(), concat = a2a.getConcatDim();
+    Value g = groupSize();
+    SmallVector<OpFoldResult> blockShape = l.scaleDim(inShape, split, g, false);
+    result = l.alloc(elementType, l.scaleDim(blockShape, concat, g, true));
+    // Send: block j along split_dim goes to member j.
+    Value send = in, sendStaging;
+    if (!OpLowering::blocksAreContiguous(inType, split)) {
+      sendStaging = l.allocStaging(elementType, blockShape, g);
+      l.copyBlocks(in, sendStaging, blockShape, split, g, /*pack=*/true);
+      send = sendStaging;
+    }
+    // Receive: the block from member j lands at block j along concat_dim.
+    Value recv = result, recvStaging;
+    if (!OpLowering::blocksAreContiguous(outType, concat)) {
+      recvStaging = l.allocStaging(elementType, blockShape, g);
+      recv = recvStaging;
+    }
+    Value blockElements = l.index(1);
+    for (OpFoldResult s : blockShape)
+      blockElements = arith::MulIOp::create(
+          b, loc, blockElements, getValueOrCreateConstantIndexOp(b, loc, s));
+    l.call("meshrt_all_to_all", {comm, l.pointer(send), l.pointer(recv),
+                                 l.toI64(blockElements), l.dtype(elementType)});
+    if (recvStaging) {
+      l.copyBlocks(result, recvStaging, blockShape, concat, g, /*pack=*/false);
+      memref::DeallocOp::create(b, loc, recvStaging);
+    }
+    if (sendStaging)
+      memref::DeallocOp::create(b, loc, sendStaging);
+  } else if (auto slice = dyn_cast<AllSliceOp>(op)) {
+    int64_t dim = slice.getSliceDim();
+    Value g = groupSize();
+    SmallVector<OpFoldResult> blockShape = l.scaleDim(inShape, dim, g, false);
+    Value me = l.callForIndex("meshrt_comm_rank", {comm});
+    result = l.alloc(elementType, blockShape);
+    Value block = l.blockView(in, blockShape, dim, me);
+    linalg::CopyOp::create(b, loc, ValueRange{block}, ValueRange{result});
+  } else if (auto bc = dyn_cast<BroadcastOp>(op)) {
+    result = l.alloc(elementType, inShape);
+    memref::CopyOp::create(b, loc, in, result);
+    l.call("meshrt_broadcast",
+           {comm, l.pointer(result), l.numElements(result),
+            l.dtype(elementType),
+            rt.constI64(b, loc, static_cast<int64_t>(bc.getRoot()))});
+  } else if (auto pm = dyn_cast<PermuteOp>(op)) {
+    result = l.alloc(elementType, inShape);
+    int32_t flags = kPermuteZeroFill | (pm.getRotate() ? kPermuteWrap : 0);
+    l.call("meshrt_permute",
+           {comm, l.pointer(in), l.pointer(result), l.numElements(in),
+            l.dtype(elementType),
+            rt.constI64(b, loc, static_cast<int64_t>(pm.getOffset())),
+            rt.constI32(b, loc, flags)});
+  } else {
+    return op->emitOpError("has no lowering to the runtime");
+  }
+  if (in != input)
+    memref::DeallocOp::create(b, loc, in);
+  if (result.getType() != outType)
+    result = memref::CastOp::create(b, loc, outType, result);
+  op->getResult(0).replaceAllUsesWith(result);
+  op->erase();
+  return success();
+}
+
+struct ConvertMeshToRuntimePass
+    : public mesh::impl::ConvertMeshToRuntimeBase<ConvertMeshToRuntimePass> {
+  using ConvertMeshToRuntimeBase::ConvertMeshToRuntimeBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTableCollection symbols;
+    RuntimeModule rt(module);
+
+    // Everything left for the runtime must be memref-form and partitioned.
+    SmallVector<Operation *> work;
+    bool failedCheck = false;
+    module.walk([&](Operation *op) {
+      if (isa<ShardOp>(op)) {
+        op->emitOpError("must be partitioned away (mesh-partition) before "
+                        "convert-mesh-to-runtime");
+        failedCheck = true;
+      } else if (isa<CollectiveOpInterface>(op)) {
+        if (isa<TensorType>(op->getResult(0).getType())) {
+          op->emitOpError("works on tensors; bufferize the program "
+                          "(one-shot-bufferize) before convert-mesh-to-runtime");
+          failedCheck = true;
+        } else {
+          work.push_back(op);
+        }
+      } else if (isa<BarrierOp, AxisIndexOp, AxisSizeOp>(op)) {
+        work.push_back(op);
+      }
+    });
+    if (failedCheck)
+      return signalPassFailure();
+
+    // Declare every mesh, used or not: declaring checks it against the world.
+    SmallVector<MeshOp> meshes(module.getOps<MeshOp>());
+    for (MeshOp mesh : meshes)
+      rt.getMeshGlobal(mesh);
+
+    for (Operation *op : work) {
+      auto meshRef = op->getAttrOfType<FlatSymbolRefAttr>("mesh");
+      MeshOp mesh = lookupMesh(op, meshRef, &symbols);
+      if (!mesh) {
+        op->emitOpError() << "refers to " << meshRef
+                          << ", which is not a mesh of this module";
+        return signalPassFailure();
+      }
+      if (auto coll = dyn_cast<CollectiveOpInterface>(op)) {
+        if (failed(lowerCollective(rt, coll, mesh)))
+          return signalPassFailure();
+        continue;
+      }
+      OpLowering l(rt, op);
+      if (auto barrier = dyn_cast<BarrierOp>(op)) {
+        SmallVector<StringRef> axes;
+        for (Attribute a : barrier.getAxes())
+          axes.push_back(cast<StringAttr>(a).getValue());
+        Value comm = rt.loadHandle(l.b, l.loc, rt.getCommGlobal(mesh, axes));
+        l.call("meshrt_barrier", {comm});
+        op->erase();
+        continue;
+      }
+      StringRef axis = isa<AxisIndexOp>(op) ? cast<AxisIndexOp>(op).getAxis()
+                                            : cast<AxisSizeOp>(op).getAxis();
+      Value meshHandle = rt.loadHandle(l.b, l.loc, rt.getMeshGlobal(mesh));
+      Value axisIndex = rt.constI64(l.b, l.loc, *mesh.getAxisIndex(axis));
+      Value v = l.callForIndex(isa<AxisIndexOp>(op) ? "meshrt_mesh_coordinate"
+                                                    : "meshrt_mesh_axis_size",
+                               {meshHandle, axisIndex});
+      op->getResult(0).replaceAllUsesWith(v);
+      op->erase();
+    }
+
+    if (!meshes.empty()) {
+      if (failed(rt.emitInitAndFini(initSymbol, finiSymbol)))
+        return signalPassFailure();
+      if (initInMain)
+        callFromMain(rt);
+    }
+    for (MeshOp mesh : meshes)
+      mesh.erase();
+  }
+
+  /// Calls the start-up function at the entry of `main` and the shut-down
+  /// function before each of its returns.
+  void callFromMain(RuntimeModule &rt) {
+    auto main = dyn_cast_or_null<FunctionOpInterface>(
+        SymbolTable::lookupSymbolIn(rt.module, "main"));
+    if (!main || main.isExternal())
+      return;
+    auto init = rt.module.lookupSymbol<LLVM::LLVMFuncOp>(initSymbol);
+    auto fini = rt.module.lookupSymbol<LLVM::LLVMFuncOp>(finiSymbol);
+    OpBuilder b(main.getContext());
+    b.setInsertionPointToStart(&main.getFunctionBody().front());
+    LLVM::CallOp::create(b, main.getLoc(), init, ValueRange());
+    main.walk([&](Operation *op) {
+      if (op->hasTrait<OpTrait::ReturnLike>() &&
+          op->getParentOp() == main.getOperation()) {
+        b.setInsertionPoint(op);
+        LLVM::CallOp::create(b, op->getLoc(), fini, ValueRange());
+      }
+    });
+  }
+};
+
+} // namespace

@@ -1,0 +1,59 @@
+//===- Pipelines.cpp - registered pass pipelines --------------------------===//
+//
+// --mesh-to-llvm: from partitioned tensor IR (per-device shapes, mesh
+// collectives) to the LLVM dialect, ready for mlir-translate --mlir-to-llvmir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mesh/Pipelines/Pipelines.h"
+#include "mesh/Conversion/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void mlir::mesh::buildMeshToLLVMPipeline(OpPassManager &pm,
+                                   const MeshToLLVMOptions &options) {
+  // Tensors: elementwise arith/math to linalg, then bufferize everything,
+  // function boundaries included, with plain (identity-layout) buffers.
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+
+  // Collectives to runtime calls.
+  ConvertMeshToRuntimeOptions runtime;
+  runtime.initSymbol = options.initSymbol;
+  runtime.finiSymbol = options.finiSymbol;
+  runtime.initInMain = options.initInMain;
+  pm.addPass(createConvertMeshToRuntime(runtime));
+
+  // Loops, deallocation, and the conversions to LLVM.
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  bufferization::BufferDeallocationPipelineOptions dealloc;
+  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void mlir::mesh::registerMeshPipelines() {
+  PassPipelineRegistration<MeshToLLVMOptions>(
+      "mesh-to-llvm",
+      "Partitioned tensor IR with mesh collectives to the LLVM dialect, "
+      "collectives as calls into the mesh runtime",
+      buildMeshToLLVMPipeline);
+}
