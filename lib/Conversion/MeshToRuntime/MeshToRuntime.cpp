@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -349,13 +350,28 @@ public:
     return memref::getMixedSizes(b, loc, memref);
   }
 
-  Value numElements(Value memref) {
-    Value n = index(1);
-    for (OpFoldResult s : sizes(memref))
-      n = arith::MulIOp::create(
-          b, loc, n, getValueOrCreateConstantIndexOp(b, loc, s));
-    return toI64(n);
+  /// a * b, or a / b, folded when both are constants.
+  OpFoldResult combine(OpFoldResult lhs, OpFoldResult rhs, bool multiply) {
+    std::optional<int64_t> l = getConstantIntValue(lhs);
+    std::optional<int64_t> r = getConstantIntValue(rhs);
+    if (l && r)
+      return b.getIndexAttr(multiply ? *l * *r : *l / *r);
+    Value lv = getValueOrCreateConstantIndexOp(b, loc, lhs);
+    Value rv = getValueOrCreateConstantIndexOp(b, loc, rhs);
+    if (multiply)
+      return arith::MulIOp::create(b, loc, lv, rv).getResult();
+    return arith::DivUIOp::create(b, loc, lv, rv).getResult();
   }
+
+  /// The product of `shape`, as an i64 value.
+  Value product(ArrayRef<OpFoldResult> shape) {
+    OpFoldResult n = b.getIndexAttr(1);
+    for (OpFoldResult s : shape)
+      n = combine(n, s, /*multiply=*/true);
+    return toI64(getValueOrCreateConstantIndexOp(b, loc, n));
+  }
+
+  Value numElements(Value memref) { return product(sizes(memref)); }
 
   /// A new identity-layout buffer of `sizes`.
   Value alloc(Type elementType, ArrayRef<OpFoldResult> shape) {
@@ -389,10 +405,7 @@ public:
   SmallVector<OpFoldResult> scaleDim(ArrayRef<OpFoldResult> shape, int64_t dim,
                                      Value factor, bool multiply) {
     SmallVector<OpFoldResult> out(shape.begin(), shape.end());
-    Value d = getValueOrCreateConstantIndexOp(b, loc, shape[dim]);
-    Value r = multiply ? arith::MulIOp::create(b, loc, d, factor).getResult()
-                       : arith::DivUIOp::create(b, loc, d, factor).getResult();
-    out[dim] = getAsOpFoldResult(r);
+    out[dim] = combine(shape[dim], getAsOpFoldResult(factor), multiply);
     return out;
   }
 
@@ -402,9 +415,7 @@ public:
     unsigned rank = blockShape.size();
     SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
     SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
-    Value blockSize = getValueOrCreateConstantIndexOp(b, loc, blockShape[dim]);
-    offsets[dim] = getAsOpFoldResult(
-        arith::MulIOp::create(b, loc, g, blockSize).getResult());
+    offsets[dim] = combine(getAsOpFoldResult(g), blockShape[dim], true);
     return memref::SubViewOp::create(b, loc, memref, offsets, blockShape,
                                      strides);
   }
@@ -578,12 +589,8 @@ LogicalResult lowerCollective(RuntimeModule &rt, CollectiveOpInterface coll,
       recvStaging = l.allocStaging(elementType, blockShape, g);
       recv = recvStaging;
     }
-    Value blockElements = l.index(1);
-    for (OpFoldResult s : blockShape)
-      blockElements = arith::MulIOp::create(
-          b, loc, blockElements, getValueOrCreateConstantIndexOp(b, loc, s));
     l.call("meshrt_all_to_all", {comm, l.pointer(send), l.pointer(recv),
-                                 l.toI64(blockElements), l.dtype(elementType)});
+                                 l.product(blockShape), l.dtype(elementType)});
     if (recvStaging) {
       l.copyBlocks(result, recvStaging, blockShape, concat, g, /*pack=*/false);
       memref::DeallocOp::create(b, loc, recvStaging);
