@@ -317,22 +317,12 @@ void Context::start(meshrt_backend Requested) {
       P.AtExitRegistered = true;
     }
   }
-  checkMpi(MPI_Comm_dup(MPI_COMM_WORLD, &Control),
-           "MPI_Comm_dup(MPI_COMM_WORLD)");
-  MPI_Comm_set_errhandler(Control, MPI_ERRORS_RETURN);
-  int R = 0, S = 1;
-  MPI_Comm_rank(Control, &R);
-  MPI_Comm_size(Control, &S);
-  WorldRank = R;
-  WorldSize = S;
-  StatsOnFinalize = envFlag("MESHRT_STATS");
-
   // Local choices first; then one allreduce agrees on them, so that a rank
   // that fails here cannot leave the others waiting.
   std::string LocalError;
   meshrt_status LocalStatus = MESHRT_SUCCESS;
   meshrt_backend Kind = MESHRT_BACKEND_MPI;
-  double Timeout = 0;
+  double Timeout = 600;
   try {
     Timeout = timeoutFromEnv();
     Kind = chooseBackend(Requested);
@@ -340,12 +330,26 @@ void Context::start(meshrt_backend Requested) {
     LocalError = E.what();
     LocalStatus = E.status();
   }
-  Dog = std::make_unique<Watchdog>(Timeout, Control, WorldRank);
+  int R = 0, S = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &R);
+  MPI_Comm_size(MPI_COMM_WORLD, &S);
+  WorldRank = R;
+  WorldSize = S;
+  StatsOnFinalize = envFlag("MESHRT_STATS");
+  // The watchdog covers start-up too: a rank that never arrives (or arrives
+  // at something else) aborts the job instead of hanging it.
+  Dog = std::make_unique<Watchdog>(Timeout, MPI_COMM_WORLD, WorldRank);
+  TextDescribable Where("the world (runtime start-up)");
+  {
+    WatchScope W(*Dog, "start-up", &Where);
+    checkMpi(MPI_Comm_dup(MPI_COMM_WORLD, &Control),
+             "MPI_Comm_dup(MPI_COMM_WORLD)");
+  }
+  MPI_Comm_set_errhandler(Control, MPI_ERRORS_RETURN);
   int64_t Mine[3] = {LocalError.empty() ? 0 : 1, int64_t(Kind),
                      -int64_t(Kind)};
   int64_t All[3];
   {
-    TextDescribable Where("the world (agreeing on the backend at start-up)");
     WatchScope W(*Dog, "start-up", &Where);
     checkMpi(MPI_Allreduce(Mine, All, 3, MPI_INT64_T, MPI_MAX, Control),
              "MPI_Allreduce (start-up)");
@@ -360,11 +364,10 @@ void Context::start(meshrt_backend Requested) {
                 "ranks chose different backends (some mpi, some nccl); with "
                 "MESHRT_BACKEND=auto either every rank or no rank must see a "
                 "CUDA device; set MESHRT_BACKEND explicitly");
-  TheBackend = Kind == MESHRT_BACKEND_NCCL ? createNcclBackend(Control)
-                                           : createMpiBackend(Control);
   {
-    TextDescribable Where("the world (creating the world communicator)");
     WatchScope W(*Dog, "start-up", &Where);
+    TheBackend = Kind == MESHRT_BACKEND_NCCL ? createNcclBackend(Control)
+                                             : createMpiBackend(Control);
     World = TheBackend->createWorld();
   }
   MeshLayout WorldLayout({WorldSize});

@@ -88,11 +88,28 @@ void DeviceMesh::checkAlive() const {
   Ctx->checkAlive("use a DeviceMesh");
 }
 
-const DeviceMesh::Dim &DeviceMesh::dim(std::string_view Name) const {
+DeviceMesh::Dim DeviceMesh::dim(std::string_view Name) const {
   checkAlive();
   for (const Dim &D : Dims)
     if (D.Name == Name)
       return D;
+  // A name made by flatten() on the declared mesh is usable on every view
+  // that has all of its axes.
+  if (M->isAlias(Name)) {
+    std::vector<int64_t> Axes = M->resolveName(Name);
+    int64_t Size = 1;
+    bool Covered = true;
+    for (int64_t A : Axes) {
+      bool Found = false;
+      for (const Dim &D : Dims)
+        for (int64_t X : D.Axes)
+          Found |= X == A;
+      Covered &= Found;
+      Size *= M->layout().shape()[size_t(A)];
+    }
+    if (Covered)
+      return Dim{std::string(Name), Axes, Size};
+  }
   std::string Valid;
   for (const Dim &D : Dims)
     Valid += (Valid.empty() ? "" : ", ") + D.Name;
@@ -101,11 +118,10 @@ const DeviceMesh::Dim &DeviceMesh::dim(std::string_view Name) const {
                   std::string(Name) + "'; valid dimensions: " + Valid);
 }
 
-std::vector<int64_t>
-DeviceMesh::axesOf(const std::vector<const Dim *> &Ds) const {
+std::vector<int64_t> DeviceMesh::axesOf(const std::vector<Dim> &Ds) const {
   std::vector<int64_t> Axes;
-  for (const Dim *D : Ds)
-    Axes.insert(Axes.end(), D->Axes.begin(), D->Axes.end());
+  for (const Dim &D : Ds)
+    Axes.insert(Axes.end(), D.Axes.begin(), D.Axes.end());
   return Axes;
 }
 
@@ -158,9 +174,9 @@ Group DeviceMesh::get_group() const {
 }
 
 Group DeviceMesh::get_group(const std::vector<std::string> &Names) const {
-  std::vector<const Dim *> Ds;
+  std::vector<Dim> Ds;
   for (const std::string &N : Names)
-    Ds.push_back(&dim(N));
+    Ds.push_back(dim(N));
   return groupOf(axesOf(Ds));
 }
 
@@ -180,29 +196,30 @@ DeviceMesh DeviceMesh::slice(const std::vector<std::string> &Names) const {
   checkAlive();
   DeviceMesh Sub = *this;
   Sub.Dims.clear();
-  std::vector<const Dim *> Picked;
   for (const std::string &N : Names) {
-    const Dim &D = dim(N);
-    for (const Dim *P : Picked)
-      if (P == &D)
+    for (const Dim &P : Sub.Dims)
+      if (P.Name == N)
         throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
                     "dimension '" + N + "' appears twice in a slice");
-    Picked.push_back(&D);
-    Sub.Dims.push_back(D);
+    Sub.Dims.push_back(dim(N));
   }
-  M->layout().checkAxes(axesOf(Picked)); // Flattened dims must not overlap.
+  // Dimensions must not share axes (e.g. a flattened one and its parts).
+  try {
+    M->layout().checkAxes(axesOf(Sub.Dims));
+  } catch (const Error &) {
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                "the dimensions of a slice must not overlap (a flattened "
+                "dimension and one of its parts)");
+  }
   return Sub;
 }
 
 DeviceMesh DeviceMesh::flatten(const std::string &Name,
                                const std::vector<std::string> &Names) const {
   checkAlive();
-  std::vector<const Dim *> Ds;
-  if (Names.empty())
-    for (const Dim &D : Dims)
-      Ds.push_back(&D);
+  std::vector<Dim> Ds = Names.empty() ? Dims : std::vector<Dim>();
   for (const std::string &N : Names)
-    Ds.push_back(&dim(N));
+    Ds.push_back(dim(N));
   std::vector<int64_t> Axes = axesOf(Ds);
   M->addAlias(Name, Axes);
   Group G = groupOf(Axes); // The one communicator (collective).
@@ -238,10 +255,7 @@ int64_t DeviceMesh::get_rank() const {
 
 std::vector<int64_t> DeviceMesh::mesh() const {
   checkAlive();
-  std::vector<const Dim *> Ds;
-  for (const Dim &D : Dims)
-    Ds.push_back(&D);
-  return M->layout().groupMembers(Ctx->worldRank(), axesOf(Ds));
+  return M->layout().groupMembers(Ctx->worldRank(), axesOf(Dims));
 }
 
 std::string DeviceMesh::to_string() const {

@@ -278,8 +278,8 @@ private:
     std::vector<int64_t> Axes; // Axes of the declared mesh, in order.
     int64_t Size;
   };
-  const Dim &dim(std::string_view Name) const;
-  std::vector<int64_t> axesOf(const std::vector<const Dim *> &Ds) const;
+  Dim dim(std::string_view Name) const;
+  std::vector<int64_t> axesOf(const std::vector<Dim> &Ds) const;
   Group groupOf(const std::vector<int64_t> &Axes) const;
   void checkAlive() const;
   std::shared_ptr<detail::Context> Ctx;

@@ -1,0 +1,105 @@
+//===- TestBuffers.h - Host or device buffers for collective tests -*- C++ -*-===//
+//
+// The same collective tests run on the MPI backend (host memory) and on the
+// NCCL backend (device memory). A Buffer holds `Bytes` bytes where the active
+// backend wants them and copies to and from host vectors. Device memory is
+// used only in the CUDA build of the tests (MESHRT_TEST_CUDA) and only when
+// the runtime runs on NCCL, so that binary also runs the MPI path on machines
+// without a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHRT_TEST_TESTBUFFERS_H
+#define MESHRT_TEST_TESTBUFFERS_H
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#if MESHRT_TEST_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace meshrt {
+namespace test {
+
+/// Set by the test main: true when the runtime runs on NCCL.
+inline bool &useDeviceMemory() {
+  static bool Device = false;
+  return Device;
+}
+
+#if MESHRT_TEST_CUDA
+inline void cudaCheck(cudaError_t E, const char *What) {
+  if (E != cudaSuccess) {
+    std::fprintf(stderr, "%s failed: %s\n", What, cudaGetErrorString(E));
+    std::abort();
+  }
+}
+#endif
+
+/// A buffer in host or device memory.
+class Buffer {
+public:
+  explicit Buffer(size_t Bytes) : Bytes(Bytes), Device(useDeviceMemory()) {
+    size_t N = Bytes ? Bytes : 1;
+#if MESHRT_TEST_CUDA
+    if (Device) {
+      cudaCheck(cudaMalloc(&Ptr, N), "cudaMalloc");
+      return;
+    }
+#endif
+    Host.assign(N, 0);
+    Ptr = Host.data();
+  }
+  ~Buffer() {
+#if MESHRT_TEST_CUDA
+    if (Device)
+      cudaFree(Ptr);
+#endif
+  }
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+
+  /// The pointer to pass to the runtime.
+  void *get() const { return Ptr; }
+
+  /// Copies `Bytes` bytes from `Src` into the buffer.
+  void upload(const void *Src) {
+#if MESHRT_TEST_CUDA
+    if (Device) {
+      cudaCheck(cudaMemcpy(Ptr, Src, Bytes, cudaMemcpyHostToDevice),
+                "cudaMemcpy");
+      return;
+    }
+#endif
+    std::memcpy(Ptr, Src, Bytes);
+  }
+
+  /// Returns the buffer's bytes.
+  std::vector<unsigned char> download() const {
+    std::vector<unsigned char> Out(Bytes);
+#if MESHRT_TEST_CUDA
+    if (Device) {
+      cudaCheck(cudaMemcpy(Out.data(), Ptr, Bytes, cudaMemcpyDeviceToHost),
+                "cudaMemcpy");
+      return Out;
+    }
+#endif
+    std::memcpy(Out.data(), Ptr, Bytes);
+    return Out;
+  }
+
+private:
+  size_t Bytes;
+  bool Device;
+  void *Ptr = nullptr;
+  std::vector<unsigned char> Host;
+};
+
+} // namespace test
+} // namespace meshrt
+
+#endif // MESHRT_TEST_TESTBUFFERS_H
