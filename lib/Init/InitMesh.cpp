@@ -26,6 +26,7 @@
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
@@ -99,6 +100,7 @@ void mlir::mesh::registerMeshToolPasses() {
   registerLoopInvariantCodeMotionPass();
   // Bufferization (one-shot-bufferize, deallocation pipeline, ...).
   bufferization::registerBufferizationPasses();
+  bufferization::registerBufferizationPipelines();
   // Linalg to loops.
   registerConvertLinalgToLoopsPass();
   registerLinalgGeneralizeNamedOpsPass();

@@ -31,6 +31,12 @@ void mlir::mesh::buildMeshToLLVMPipeline(OpPassManager &pm,
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
 
+  // Deallocation runs while collectives are still ops: their results carry
+  // an Allocate effect, so they get freed like any allocation. The conversion
+  // then frees its own staging buffers explicitly.
+  bufferization::BufferDeallocationPipelineOptions dealloc;
+  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+
   // Collectives to runtime calls.
   ConvertMeshToRuntimeOptions runtime;
   runtime.initSymbol = options.initSymbol;
@@ -38,10 +44,10 @@ void mlir::mesh::buildMeshToLLVMPipeline(OpPassManager &pm,
   runtime.initInMain = options.initInMain;
   pm.addPass(createConvertMeshToRuntime(runtime));
 
-  // Loops, deallocation, and the conversions to LLVM.
+  // Loops and the conversions to LLVM.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  bufferization::BufferDeallocationPipelineOptions dealloc;
-  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  // bufferization.clone (returned arguments) to memref.alloc + copy.
+  pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
