@@ -172,10 +172,14 @@ private:
   meshrt_comm_t Comm = nullptr;
 };
 
-/// Records checks and their outcome; `out` is this rank's report.
+/// Records checks and their outcome. `out` is this rank's report; failed
+/// checks are listed after it.
 class Checks {
 public:
   std::ostringstream out;
+
+  /// The report followed by the failed checks.
+  std::string report() const { return out.str() + Problems.str(); }
 
   /// Exact equality of two sequences.
   template <typename T>
@@ -185,7 +189,7 @@ public:
     ++Count;
     if (!ok) {
       Failed = true;
-      out << "  MISMATCH " << what << ": got " << str(got) << ", expected "
+      Problems << "  MISMATCH " << what << ": got " << str(got) << ", expected "
           << str(want) << "\n";
     }
     return ok;
@@ -215,7 +219,7 @@ public:
     LastError = buf;
     if (!ok) {
       Failed = true;
-      out << "  MISMATCH " << what << ": " << buf << " (element " << worstAt
+      Problems << "  MISMATCH " << what << ": " << buf << " (element " << worstAt
           << ": got " << (got.size() > worstAt ? double(got[worstAt]) : NAN)
           << ", expected "
           << (want.size() > worstAt ? want[worstAt] : NAN)
@@ -229,7 +233,7 @@ public:
     ++Count;
     if (!ok) {
       Failed = true;
-      out << "  FAILED " << what << "\n";
+      Problems << "  FAILED " << what << "\n";
     }
     return ok;
   }
@@ -250,6 +254,7 @@ public:
   }
 
 private:
+  std::ostringstream Problems;
   bool Failed = false;
   int Count = 0;
   std::string LastError;
@@ -259,7 +264,7 @@ private:
 /// (the same on every rank).
 inline int finish(const World &world, const Checks &checks,
                   const std::string &name) {
-  world.printInRankOrder(checks.out.str());
+  world.printInRankOrder(checks.report());
   bool ok = world.allTrue(!checks.failed());
   if (world.rank() == 0) {
     std::printf("%s: %s (%d checks on each of %lld ranks)\n", name.c_str(),
