@@ -214,9 +214,8 @@ func.func @hsdp_step(%p_shard: tensor<42xf32>, %x: tensor<4x10xf32>,
   // 4. SGD on this device's shard, then the full new parameters. (Written
   // as a linalg.generic into a new tensor rather than as `arith.subf` on
   // tensors: convert-elementwise-to-linalg would make %p_shard the
-  // destination, and with writable function arguments the step would update
-  // the caller's buffer in place and return it through a bufferization.clone
-  // that --mesh-to-llvm does not lower.)
+  // destination, and since one-shot-bufferize treats function arguments as
+  // writable, the step would overwrite the caller's buffer in place.)
   %e42 = tensor.empty() : tensor<42xf32>
   %new_shard = linalg.generic {
       indexing_maps = [affine_map<(j) -> (j)>, affine_map<(j) -> (j)>,
