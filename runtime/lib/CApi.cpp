@@ -113,13 +113,8 @@ int64_t checkedAxis(Mesh &M, int64_t Axis) {
 extern "C" {
 
 int meshrt_init(meshrt_backend Backend) {
-  return guarded("meshrt_init", [&] {
-    std::shared_ptr<Context> C = acquireDefaultContext(Backend, true);
-    if (Backend != MESHRT_BACKEND_AUTO && C->backendKind() != Backend)
-      throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
-                  std::string("the runtime already runs on the ") +
-                      C->backendName() + " backend");
-  });
+  return guarded("meshrt_init",
+                 [&] { acquireDefaultContext(Backend, /*CountInit=*/true); });
 }
 
 int meshrt_finalize(void) {

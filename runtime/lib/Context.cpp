@@ -616,6 +616,11 @@ meshrt::detail::acquireDefaultContext(meshrt_backend Requested,
   {
     std::lock_guard<std::mutex> Lock(P.Mutex);
     if (P.Default) {
+      if (Requested != MESHRT_BACKEND_AUTO &&
+          P.Default->backendKind() != Requested)
+        throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                    std::string("the runtime already runs on the ") +
+                        P.Default->backendName() + " backend");
       if (CountInit)
         ++P.DefaultInits;
       return P.Default;

@@ -362,13 +362,7 @@ Stats Runtime::stats() const { return Ctx->stats(); }
 void Runtime::finalize() const { Ctx->finalize(); }
 
 Runtime meshrt::default_runtime(Backend B) {
-  std::shared_ptr<Context> C =
-      acquireDefaultContext(meshrt_backend(B), /*CountInit=*/false);
-  if (B != Backend::Auto && C->backendKind() != meshrt_backend(B))
-    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
-                std::string("the default runtime already runs on the ") +
-                    C->backendName() + " backend");
-  return Runtime(std::move(C));
+  return Runtime(acquireDefaultContext(meshrt_backend(B), /*CountInit=*/false));
 }
 
 DeviceMesh meshrt::init_device_mesh(std::string_view DeviceType,
