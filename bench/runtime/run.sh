@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs the runtime benchmarks and prints Markdown tables (as pasted into
+# docs/performance.md, section "Runtime").
+#
+#   bench/runtime/run.sh [BUILD_DIR]        (default: build, else /tmp/rt-build)
+#
+# Environment: RANKS (default "2 4 8"), SECONDS_PER_SIZE (default 1),
+# MAX_BYTES (default 16777216), REPS (set-up repetitions, default 20).
+# Build first, e.g.:
+#   cmake -S runtime -B /tmp/rt-build -G Ninja && ninja -C /tmp/rt-build -j1
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-}
+if [ -z "$build" ]; then
+  if [ -x "$root/build/bin/meshrt-bench-allreduce" ]; then build=$root/build
+  else build=/tmp/rt-build; fi
+fi
+bin=$build/bin
+for b in meshrt-bench-allreduce meshrt-bench-setup; do
+  [ -x "$bin/$b" ] || { echo "missing $bin/$b: build the runtime first" >&2; exit 1; }
+done
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none
+# Busy-polling ranks starve each other when ranks outnumber cores.
+cores=$(nproc)
+
+echo "machine: $(nproc) cores, $(uname -m), $(mpirun --version | head -1)"
+echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+for n in ${RANKS:-2 4 8}; do
+  yield=0
+  [ "$n" -gt "$cores" ] && yield=1
+  echo
+  echo "## all_reduce overhead, $n ranks (oversubscribed: $([ $yield = 1 ] && echo yes || echo no))"
+  OMPI_MCA_mpi_yield_when_idle=$yield mpirun -n "$n" "$bin/meshrt-bench-allreduce" \
+    --seconds-per-size "${SECONDS_PER_SIZE:-1}" --max-bytes "${MAX_BYTES:-16777216}"
+done
+echo
+echo "## communicator set-up, 8 ranks"
+OMPI_MCA_mpi_yield_when_idle=1 mpirun -n 8 "$bin/meshrt-bench-setup" --reps "${REPS:-20}"
