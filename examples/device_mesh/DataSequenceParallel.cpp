@@ -47,8 +47,8 @@ int main() {
     examples::printInRankOrder(
         Mesh, "rank " + std::to_string(Rank) + ": dp group " +
                   list(Dp.members()) + "  sp group " + list(Sp.members()) +
-                  "  after all_to_all " + list(Heads) +
-                  "  mean grad over dp " + std::to_string(Grad[0]));
+                  "  after all_to_all " + list(Heads) + "  mean grad over dp " +
+                  std::to_string(Grad[0]));
   } catch (const meshrt::Error &E) {
     std::fprintf(stderr, "mesh-example-dp-sp: %s\n", E.what());
     return 1;

@@ -62,8 +62,7 @@ int main(int argc, char **argv) {
       std::printf("splits after flatten(\"dp\"): %lld (exactly one more)\n",
                   (long long)AfterFlatten);
     }
-    return Reused && AfterSlicing == AfterInit &&
-                   AfterFlatten == AfterInit + 1
+    return Reused && AfterSlicing == AfterInit && AfterFlatten == AfterInit + 1
                ? 0
                : 1;
   } catch (const meshrt::Error &E) {

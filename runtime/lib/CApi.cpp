@@ -1,4 +1,5 @@
-//===- CApi.cpp - The meshrt_* C ABI ---------------------------------------===//
+//===- CApi.cpp - The meshrt_* C ABI
+//---------------------------------------===//
 //
 // Thin wrappers over the default Context: unwrap handles, run the C++ code,
 // turn exceptions into status codes plus a thread-local message, and apply
@@ -83,8 +84,7 @@ std::shared_ptr<Context> context() {
 
 template <typename T> void need(T *P, const char *What) {
   if (!P)
-    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
-                std::string(What) + " is null");
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT, std::string(What) + " is null");
 }
 
 Comm &comm(meshrt_comm_t C) {
@@ -371,9 +371,8 @@ int meshrt_broadcast(meshrt_comm_t C, void *Buf, int64_t Count, meshrt_dtype T,
 
 int meshrt_permute(meshrt_comm_t C, const void *Send, void *Recv, int64_t Count,
                    meshrt_dtype T, int64_t Offset, int32_t Flags) {
-  return guarded("meshrt_permute", [&] {
-    comm(C).permute(Send, Recv, Count, T, Offset, Flags);
-  });
+  return guarded("meshrt_permute",
+                 [&] { comm(C).permute(Send, Recv, Count, T, Offset, Flags); });
 }
 
 int meshrt_barrier(meshrt_comm_t C) {

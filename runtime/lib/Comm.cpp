@@ -131,8 +131,9 @@ void Comm::broadcast(void *Buf, int64_t Count, meshrt_dtype T, int64_t Root) {
   checkBuffers("broadcast", Buf, Buf, Count, T, 1, true);
   if (Root < 0 || Root >= size())
     fail(MESHRT_ERROR_INVALID_ARGUMENT, "broadcast",
-         "root " + std::to_string(Root) + " is not a group rank (the group has " +
-             std::to_string(size()) + " members)");
+         "root " + std::to_string(Root) +
+             " is not a group rank (the group has " + std::to_string(size()) +
+             " members)");
   if (Count == 0)
     return;
   Ctx.countCollective();
@@ -140,8 +141,8 @@ void Comm::broadcast(void *Buf, int64_t Count, meshrt_dtype T, int64_t Root) {
   Impl->broadcast(Buf, Count, T, Root);
 }
 
-void Comm::permute(const void *Send, void *Recv, int64_t Count,
-                   meshrt_dtype T, int64_t Offset, int32_t Flags) {
+void Comm::permute(const void *Send, void *Recv, int64_t Count, meshrt_dtype T,
+                   int64_t Offset, int32_t Flags) {
   checkBuffers("permute", Send, Recv, Count, T, 1, false);
   if (Flags & ~int32_t(MESHRT_PERMUTE_WRAP | MESHRT_PERMUTE_ZERO_FILL))
     fail(MESHRT_ERROR_INVALID_ARGUMENT, "permute",

@@ -91,8 +91,8 @@ void finalizeAtExit() {
 const int64_t DTypeSizes[kNumDTypes] = {2, 2, 4, 8, 1, 4, 8, 1};
 const char *const DTypeNames[kNumDTypes] = {"f16", "bf16", "f32", "f64",
                                             "i8",  "i32",  "i64", "u8"};
-const char *const RedOpNames[kNumReduceOps] = {"sum", "prod", "min",  "max",
-                                               "avg", "band", "bor",  "bxor"};
+const char *const RedOpNames[kNumReduceOps] = {"sum", "prod", "min", "max",
+                                               "avg", "band", "bor", "bxor"};
 
 std::string joinNames(const std::vector<std::string> &Names) {
   std::string S;
@@ -177,8 +177,9 @@ meshrt_backend chooseBackend(meshrt_backend Requested) {
                            "when it was configured)");
     if (!Gpu)
       throw Error(MESHRT_ERROR_BACKEND,
-                  Source + " asks for the NCCL backend, but no CUDA device is "
-                           "visible: " +
+                  Source +
+                      " asks for the NCCL backend, but no CUDA device is "
+                      "visible: " +
                       Why);
     return MESHRT_BACKEND_NCCL;
   }
@@ -210,8 +211,7 @@ const char *meshrt::detail::reduceOpName(meshrt_reduce_op Op) {
   return unsigned(Op) < unsigned(kNumReduceOps) ? RedOpNames[Op] : "?";
 }
 bool meshrt::detail::isIntegerDType(meshrt_dtype T) {
-  return T == MESHRT_I8 || T == MESHRT_I32 || T == MESHRT_I64 ||
-         T == MESHRT_U8;
+  return T == MESHRT_I8 || T == MESHRT_I32 || T == MESHRT_I64 || T == MESHRT_U8;
 }
 
 //===----------------------------------------------------------------------===//
@@ -240,9 +240,9 @@ int64_t Mesh::axisIndex(std::string_view N) const {
   for (size_t I = 0; I < AxisNames.size(); ++I)
     if (AxisNames[I] == N)
       return int64_t(I);
-  throw Error(MESHRT_ERROR_UNKNOWN_AXIS,
-              "mesh '" + Name + "' has no axis '" + std::string(N) +
-                  "'; valid axes: " + validNames());
+  throw Error(MESHRT_ERROR_UNKNOWN_AXIS, "mesh '" + Name + "' has no axis '" +
+                                             std::string(N) +
+                                             "'; valid axes: " + validNames());
 }
 
 bool Mesh::isAlias(std::string_view N) const {
@@ -307,9 +307,9 @@ void Context::start(meshrt_backend Requested) {
                   "cannot start");
     if (!Init) {
       int Provided = 0;
-      checkMpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED,
-                               &Provided),
-               "MPI_Init_thread");
+      checkMpi(
+          MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &Provided),
+          "MPI_Init_thread");
       P.WeInitializedMpi = true;
     }
     if (!P.AtExitRegistered) {
@@ -346,8 +346,7 @@ void Context::start(meshrt_backend Requested) {
              "MPI_Comm_dup(MPI_COMM_WORLD)");
   }
   MPI_Comm_set_errhandler(Control, MPI_ERRORS_RETURN);
-  int64_t Mine[3] = {LocalError.empty() ? 0 : 1, int64_t(Kind),
-                     -int64_t(Kind)};
+  int64_t Mine[3] = {LocalError.empty() ? 0 : 1, int64_t(Kind), -int64_t(Kind)};
   int64_t All[3];
   {
     WatchScope W(*Dog, "start-up", &Where);
@@ -522,8 +521,8 @@ Mesh &Context::declareMesh(const std::string &Name,
     // Find the first rank that disagrees with rank 0 and show both.
     WatchScope W(*Dog, "mesh declaration", &Where);
     std::vector<uint64_t> Hashes(static_cast<size_t>(WorldSize));
-    checkMpi(MPI_Allgather(&H, 1, MPI_UINT64_T, Hashes.data(), 1,
-                           MPI_UINT64_T, Control),
+    checkMpi(MPI_Allgather(&H, 1, MPI_UINT64_T, Hashes.data(), 1, MPI_UINT64_T,
+                           Control),
              "MPI_Allgather (mesh declaration)");
     int Other = 1;
     while (Other < WorldSize && Hashes[size_t(Other)] == Hashes[0])

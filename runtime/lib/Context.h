@@ -90,8 +90,7 @@ private:
   void checkBuffers(const char *Op, const void *Send, const void *Recv,
                     int64_t Count, meshrt_dtype T, int64_t Blocks,
                     bool AllowInPlace) const;
-  void checkReduction(const char *Op, meshrt_dtype T,
-                      meshrt_reduce_op R) const;
+  void checkReduction(const char *Op, meshrt_dtype T, meshrt_reduce_op R) const;
   [[noreturn]] void fail(meshrt_status S, const char *Op,
                          const std::string &Msg) const;
 

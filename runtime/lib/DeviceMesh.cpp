@@ -1,4 +1,5 @@
-//===- DeviceMesh.cpp - C++ API shaped like DeviceMesh ---------------------===//
+//===- DeviceMesh.cpp - C++ API shaped like DeviceMesh
+//---------------------===//
 //
 // DeviceMesh is a view: a declared mesh plus a list of named dimensions, each
 // standing for an ordered list of the declared mesh's axes (one axis, or
@@ -58,8 +59,8 @@ void Group::all_gather(const void *Send, void *Recv, int64_t Count,
                        DType T) const {
   comm().allGather(Send, Recv, Count, meshrt_dtype(T));
 }
-void Group::reduce_scatter(const void *Send, void *Recv, int64_t Count,
-                           DType T, ReduceOp Op) const {
+void Group::reduce_scatter(const void *Send, void *Recv, int64_t Count, DType T,
+                           ReduceOp Op) const {
   comm().reduceScatter(Send, Recv, Count, meshrt_dtype(T),
                        meshrt_reduce_op(Op));
 }
@@ -287,8 +288,8 @@ std::string DeviceMesh::to_string() const {
     Names += (Names.empty() ? "'" : ", '") + D.Name + "'";
   if (Dims.size() == 1)
     Names += ",";
-  return "DeviceMesh('" + Device + "', " + Body + ", mesh_dim_names=(" +
-         Names + "))";
+  return "DeviceMesh('" + Device + "', " + Body + ", mesh_dim_names=(" + Names +
+         "))";
 }
 
 meshrt_mesh_t DeviceMesh::handle() const {
@@ -318,8 +319,7 @@ static meshrt_backend backendForDevice(std::string_view Device) {
                   "' is not one of cpu, cuda, auto");
 }
 
-Runtime::Runtime(Backend B)
-    : Ctx(Context::create(meshrt_backend(B))) {}
+Runtime::Runtime(Backend B) : Ctx(Context::create(meshrt_backend(B))) {}
 
 DeviceMesh Runtime::init_device_mesh(std::string_view DeviceType,
                                      const std::vector<int64_t> &Shape,
@@ -328,13 +328,13 @@ DeviceMesh Runtime::init_device_mesh(std::string_view DeviceType,
   Ctx->checkAlive("create a DeviceMesh");
   meshrt_backend Wanted = backendForDevice(DeviceType);
   if (Wanted != MESHRT_BACKEND_AUTO && Wanted != Ctx->backendKind())
-    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
-                "init_device_mesh('" + std::string(DeviceType) +
-                    "'): the runtime runs on the " + Ctx->backendName() +
-                    " backend (chosen when it started); use device '" +
-                    (Ctx->backendKind() == MESHRT_BACKEND_NCCL ? "cuda"
-                                                               : "cpu") +
-                    "' or 'auto'");
+    throw Error(
+        MESHRT_ERROR_INVALID_ARGUMENT,
+        "init_device_mesh('" + std::string(DeviceType) +
+            "'): the runtime runs on the " + Ctx->backendName() +
+            " backend (chosen when it started); use device '" +
+            (Ctx->backendKind() == MESHRT_BACKEND_NCCL ? "cuda" : "cpu") +
+            "' or 'auto'");
   std::vector<std::string> Names = DimNames;
   if (Names.empty())
     for (size_t I = 0; I < Shape.size(); ++I)

@@ -102,8 +102,7 @@ template <typename T> void divideAll(void *Buf, int64_t Count, int64_t N) {
     P[I] = T(P[I] / T(N)); // Truncates toward zero for integers.
 }
 
-template <typename Format>
-void divide16(void *Buf, int64_t Count, int64_t N) {
+template <typename Format> void divide16(void *Buf, int64_t Count, int64_t N) {
   uint16_t *P = static_cast<uint16_t *>(Buf);
   for (int64_t I = 0; I < Count; ++I)
     P[I] = Format::store(Format::load(P[I]) / float(N));
@@ -265,8 +264,9 @@ void MpiComm::allReduce(const void *Send, void *Recv, int64_t Count,
   for (int64_t Done = 0; Done < Count;) {
     int N = int(std::min<int64_t>(Count - Done, INT_MAX));
     char *R = static_cast<char *>(Recv) + Done * Elem;
-    const void *S = Send == Recv ? MPI_IN_PLACE
-                                 : static_cast<const char *>(Send) + Done * Elem;
+    const void *S = Send == Recv
+                        ? MPI_IN_PLACE
+                        : static_cast<const char *>(Send) + Done * Elem;
     checkMpi(MPI_Allreduce(S, R, N, Type, MOp, C), "MPI_Allreduce");
     Done += N;
   }

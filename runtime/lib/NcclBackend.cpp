@@ -119,17 +119,16 @@ const Libraries &libraries() {
     std::string Tried;
     std::string CudartSoname =
         "libcudart.so." + std::to_string(CUDART_VERSION / 1000);
-    void *Cudart = openFirst("MESHRT_CUDART_LIBRARY",
-                             {MESHRT_CUDART_PATH, CudartSoname.c_str(),
-                              "libcudart.so"},
-                             Tried);
+    void *Cudart = openFirst(
+        "MESHRT_CUDART_LIBRARY",
+        {MESHRT_CUDART_PATH, CudartSoname.c_str(), "libcudart.so"}, Tried);
     if (!Cudart) {
       L.Error = "cannot load libcudart (" + Tried + ")";
       return;
     }
-    void *Nccl = openFirst("MESHRT_NCCL_LIBRARY",
-                           {MESHRT_NCCL_PATH, "libnccl.so.2", "libnccl.so"},
-                           Tried);
+    void *Nccl =
+        openFirst("MESHRT_NCCL_LIBRARY",
+                  {MESHRT_NCCL_PATH, "libnccl.so.2", "libnccl.so"}, Tried);
     if (!Nccl) {
       L.Error = "cannot load libnccl (" + Tried + ")";
       return;
@@ -168,8 +167,8 @@ const Libraries &libraries() {
     bind(Nccl, "ncclGroupStart", N.GroupStart, Err);
     bind(Nccl, "ncclGroupEnd", N.GroupEnd, Err);
     if (!Err.empty()) {
-      L.Error = "libcudart/libnccl lack what meshrt needs (NCCL >= 2.18): " +
-                Err;
+      L.Error =
+          "libcudart/libnccl lack what meshrt needs (NCCL >= 2.18): " + Err;
       return;
     }
     L.Loaded = true;
@@ -276,6 +275,10 @@ public:
     MPI_Comm_free(&Local);
     int Count = 0;
     checkCuda(L.Cuda.GetDeviceCount(&Count), "cudaGetDeviceCount");
+    if (Count < 1)
+      throw Error(MESHRT_ERROR_BACKEND, "no CUDA device is visible");
+    // One device per process on the node (NCCL rejects two ranks on one
+    // device); with one visible device per process this picks it.
     Device = LocalRank % Count;
     checkCuda(L.Cuda.SetDevice(Device), "cudaSetDevice");
     checkCuda(L.Cuda.StreamCreateWithFlags(&Stream, cudaStreamNonBlocking),
@@ -335,10 +338,10 @@ public:
     ncclComm_t C = nullptr;
     ncclResult_t R = N.CommSplit(Parent, int(Color), int(Key), &C, &Config);
     if (R != ncclSuccess || !C)
-      throw Error(MESHRT_ERROR_BACKEND,
-                  "ncclCommSplit for " + Label + " failed: " +
-                      N.GetErrorString(R) + " (" + N.GetLastError(Parent) +
-                      ")");
+      throw Error(MESHRT_ERROR_BACKEND, "ncclCommSplit for " + Label +
+                                            " failed: " + N.GetErrorString(R) +
+                                            " (" + N.GetLastError(Parent) +
+                                            ")");
     int Rank = 0, Size = 0;
     N.CommUserRank(C, &Rank);
     N.CommCount(C, &Size);
@@ -369,9 +372,9 @@ void NcclComm::check(ncclResult_t R, const char *What) {
   if (R == ncclSuccess)
     return;
   const NcclApi &N = libraries().Nccl;
-  throw Error(MESHRT_ERROR_BACKEND, std::string(What) + " failed: " +
-                                        N.GetErrorString(R) + " (" +
-                                        N.GetLastError(C) + ")");
+  throw Error(MESHRT_ERROR_BACKEND, std::string(What) +
+                                        " failed: " + N.GetErrorString(R) +
+                                        " (" + N.GetLastError(C) + ")");
 }
 
 void NcclComm::checkDevice(const void *P, const char *Which,
@@ -402,8 +405,9 @@ void NcclComm::wait(const char *Op) {
     ncclResult_t Async = ncclSuccess;
     L.Nccl.CommGetAsyncError(C, &Async);
     if (Async != ncclSuccess && Async != ncclInProgress) {
-      std::string Msg = std::string(Op) + ": NCCL reported an asynchronous "
-                                          "error: " +
+      std::string Msg = std::string(Op) +
+                        ": NCCL reported an asynchronous "
+                        "error: " +
                         L.Nccl.GetErrorString(Async) + " (" +
                         L.Nccl.GetLastError(C) + ")";
       L.Nccl.CommAbort(C);
@@ -493,8 +497,7 @@ void NcclComm::sendRecv(const void *Send, int64_t Dest, void *Recv,
     check(L.Nccl.GroupStart(), "ncclGroupStart");
     ncclResult_t R = ncclSuccess;
     if (Dest >= 0)
-      R = L.Nccl.Send(Send, size_t(Count), ncclType(T), int(Dest), C,
-                      B.Stream);
+      R = L.Nccl.Send(Send, size_t(Count), ncclType(T), int(Dest), C, B.Stream);
     if (R == ncclSuccess && Source >= 0)
       R = L.Nccl.Recv(Recv, size_t(Count), ncclType(T), int(Source), C,
                       B.Stream);
@@ -507,8 +510,8 @@ void NcclComm::sendRecv(const void *Send, int64_t Dest, void *Recv,
 
 void NcclComm::barrier() {
   checkDevice(B.Scratch, "scratch", "barrier");
-  check(libraries().Nccl.AllReduce(B.Scratch, B.Scratch, 1, ncclInt32,
-                                   ncclSum, C, B.Stream),
+  check(libraries().Nccl.AllReduce(B.Scratch, B.Scratch, 1, ncclInt32, ncclSum,
+                                   C, B.Stream),
         "ncclAllReduce (barrier)");
   wait("barrier");
 }

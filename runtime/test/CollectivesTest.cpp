@@ -33,15 +33,14 @@ namespace {
 constexpr meshrt_dtype AllDTypes[] = {MESHRT_F16, MESHRT_BF16, MESHRT_F32,
                                       MESHRT_F64, MESHRT_I8,   MESHRT_I32,
                                       MESHRT_I64, MESHRT_U8};
-constexpr meshrt_reduce_op AllOps[] = {MESHRT_SUM,  MESHRT_PROD, MESHRT_MIN,
-                                       MESHRT_MAX,  MESHRT_AVG,  MESHRT_BAND,
-                                       MESHRT_BOR,  MESHRT_BXOR};
-const char *const OpNames[] = {"sum", "prod", "min",  "max",
-                               "avg", "band", "bor",  "bxor"};
+constexpr meshrt_reduce_op AllOps[] = {MESHRT_SUM, MESHRT_PROD, MESHRT_MIN,
+                                       MESHRT_MAX, MESHRT_AVG,  MESHRT_BAND,
+                                       MESHRT_BOR, MESHRT_BXOR};
+const char *const OpNames[] = {"sum", "prod", "min", "max",
+                               "avg", "band", "bor", "bxor"};
 
 bool isInt(meshrt_dtype T) {
-  return T == MESHRT_I8 || T == MESHRT_I32 || T == MESHRT_I64 ||
-         T == MESHRT_U8;
+  return T == MESHRT_I8 || T == MESHRT_I32 || T == MESHRT_I64 || T == MESHRT_U8;
 }
 bool isBitwise(meshrt_reduce_op Op) {
   return Op == MESHRT_BAND || Op == MESHRT_BOR || Op == MESHRT_BXOR;
@@ -346,8 +345,8 @@ template <typename F> void forEachGroup(F &&Body) {
       C.N = int64_t(C.Members.size());
       C.G = B.rankInGroup(Me, Axes);
       SCOPED_TRACE(C.describe());
-      int S = meshrt_comm_get(M.Handle, int64_t(Axes.size()), Axes.data(),
-                              &C.Comm);
+      int S =
+          meshrt_comm_get(M.Handle, int64_t(Axes.size()), Axes.data(), &C.Comm);
       ASSERT_EQ(S, MESHRT_SUCCESS) << meshrt_last_error();
       Body(C);
     }
@@ -399,15 +398,16 @@ TEST(Collectives, AllReduceEveryDTypeAndOp) {
           std::string What = std::string("all_reduce ") + OpNames[Op] +
                              " count " + std::to_string(Count);
           int64_t E = meshrt_dtype_size(T);
-          std::vector<double> In(static_cast<size_t>(Count)), Want(static_cast<size_t>(Count));
+          std::vector<double> In(static_cast<size_t>(Count)),
+              Want(static_cast<size_t>(Count));
           for (int64_t I = 0; I < Count; ++I) {
             In[size_t(I)] = double(inputValue(Op, T, worldRank(), I));
             Want[size_t(I)] = expectedReduction(Op, T, C.Members, I);
           }
           Buffer Send(size_t(Count * E)), Recv(size_t(Count * E));
           Send.upload(encode(T, In).data());
-          int S = meshrt_all_reduce(C.Comm, Send.get(), Recv.get(), Count, T,
-                                    Op);
+          int S =
+              meshrt_all_reduce(C.Comm, Send.get(), Recv.get(), Count, T, Op);
           if (Nccl && isBitwise(Op)) {
             EXPECT_EQ(S, MESHRT_ERROR_UNSUPPORTED) << What;
             continue;
@@ -416,9 +416,9 @@ TEST(Collectives, AllReduceEveryDTypeAndOp) {
           expectSame(Recv.download(), Want, T, What);
           // In place gives the same answer.
           if (Count == 37) {
-            ASSERT_EQ(meshrt_all_reduce(C.Comm, Send.get(), Send.get(), Count,
-                                        T, Op),
-                      MESHRT_SUCCESS)
+            ASSERT_EQ(
+                meshrt_all_reduce(C.Comm, Send.get(), Send.get(), Count, T, Op),
+                MESHRT_SUCCESS)
                 << meshrt_last_error();
             expectSame(Send.download(), Want, T, What + " in place");
           }
@@ -460,7 +460,8 @@ TEST(Collectives, ReduceScatterGivesMyBlock) {
           std::string What = std::string("reduce_scatter ") + OpNames[Op] +
                              " count " + std::to_string(Count);
           int64_t E = meshrt_dtype_size(T);
-          std::vector<double> In(static_cast<size_t>(Count * C.N)), Want(static_cast<size_t>(Count));
+          std::vector<double> In(static_cast<size_t>(Count * C.N)),
+              Want(static_cast<size_t>(Count));
           for (int64_t J = 0; J < Count * C.N; ++J)
             In[size_t(J)] = double(inputValue(Op, T, worldRank(), J));
           for (int64_t I = 0; I < Count; ++I)
@@ -468,8 +469,8 @@ TEST(Collectives, ReduceScatterGivesMyBlock) {
                 expectedReduction(Op, T, C.Members, C.G * Count + I);
           Buffer Send(size_t(Count * C.N * E)), Recv(size_t(Count * E));
           Send.upload(encode(T, In).data());
-          ASSERT_EQ(meshrt_reduce_scatter(C.Comm, Send.get(), Recv.get(),
-                                          Count, T, Op),
+          ASSERT_EQ(meshrt_reduce_scatter(C.Comm, Send.get(), Recv.get(), Count,
+                                          T, Op),
                     MESHRT_SUCCESS)
               << What << ": " << meshrt_last_error();
           expectSame(Recv.download(), Want, T, What);
@@ -573,9 +574,9 @@ TEST(Collectives, BarrierAndZeroCounts) {
     EXPECT_EQ(meshrt_barrier(C.Comm), MESHRT_SUCCESS) << meshrt_last_error();
     meshrt_stats Before, After;
     meshrt_get_stats(&Before);
-    EXPECT_EQ(meshrt_all_reduce(C.Comm, nullptr, nullptr, 0, MESHRT_F32,
-                                MESHRT_SUM),
-              MESHRT_SUCCESS);
+    EXPECT_EQ(
+        meshrt_all_reduce(C.Comm, nullptr, nullptr, 0, MESHRT_F32, MESHRT_SUM),
+        MESHRT_SUCCESS);
     EXPECT_EQ(meshrt_all_gather(C.Comm, nullptr, nullptr, 0, MESHRT_F32),
               MESHRT_SUCCESS);
     meshrt_get_stats(&After);
@@ -602,8 +603,8 @@ TEST(Collectives, LargeBuffersUseEveryElement) {
     }
     Buffer Send(size_t(Count * 4)), Recv(size_t(Count * 4));
     Send.upload(encode(MESHRT_F32, In).data());
-    ASSERT_EQ(meshrt_all_reduce(Comm, Send.get(), Recv.get(), Count,
-                                MESHRT_F32, MESHRT_SUM),
+    ASSERT_EQ(meshrt_all_reduce(Comm, Send.get(), Recv.get(), Count, MESHRT_F32,
+                                MESHRT_SUM),
               MESHRT_SUCCESS)
         << meshrt_last_error();
     expectSame(Recv.download(), Want, MESHRT_F32, "large all_reduce");

@@ -75,7 +75,8 @@ TEST(DeviceMesh, TutorialTwoDimensionalSetup) {
     GTEST_SKIP() << "the tutorial's (2, 4) mesh needs 8 ranks";
   int64_t R = worldRank();
   Runtime Rt; // A fresh context, so the counters start at zero.
-  DeviceMesh Mesh2D = Rt.init_device_mesh("auto", {2, 4}, {"replicate", "shard"});
+  DeviceMesh Mesh2D =
+      Rt.init_device_mesh("auto", {2, 4}, {"replicate", "shard"});
   EXPECT_EQ(Mesh2D.shape(), (std::vector<int64_t>{2, 4}));
   EXPECT_EQ(Mesh2D.ndim(), 2);
   EXPECT_EQ(Mesh2D.size(), 8);
@@ -94,8 +95,7 @@ TEST(DeviceMesh, TutorialTwoDimensionalSetup) {
   EXPECT_EQ(Replicate.members(), (std::vector<int64_t>{R % 4, R % 4 + 4}));
   EXPECT_EQ(Shard.rank(), R % 4);
   EXPECT_EQ(Replicate.rank(), R / 4);
-  EXPECT_EQ(allReduceScalar(Shard, R, ReduceOp::Sum),
-            4 * (R / 4 * 4) + 6);
+  EXPECT_EQ(allReduceScalar(Shard, R, ReduceOp::Sum), 4 * (R / 4 * 4) + 6);
   EXPECT_EQ(allReduceScalar(Replicate, R, ReduceOp::Max), R % 4 + 4);
 
   std::string Device = Mesh2D.device_type();
@@ -126,16 +126,16 @@ TEST(DeviceMesh, SlicingReusesCommunicatorsAndFlattenMakesOne) {
   DeviceMesh Tp = Mesh3D["tp"];
   EXPECT_EQ(Hsdp.shape(), (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(Tp.shape(), (std::vector<int64_t>{2}));
-  EXPECT_EQ(Hsdp.mesh(), (std::vector<int64_t>{R % 2, R % 2 + 2, R % 2 + 4,
-                                               R % 2 + 6}));
+  EXPECT_EQ(Hsdp.mesh(),
+            (std::vector<int64_t>{R % 2, R % 2 + 2, R % 2 + 4, R % 2 + 6}));
   // The sub-meshes hand out the parent's communicators.
   EXPECT_EQ(Hsdp["replicate"].get_group().handle(),
             Mesh3D.get_group("replicate").handle());
   EXPECT_EQ(Hsdp["shard"].get_group().handle(),
             Mesh3D.get_group("shard").handle());
   EXPECT_EQ(Tp.get_group().handle(), Mesh3D.get_group("tp").handle());
-  EXPECT_EQ(Tp.get_group().members(), (std::vector<int64_t>{R / 2 * 2,
-                                                            R / 2 * 2 + 1}));
+  EXPECT_EQ(Tp.get_group().members(),
+            (std::vector<int64_t>{R / 2 * 2, R / 2 * 2 + 1}));
   EXPECT_EQ(Rt.stats().splits, 3) << "slicing must not create communicators";
   EXPECT_EQ(Rt.stats().communicators, 4);
 
@@ -159,7 +159,9 @@ TEST(DeviceMesh, SlicingReusesCommunicatorsAndFlattenMakesOne) {
   // A flattened name may not hide a real axis or change meaning.
   EXPECT_EQ(errorOf([&] { Mesh3D.flatten("tp", {"replicate"}); }).first,
             MESHRT_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(errorOf([&] { Mesh3D.flatten("dp", {"shard", "tp"}); }).first,
+  EXPECT_EQ(errorOf([&] {
+              Mesh3D.flatten("dp", {"shard", "tp"});
+            }).first,
             MESHRT_ERROR_INVALID_ARGUMENT);
   Rt.finalize();
 }
@@ -182,7 +184,8 @@ TEST(DeviceMesh, DeepSpeedDataAndSequenceParallel) {
   // Ulysses: all_to_all over the sequence group swaps "my sequence chunk of
   // every head group" for "every sequence chunk of my head group".
   const int64_t Chunk = 2;
-  std::vector<float> Mine(static_cast<size_t>(Sp * Chunk)), Want(static_cast<size_t>(Sp * Chunk));
+  std::vector<float> Mine(static_cast<size_t>(Sp * Chunk)),
+      Want(static_cast<size_t>(Sp * Chunk));
   for (int64_t Head = 0; Head < Sp; ++Head)
     for (int64_t I = 0; I < Chunk; ++I) {
       Mine[size_t(Head * Chunk + I)] = float(R * 100 + Head * 10 + I);
@@ -259,7 +262,8 @@ TEST(DeviceMesh, SplitsCountDistinctGroupingsNotGroups) {
       ++Lists;
     }
     // One split per distinct grouping, except the world's (identity) one.
-    std::vector<std::vector<int64_t>> World(static_cast<size_t>(W), range(0, W));
+    std::vector<std::vector<int64_t>> World(static_cast<size_t>(W),
+                                            range(0, W));
     int64_t Want = int64_t(Groupings.size()) - int64_t(Groupings.count(World));
     Stats S = Rt.stats();
     EXPECT_EQ(S.splits, Want) << MeshLayout::formatShape(Shape);
@@ -281,8 +285,9 @@ TEST(DeviceMesh, ErrorsAreThrownOnEveryRankAlike) {
                                 std::to_string(W)))
       << Msg;
   // A '?' that does not divide.
-  std::tie(Code, Msg) = errorOf(
-      [&] { Rt.init_device_mesh("auto", {W + 1, -1}, {"x", "y"}, "bad2"); });
+  std::tie(Code, Msg) = errorOf([&] {
+    Rt.init_device_mesh("auto", {W + 1, -1}, {"x", "y"}, "bad2");
+  });
   EXPECT_EQ(Code, MESHRT_ERROR_WORLD_SIZE);
   EXPECT_TRUE(contains(Msg, "not divisible")) << Msg;
 
@@ -309,8 +314,9 @@ TEST(DeviceMesh, ErrorsAreThrownOnEveryRankAlike) {
     std::vector<int64_t> Shape = {1, W};
     if (R == W - 1)
       Shape = {W, 1};
-    std::tie(Code, Msg) =
-        errorOf([&] { Rt.init_device_mesh("auto", Shape, {"a", "b"}, "m"); });
+    std::tie(Code, Msg) = errorOf([&] {
+      Rt.init_device_mesh("auto", Shape, {"a", "b"}, "m");
+    });
     EXPECT_EQ(Code, MESHRT_ERROR_MESH_MISMATCH);
     EXPECT_TRUE(contains(Msg, "rank 0 declared 'm' with shape (1, " +
                                   std::to_string(W) + ")"))
@@ -365,7 +371,8 @@ TEST(DeviceMesh, TypedHelpersOnHostMemory) {
   std::vector<double> V = {double(R), double(R)};
   G.broadcast(V, W - 1);
   EXPECT_EQ(V, (std::vector<double>{double(W - 1), double(W - 1)}));
-  std::vector<float> Shifted = G.permute(std::vector<float>{float(R)}, 1, false);
+  std::vector<float> Shifted =
+      G.permute(std::vector<float>{float(R)}, 1, false);
   EXPECT_EQ(Shifted[0], R == 0 ? 0.0f : float(R - 1));
   std::vector<int64_t> Sum = {R, 1};
   G.all_reduce(Sum);
@@ -379,7 +386,8 @@ TEST(DeviceMesh, TypedHelpersOnHostMemory) {
 
 TEST(DeviceMesh, CAbiSeesMeshesMadeInCxx) {
   int64_t W = worldSize(), R = worldRank();
-  DeviceMesh Mesh = init_device_mesh("auto", {1, W}, {"rows", "cols"}, "shared");
+  DeviceMesh Mesh =
+      init_device_mesh("auto", {1, W}, {"rows", "cols"}, "shared");
   meshrt_mesh_t Handle = nullptr;
   ASSERT_EQ(meshrt_mesh_lookup("shared", &Handle), MESHRT_SUCCESS);
   EXPECT_EQ(Handle, Mesh.handle());

@@ -32,9 +32,8 @@ std::string str(const std::vector<int64_t> &V) {
 
 const std::vector<std::vector<int64_t>> &testShapes() {
   static const std::vector<std::vector<int64_t>> Shapes = {
-      {8},    {2, 4},    {4, 2},    {2, 2, 2}, {1, 8},    {3, 5},
-      {2, 3, 4}, {1},    {},        {8, 1},    {2, 1, 4}, {4, 3, 2},
-      {1, 1, 1}, {6, 4}, {2, 2, 6}};
+      {8}, {2, 4}, {4, 2},    {2, 2, 2}, {1, 8},    {3, 5}, {2, 3, 4}, {1},
+      {},  {8, 1}, {2, 1, 4}, {4, 3, 2}, {1, 1, 1}, {6, 4}, {2, 2, 6}};
   return Shapes;
 }
 
@@ -73,11 +72,10 @@ TEST_P(LayoutVsBruteForce, EveryOrderedAxisList) {
       std::set<int64_t> Set(Expected.begin(), Expected.end());
       EXPECT_EQ(ByColor[P.Color].count(R), 1u);
       for (int64_t Q : ByColor[P.Color])
-        EXPECT_TRUE(Set.count(Q)) << "rank " << Q << " shares color "
-                                  << P.Color << " but is not in the group";
+        EXPECT_TRUE(Set.count(Q)) << "rank " << Q << " shares color " << P.Color
+                                  << " but is not in the group";
     }
-    EXPECT_EQ(int64_t(ByColor.size()),
-              L.position(0, Axes).NumGroups)
+    EXPECT_EQ(int64_t(ByColor.size()), L.position(0, Axes).NumGroups)
         << "axes " << str(Axes);
   }
 }
@@ -159,8 +157,7 @@ TEST(GroupKey, ExamplesFromTheContract) {
 }
 
 TEST(ResolveShape, DynamicAndErrors) {
-  EXPECT_EQ(MeshLayout::resolveShape({2, -1}, 8),
-            (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(MeshLayout::resolveShape({2, -1}, 8), (std::vector<int64_t>{2, 4}));
   EXPECT_EQ(MeshLayout::resolveShape({-1}, 5), (std::vector<int64_t>{5}));
   EXPECT_EQ(MeshLayout::resolveShape({-1, 2, 2}, 8),
             (std::vector<int64_t>{2, 2, 2}));

@@ -80,8 +80,8 @@ int main(int argc, char **argv) {
   ::testing::InitGoogleTest(&argc, argv);
   meshrt_set_error_policy(MESHRT_ERRORS_RETURN);
   const char *Env = std::getenv("MESHRT_BACKEND");
-  meshrt_backend Wanted = (Env && *Env) ? MESHRT_BACKEND_AUTO
-                                        : meshrt_backend(MESHRT_TEST_BACKEND);
+  meshrt_backend Wanted =
+      (Env && *Env) ? MESHRT_BACKEND_AUTO : meshrt_backend(MESHRT_TEST_BACKEND);
   if (meshrt_init(Wanted) != MESHRT_SUCCESS) {
     std::fprintf(stderr, "meshrt_init failed: %s\n", meshrt_last_error());
     return 1;

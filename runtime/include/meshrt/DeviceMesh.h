@@ -6,10 +6,10 @@
 // context) as the C ABI in meshrt.h, so a host program and the compiled code
 // it calls share meshes and communicators.
 //
-//   auto mesh = meshrt::init_device_mesh("cpu", {2, 4}, {"replicate", "shard"});
-//   meshrt::Group shard = mesh.get_group("shard");          // 4 ranks
-//   auto hsdp = mesh3d[{"replicate", "shard"}];             // no new comm
-//   auto dp = mesh.flatten("dp", {"replicate", "shard"});   // one comm
+//   auto mesh = meshrt::init_device_mesh("cpu", {2, 4}, {"replicate",
+//   "shard"}); meshrt::Group shard = mesh.get_group("shard");          // 4
+//   ranks auto hsdp = mesh3d[{"replicate", "shard"}];             // no new
+//   comm auto dp = mesh.flatten("dp", {"replicate", "shard"});   // one comm
 //
 // Errors are thrown as meshrt::Error. Rank layout, group order and caching
 // are described in MeshLayout.h and docs/runtime.md.
@@ -176,7 +176,8 @@ public:
     return Out;
   }
   /// Copies member `Root`'s `Data` to everybody (sizes must match).
-  template <typename T> void broadcast(std::vector<T> &Data, int64_t Root) const {
+  template <typename T>
+  void broadcast(std::vector<T> &Data, int64_t Root) const {
     broadcast(Data.data(), int64_t(Data.size()), DTypeOf<T>::value, Root);
   }
   /// `Mine` from member rank() - Offset (zeros where there is none).
@@ -328,11 +329,10 @@ MESHRT_API Runtime default_runtime(Backend B = Backend::Auto);
 /// default to "dim0", "dim1", ...; the mesh name defaults to "mesh<N>".
 /// Collective: declares the mesh (checked across ranks) and creates one
 /// communicator per dimension (none where the world serves).
-MESHRT_API DeviceMesh
-init_device_mesh(std::string_view DeviceType,
-                 const std::vector<int64_t> &MeshShape,
-                 const std::vector<std::string> &MeshDimNames = {},
-                 const std::string &Name = "");
+MESHRT_API DeviceMesh init_device_mesh(
+    std::string_view DeviceType, const std::vector<int64_t> &MeshShape,
+    const std::vector<std::string> &MeshDimNames = {},
+    const std::string &Name = "");
 
 /// True if the NCCL backend is built and a CUDA device is visible.
 MESHRT_API bool cuda_available();

@@ -197,8 +197,8 @@ MESHRT_API int meshrt_mesh_lookup(const char *name, meshrt_mesh_t *out);
 MESHRT_API int meshrt_mesh_ndims(meshrt_mesh_t mesh, int64_t *out);
 
 /// Index of the axis called `axis_name`.
-MESHRT_API int meshrt_mesh_axis_index(meshrt_mesh_t mesh,
-                                      const char *axis_name, int64_t *out);
+MESHRT_API int meshrt_mesh_axis_index(meshrt_mesh_t mesh, const char *axis_name,
+                                      int64_t *out);
 
 /// Size of axis `axis` (dynamic sizes resolved).
 MESHRT_API int meshrt_mesh_axis_size(meshrt_mesh_t mesh, int64_t axis,
