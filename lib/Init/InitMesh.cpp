@@ -11,6 +11,7 @@
 #include "mesh/Dialect/Mesh/IR/MeshDialect.h"
 #include "mesh/Pipelines/Pipelines.h"
 #include "mesh/Dialect/Mesh/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mesh/Dialect/Mesh/Transforms/Passes.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -90,6 +91,7 @@ void mlir::mesh::registerMeshToolDialects(mlir::DialectRegistry &registry) {
 void mlir::mesh::registerMeshToolPasses() {
   using namespace mlir;
   // Ours.
+  mesh::registerMeshTransformsPasses();
   mesh::registerMeshConversionPasses();
   mesh::registerMeshPipelines();
   // General clean-ups.

@@ -7,6 +7,7 @@
 
 #include "mesh/Pipelines/Pipelines.h"
 #include "mesh/Conversion/Passes.h"
+#include "mesh/Dialect/Mesh/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -21,6 +22,12 @@ using namespace mlir;
 
 void mlir::mesh::buildMeshToLLVMPipeline(OpPassManager &pm,
                                    const MeshToLLVMOptions &options) {
+  // Drop the (partitioned) program's sharding annotations and keep callers'
+  // buffers read-only.
+  PrepareForBufferizationOptions prepare;
+  prepare.writableArguments = options.writableArguments;
+  pm.addPass(createPrepareForBufferization(prepare));
+
   // Tensors: elementwise arith/math to linalg, then bufferize everything,
   // function boundaries included, with plain (identity-layout) buffers.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());

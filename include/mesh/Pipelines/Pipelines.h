@@ -24,6 +24,10 @@ struct MeshToLLVMOptions
       *this, "fini-symbol",
       llvm::cl::desc("Name of the generated shut-down function"),
       llvm::cl::init("mesh_module_fini")};
+  PassOptions::Option<bool> writableArguments{
+      *this, "writable-arguments",
+      llvm::cl::desc("Let kernels write into their callers' tensor arguments"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> initInMain{
       *this, "init-in-main",
       llvm::cl::desc("Call start-up and shut-down from main, if any"),

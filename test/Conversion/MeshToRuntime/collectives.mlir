@@ -204,9 +204,13 @@ func.func @dynamic(%x: memref<4xi64>) -> (memref<?xi64>, index, index) {
 
 mesh.mesh @m(["x" = 8])
 
-// With a main, start-up and shut-down are called from it.
+// With a main, start-up and shut-down are called from it, after making
+// stdout line-buffered (a cf.assert message must survive the abort).
+// CHECK-DAG: llvm.mlir.global external @stdout() {{.*}} : !llvm.ptr
 // CHECK-LABEL: func.func @main
 func.func @main() -> i32 {
+  // CHECK: %[[S:.*]] = llvm.load %{{.*}} : !llvm.ptr -> !llvm.ptr
+  // CHECK: llvm.call @setvbuf(%[[S]], %{{.*}}, %{{.*}}, %{{.*}})
   // CHECK-NEXT: llvm.call @mesh_module_init()
   // CHECK: llvm.call @meshrt_barrier
   // CHECK: llvm.call @mesh_module_fini()
