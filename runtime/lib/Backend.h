@@ -99,8 +99,14 @@ bool cudaDeviceVisible(std::string &Why);
 /// and uses `Control` to share the NCCL unique id. Throws meshrt::Error.
 std::unique_ptr<Backend> createNcclBackend(MPI_Comm Control);
 
+/// Throws meshrt::Error(MESHRT_ERROR_BACKEND) for MPI error `Code`.
+[[noreturn]] void mpiFail(int Code, const char *What);
+
 /// Throws meshrt::Error(MESHRT_ERROR_BACKEND) if `Code` is not MPI_SUCCESS.
-void checkMpi(int Code, const char *What);
+inline void checkMpi(int Code, const char *What) {
+  if (__builtin_expect(Code != MPI_SUCCESS, 0))
+    mpiFail(Code, What);
+}
 
 } // namespace detail
 } // namespace meshrt

@@ -82,9 +82,13 @@ std::shared_ptr<Context> context() {
   return C;
 }
 
-template <typename T> void need(T *P, const char *What) {
-  if (!P)
-    throw Error(MESHRT_ERROR_INVALID_ARGUMENT, std::string(What) + " is null");
+[[noreturn]] void nullArgument(const char *What) {
+  throw Error(MESHRT_ERROR_INVALID_ARGUMENT, std::string(What) + " is null");
+}
+
+template <typename T> inline void need(T *P, const char *What) {
+  if (__builtin_expect(!P, 0))
+    nullArgument(What);
 }
 
 Comm &comm(meshrt_comm_t C) {

@@ -12,7 +12,6 @@
 #include "Context.h"
 
 #include <algorithm>
-#include <limits>
 
 using namespace meshrt;
 using namespace meshrt::detail;
@@ -42,9 +41,9 @@ void Comm::fail(meshrt_status S, const char *Op, const std::string &Msg) const {
   throw Error(S, std::string(Op) + " on " + Label + ": " + Msg);
 }
 
-void Comm::checkBuffers(const char *Op, const void *Send, const void *Recv,
-                        int64_t Count, meshrt_dtype T, int64_t Blocks,
-                        bool AllowInPlace) const {
+void Comm::checkBuffersSlow(const char *Op, const void *Send, const void *Recv,
+                            int64_t Count, meshrt_dtype T, int64_t Blocks,
+                            bool AllowInPlace) const {
   if (!Impl)
     fail(MESHRT_ERROR_NOT_INITIALIZED, Op, "the runtime was finalized");
   int64_t Elem = dtypeSize(T);
@@ -58,7 +57,8 @@ void Comm::checkBuffers(const char *Op, const void *Send, const void *Recv,
     return;
   if (!Send || !Recv)
     fail(MESHRT_ERROR_INVALID_ARGUMENT, Op, "null buffer");
-  if (Count > std::numeric_limits<int64_t>::max() / Blocks / Elem)
+  int64_t Bytes;
+  if (__builtin_mul_overflow(Count, Blocks * Elem, &Bytes))
     fail(MESHRT_ERROR_INVALID_ARGUMENT, Op,
          "count " + std::to_string(Count) + " overflows the buffer size");
   if (!AllowInPlace && Send == Recv)
@@ -67,8 +67,8 @@ void Comm::checkBuffers(const char *Op, const void *Send, const void *Recv,
          "place");
 }
 
-void Comm::checkReduction(const char *Op, meshrt_dtype T,
-                          meshrt_reduce_op R) const {
+void Comm::checkReductionSlow(const char *Op, meshrt_dtype T,
+                              meshrt_reduce_op R) const {
   if (unsigned(R) >= unsigned(kNumReduceOps))
     fail(MESHRT_ERROR_INVALID_ARGUMENT, Op,
          "invalid reduction " + std::to_string(int(R)));
@@ -83,6 +83,9 @@ void Comm::checkReduction(const char *Op, meshrt_dtype T,
   } catch (const Error &E) {
     fail(E.status(), Op, E.what());
   }
+  fail(MESHRT_ERROR_UNSUPPORTED, Op,
+       std::string("reduction '") + reduceOpName(R) + "' on " + dtypeName(T) +
+           " is not supported");
 }
 
 void Comm::allReduce(const void *Send, void *Recv, int64_t Count,

@@ -22,9 +22,7 @@ BackendComm::~BackendComm() = default;
 Backend::~Backend() = default;
 void Backend::checkReduction(meshrt_dtype, meshrt_reduce_op) const {}
 
-void meshrt::detail::checkMpi(int Code, const char *What) {
-  if (Code == MPI_SUCCESS)
-    return;
+void meshrt::detail::mpiFail(int Code, const char *What) {
   char Buf[MPI_MAX_ERROR_STRING];
   int Len = 0;
   MPI_Error_string(Code, Buf, &Len);
@@ -88,7 +86,6 @@ void finalizeAtExit() {
     MPI_Finalize();
 }
 
-const int64_t DTypeSizes[kNumDTypes] = {2, 2, 4, 8, 1, 4, 8, 1};
 const char *const DTypeNames[kNumDTypes] = {"f16", "bf16", "f32", "f64",
                                             "i8",  "i32",  "i64", "u8"};
 const char *const RedOpNames[kNumReduceOps] = {"sum", "prod", "min", "max",
@@ -201,9 +198,6 @@ double timeoutFromEnv() {
 }
 } // namespace
 
-int64_t meshrt::detail::dtypeSize(meshrt_dtype T) {
-  return unsigned(T) < unsigned(kNumDTypes) ? DTypeSizes[T] : 0;
-}
 const char *meshrt::detail::dtypeName(meshrt_dtype T) {
   return unsigned(T) < unsigned(kNumDTypes) ? DTypeNames[T] : "?";
 }
@@ -369,6 +363,18 @@ void Context::start(meshrt_backend Requested) {
                                              : createMpiBackend(Control);
     World = TheBackend->createWorld();
   }
+  // The (dtype, reduction) pairs that work here, for the hot-path check.
+  for (int T = 0; T < kNumDTypes; ++T)
+    for (int R = 0; R < kNumReduceOps; ++R) {
+      bool Bitwise = R == MESHRT_BAND || R == MESHRT_BOR || R == MESHRT_BXOR;
+      if (Bitwise && !isIntegerDType(meshrt_dtype(T)))
+        continue;
+      try {
+        TheBackend->checkReduction(meshrt_dtype(T), meshrt_reduce_op(R));
+        SupportedOps[T] |= uint8_t(1u << R);
+      } catch (const Error &) {
+      }
+    }
   MeshLayout WorldLayout({WorldSize});
   Shared[WorldLayout.groupKey({0})] = World;
   Stats.communicators = 1;

@@ -37,7 +37,10 @@ constexpr int kNumDTypes = 8;
 constexpr int kNumReduceOps = 8;
 
 /// Bytes per element of `T` (0 if invalid).
-int64_t dtypeSize(meshrt_dtype T);
+inline int64_t dtypeSize(meshrt_dtype T) {
+  constexpr int64_t Sizes[kNumDTypes] = {2, 2, 4, 8, 1, 4, 8, 1};
+  return unsigned(T) < unsigned(kNumDTypes) ? Sizes[T] : 0;
+}
 /// "f16", ... ("?" if invalid).
 const char *dtypeName(meshrt_dtype T);
 /// "sum", ... ("?" if invalid).
@@ -87,10 +90,25 @@ public:
 
 private:
   friend class Context;
+  /// Argument checks of the hot path: a few compares inline; the messages
+  /// are built out of line, only when something is wrong.
   void checkBuffers(const char *Op, const void *Send, const void *Recv,
                     int64_t Count, meshrt_dtype T, int64_t Blocks,
-                    bool AllowInPlace) const;
+                    bool AllowInPlace) const {
+    int64_t Elem = dtypeSize(T), Bytes;
+    if (__builtin_expect(
+            !Impl || Elem == 0 || Count <= 0 || !Send || !Recv ||
+                __builtin_mul_overflow(Count, Blocks * Elem, &Bytes) ||
+                (!AllowInPlace && Send == Recv),
+            0))
+      checkBuffersSlow(Op, Send, Recv, Count, T, Blocks, AllowInPlace);
+  }
   void checkReduction(const char *Op, meshrt_dtype T, meshrt_reduce_op R) const;
+  void checkBuffersSlow(const char *Op, const void *Send, const void *Recv,
+                        int64_t Count, meshrt_dtype T, int64_t Blocks,
+                        bool AllowInPlace) const;
+  void checkReductionSlow(const char *Op, meshrt_dtype T,
+                          meshrt_reduce_op R) const;
   [[noreturn]] void fail(meshrt_status S, const char *Op,
                          const std::string &Msg) const;
 
@@ -213,6 +231,11 @@ public:
   void countCollective() { ++Stats.collectives; }
   /// Backend-specific reduction check.
   const Backend &backend() const { return *TheBackend; }
+  /// True if reduction `R` on dtype `T` (both valid) runs on this context's
+  /// backend: one table lookup, filled at start-up.
+  bool supports(meshrt_dtype T, meshrt_reduce_op R) const {
+    return (SupportedOps[T] >> R) & 1u;
+  }
 
 private:
   Context() = default;
@@ -236,7 +259,15 @@ private:
   std::vector<std::unique_ptr<Mesh>> Meshes;
   int64_t NextMeshName = 0;
   meshrt_stats Stats{};
+  uint8_t SupportedOps[kNumDTypes] = {}; // Bit R set: reduction R works.
 };
+
+inline void Comm::checkReduction(const char *Op, meshrt_dtype T,
+                                 meshrt_reduce_op R) const {
+  if (__builtin_expect(
+          unsigned(R) >= unsigned(kNumReduceOps) || !Ctx.supports(T, R), 0))
+    checkReductionSlow(Op, T, R);
+}
 
 /// The default context (null if none): shared by the C ABI and the C++ API.
 std::shared_ptr<Context> defaultContext();

@@ -175,6 +175,11 @@ public:
   explicit MpiBackend(MPI_Comm Control) : Control(Control) {
     Half.create<HalfFormat>();
     BFloat.create<BFloat16Format>();
+    for (int T = 0; T < kNumDTypes; ++T) {
+      Types[T] = mpiType(meshrt_dtype(T));
+      for (int R = 0; R < kNumReduceOps; ++R)
+        Ops[T][R] = makeOp(meshrt_dtype(T), meshrt_reduce_op(R));
+    }
   }
   ~MpiBackend() override {
     int Fin = 0;
@@ -206,8 +211,13 @@ public:
     return std::make_unique<MpiComm>(New, *this);
   }
 
-  /// The MPI_Op for `Op` on `T` (avg maps to sum).
-  MPI_Op op(meshrt_dtype T, meshrt_reduce_op Op) const {
+  /// The MPI datatype of `T` (valid).
+  MPI_Datatype type(meshrt_dtype T) const { return Types[T]; }
+  /// The MPI_Op for `Op` on `T` (valid; avg maps to sum).
+  MPI_Op op(meshrt_dtype T, meshrt_reduce_op Op) const { return Ops[T][Op]; }
+
+private:
+  MPI_Op makeOp(meshrt_dtype T, meshrt_reduce_op Op) const {
     if (T == MESHRT_F16 || T == MESHRT_BF16) {
       const Ops16 &O = T == MESHRT_F16 ? Half : BFloat;
       switch (Op) {
@@ -244,9 +254,10 @@ public:
     return MPI_OP_NULL;
   }
 
-private:
   MPI_Comm Control;
   Ops16 Half, BFloat;
+  MPI_Datatype Types[kNumDTypes];
+  MPI_Op Ops[kNumDTypes][kNumReduceOps];
 };
 
 void requireIntCount(int64_t Count, int64_t Blocks, const char *Op) {
@@ -258,8 +269,16 @@ void requireIntCount(int64_t Count, int64_t Blocks, const char *Op) {
 
 void MpiComm::allReduce(const void *Send, void *Recv, int64_t Count,
                         meshrt_dtype T, meshrt_reduce_op Op) {
-  MPI_Datatype Type = mpiType(T);
+  MPI_Datatype Type = B.type(T);
   MPI_Op MOp = B.op(T, Op);
+  if (__builtin_expect(Count <= INT_MAX, 1)) {
+    checkMpi(MPI_Allreduce(Send == Recv ? MPI_IN_PLACE : Send, Recv, int(Count),
+                           Type, MOp, C),
+             "MPI_Allreduce");
+    if (Op == MESHRT_AVG)
+      divideBy(Recv, Count, T, Size);
+    return;
+  }
   int64_t Elem = dtypeSize(T);
   for (int64_t Done = 0; Done < Count;) {
     int N = int(std::min<int64_t>(Count - Done, INT_MAX));
@@ -277,7 +296,7 @@ void MpiComm::allReduce(const void *Send, void *Recv, int64_t Count,
 void MpiComm::allGather(const void *Send, void *Recv, int64_t Count,
                         meshrt_dtype T) {
   requireIntCount(Count, Size, "all_gather");
-  MPI_Datatype Type = mpiType(T);
+  MPI_Datatype Type = B.type(T);
   checkMpi(MPI_Allgather(Send, int(Count), Type, Recv, int(Count), Type, C),
            "MPI_Allgather");
 }
@@ -285,7 +304,7 @@ void MpiComm::allGather(const void *Send, void *Recv, int64_t Count,
 void MpiComm::reduceScatter(const void *Send, void *Recv, int64_t Count,
                             meshrt_dtype T, meshrt_reduce_op Op) {
   requireIntCount(Count, Size, "reduce_scatter");
-  checkMpi(MPI_Reduce_scatter_block(Send, Recv, int(Count), mpiType(T),
+  checkMpi(MPI_Reduce_scatter_block(Send, Recv, int(Count), B.type(T),
                                     B.op(T, Op), C),
            "MPI_Reduce_scatter_block");
   if (Op == MESHRT_AVG)
@@ -295,14 +314,14 @@ void MpiComm::reduceScatter(const void *Send, void *Recv, int64_t Count,
 void MpiComm::allToAll(const void *Send, void *Recv, int64_t Count,
                        meshrt_dtype T) {
   requireIntCount(Count, Size, "all_to_all");
-  MPI_Datatype Type = mpiType(T);
+  MPI_Datatype Type = B.type(T);
   checkMpi(MPI_Alltoall(Send, int(Count), Type, Recv, int(Count), Type, C),
            "MPI_Alltoall");
 }
 
 void MpiComm::broadcast(void *Buf, int64_t Count, meshrt_dtype T,
                         int64_t Root) {
-  MPI_Datatype Type = mpiType(T);
+  MPI_Datatype Type = B.type(T);
   int64_t Elem = dtypeSize(T);
   for (int64_t Done = 0; Done < Count;) {
     int N = int(std::min<int64_t>(Count - Done, INT_MAX));
@@ -323,7 +342,7 @@ void MpiComm::sendRecv(const void *Send, int64_t Dest, void *Recv,
     std::memcpy(Recv, Send, size_t(Count * Elem));
     return;
   }
-  MPI_Datatype Type = mpiType(T);
+  MPI_Datatype Type = B.type(T);
   int To = Dest < 0 ? MPI_PROC_NULL : int(Dest);
   int From = Source < 0 ? MPI_PROC_NULL : int(Source);
   for (int64_t Done = 0; Done < Count;) {
