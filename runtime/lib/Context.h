@@ -76,16 +76,25 @@ public:
   /// The backend communicator (shared).
   BackendComm &impl() const { return *Impl; }
 
-  /// Collectives: validate, count, watch, run. Throw meshrt::Error.
+  // Collectives: validate, count, watch, run; they throw meshrt::Error.
+  // Semantics as documented for the meshrt_* functions of the same name.
+
+  /// meshrt_all_reduce.
   void allReduce(const void *Send, void *Recv, int64_t Count, meshrt_dtype T,
                  meshrt_reduce_op Op);
+  /// meshrt_all_gather.
   void allGather(const void *Send, void *Recv, int64_t Count, meshrt_dtype T);
+  /// meshrt_reduce_scatter.
   void reduceScatter(const void *Send, void *Recv, int64_t Count,
                      meshrt_dtype T, meshrt_reduce_op Op);
+  /// meshrt_all_to_all.
   void allToAll(const void *Send, void *Recv, int64_t Count, meshrt_dtype T);
+  /// meshrt_broadcast.
   void broadcast(void *Buf, int64_t Count, meshrt_dtype T, int64_t Root);
+  /// meshrt_permute.
   void permute(const void *Send, void *Recv, int64_t Count, meshrt_dtype T,
                int64_t Offset, int32_t Flags);
+  /// meshrt_barrier.
   void barrier();
 
 private:

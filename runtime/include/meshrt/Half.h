@@ -18,11 +18,13 @@
 namespace meshrt {
 
 namespace detail {
+/// The bits of `F`.
 inline uint32_t floatBits(float F) {
   uint32_t U;
   std::memcpy(&U, &F, sizeof(U));
   return U;
 }
+/// The float with bits `U`.
 inline float bitsFloat(uint32_t U) {
   float F;
   std::memcpy(&F, &U, sizeof(F));
