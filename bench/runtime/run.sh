@@ -4,7 +4,8 @@
 #
 #   bench/runtime/run.sh [BUILD_DIR]        (default: build, else /tmp/rt-build)
 #
-# Environment: RANKS (default "2 4 8"), SECONDS_PER_SIZE (default 1),
+# Environment: RANKS (default "1 2 4 8"; 1 rank isolates the runtime's own
+# cost), SECONDS_PER_SIZE (default 2),
 # MAX_BYTES (default 16777216), REPS (set-up repetitions, default 20).
 # Build first, e.g.:
 #   cmake -S runtime -B /tmp/rt-build -G Ninja && ninja -C /tmp/rt-build -j1
@@ -26,13 +27,13 @@ cores=$(nproc)
 
 echo "machine: $(nproc) cores, $(uname -m), $(mpirun --version | head -1)"
 echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
-for n in ${RANKS:-2 4 8}; do
+for n in ${RANKS:-1 2 4 8}; do
   yield=0
   [ "$n" -gt "$cores" ] && yield=1
   echo
   echo "## all_reduce overhead, $n ranks (oversubscribed: $([ $yield = 1 ] && echo yes || echo no))"
   OMPI_MCA_mpi_yield_when_idle=$yield mpirun -n "$n" "$bin/meshrt-bench-allreduce" \
-    --seconds-per-size "${SECONDS_PER_SIZE:-1}" --max-bytes "${MAX_BYTES:-16777216}"
+    --seconds-per-size "${SECONDS_PER_SIZE:-2}" --max-bytes "${MAX_BYTES:-16777216}"
 done
 echo
 echo "## communicator set-up, 8 ranks"
