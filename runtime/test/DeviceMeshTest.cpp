@@ -39,6 +39,15 @@ int64_t worldSize() {
 }
 bool deviceBuffers() { return meshrt::test::useDeviceMemory(); }
 
+/// The backend the test binary runs on (that of the default context), for
+/// the extra runtimes the tests start: with Backend::Auto they could pick
+/// NCCL on a GPU machine while the test runs with host buffers.
+Backend testBackend() {
+  meshrt_backend B;
+  meshrt_get_backend(&B);
+  return Backend(B);
+}
+
 std::vector<int64_t> range(int64_t From, int64_t To, int64_t Step = 1) {
   std::vector<int64_t> V;
   for (int64_t I = From; I < To; I += Step)
@@ -74,7 +83,7 @@ TEST(DeviceMesh, TutorialTwoDimensionalSetup) {
   if (worldSize() != 8)
     GTEST_SKIP() << "the tutorial's (2, 4) mesh needs 8 ranks";
   int64_t R = worldRank();
-  Runtime Rt; // A fresh context, so the counters start at zero.
+  Runtime Rt(testBackend()); // A fresh context, so the counters start at zero.
   DeviceMesh Mesh2D =
       Rt.init_device_mesh("auto", {2, 4}, {"replicate", "shard"});
   EXPECT_EQ(Mesh2D.shape(), (std::vector<int64_t>{2, 4}));
@@ -117,7 +126,7 @@ TEST(DeviceMesh, SlicingReusesCommunicatorsAndFlattenMakesOne) {
   if (worldSize() != 8)
     GTEST_SKIP() << "the tutorial's (2, 2, 2) mesh needs 8 ranks";
   int64_t R = worldRank();
-  Runtime Rt;
+  Runtime Rt(testBackend());
   DeviceMesh Mesh3D =
       Rt.init_device_mesh("auto", {2, 2, 2}, {"replicate", "shard", "tp"});
   EXPECT_EQ(Rt.stats().splits, 3);
@@ -169,7 +178,7 @@ TEST(DeviceMesh, SlicingReusesCommunicatorsAndFlattenMakesOne) {
 TEST(DeviceMesh, DeepSpeedDataAndSequenceParallel) {
   int64_t W = worldSize(), R = worldRank();
   int64_t Sp = W >= 4 ? 4 : W;
-  Runtime Rt;
+  Runtime Rt(testBackend());
   DeviceMesh Mesh = Rt.init_device_mesh("auto", {-1, Sp},
                                         {"data_parallel", "sequence_parallel"});
   // ZeRO sees the data-parallel world size: W / sp.
@@ -215,7 +224,7 @@ TEST(DeviceMesh, GroupsFollowTheOrderOfTheDimensions) {
   int64_t W = worldSize(), R = worldRank();
   if (W % 2)
     GTEST_SKIP() << "needs an even number of ranks";
-  Runtime Rt;
+  Runtime Rt(testBackend());
   DeviceMesh Mesh = Rt.init_device_mesh("auto", {2, -1}, {"a", "b"});
   BruteMesh B({2, W / 2});
   for (const auto &Axes : orderedAxisLists(2)) {
@@ -241,7 +250,7 @@ TEST(DeviceMesh, SplitsCountDistinctGroupingsNotGroups) {
   else if (W == 4)
     Shapes = {{4}, {2, 2}};
   for (const auto &Shape : Shapes) {
-    Runtime Rt;
+    Runtime Rt(testBackend());
     std::vector<std::string> Names;
     for (size_t I = 0; I < Shape.size(); ++I)
       Names.push_back("d" + std::to_string(I));
@@ -275,7 +284,7 @@ TEST(DeviceMesh, SplitsCountDistinctGroupingsNotGroups) {
 
 TEST(DeviceMesh, ErrorsAreThrownOnEveryRankAlike) {
   int64_t W = worldSize(), R = worldRank();
-  Runtime Rt;
+  Runtime Rt(testBackend());
   // Sizes whose product is not the world size.
   auto [Code, Msg] =
       errorOf([&] { Rt.init_device_mesh("auto", {W + 1}, {"x"}, "bad"); });
@@ -335,7 +344,7 @@ TEST(DeviceMesh, ErrorsAreThrownOnEveryRankAlike) {
 
 TEST(DeviceMesh, TwoRuntimesDoNotShareState) {
   int64_t W = worldSize();
-  Runtime A, B;
+  Runtime A(testBackend()), B(testBackend());
   DeviceMesh MA = A.init_device_mesh("auto", {W}, {"x"}, "same-name");
   DeviceMesh MB = B.init_device_mesh("auto", {1, W}, {"y", "x"}, "same-name");
   EXPECT_EQ(allReduceScalar(MA.get_group("x"), 2, ReduceOp::Sum), 2 * W);
