@@ -13,6 +13,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
@@ -56,8 +57,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                        /*RequiresNullTerminator=*/true),
       llvm::SMLoc());
   mlir::ParserConfig config(&context, /*verifyAfterParse=*/true);
-  mlir::OwningOpRef<mlir::Operation *> op =
-      mlir::parseSourceFile(sourceMgr, config);
+  // Parsed as a module, like mesh-opt: inputs with several top-level ops
+  // (a mesh and a function) then reach canonicalization too.
+  mlir::OwningOpRef<mlir::ModuleOp> op =
+      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, config);
   if (!op)
     return 0;
   mlir::PassManager pm(&context, op.get()->getName().getStringRef());

@@ -50,7 +50,7 @@ def ConvertMeshToRuntime : Pass<"convert-mesh-to-runtime", "::mlir::ModuleOp"> {
   let dependentDialects = [
     "::mlir::LLVM::LLVMDialect", "::mlir::memref::MemRefDialect",
     "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",
-    "::mlir::linalg::LinalgDialect"
+    "::mlir::linalg::LinalgDialect", "::mlir::cf::ControlFlowDialect"
   ];
   let options = [
     Option<"initSymbol", "init-symbol", "std::string", "\"mesh_module_init\"",

@@ -16,6 +16,7 @@
 #include "mesh/Conversion/Passes.h"
 #include "mesh/Dialect/Mesh/IR/MeshOps.h"
 
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -88,7 +89,7 @@ public:
   /// Declares (once) the runtime function `name`; every one returns a status.
   LLVM::LLVMFuncOp getFunc(StringRef name, ArrayRef<Type> args) {
     if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
-      return fn;
+      return fn; // checkReservedSymbols made sure it is the runtime's.
     OpBuilder b = atModuleStart();
     auto fn = LLVM::LLVMFuncOp::create(
         b, module.getLoc(), name, LLVM::LLVMFunctionType::get(i32Type, args));
@@ -193,7 +194,11 @@ public:
     LLVM::CondBrOp::create(b, loc, initialised, done, work);
 
     b.setInsertionPointToEnd(work);
-    LLVM::CallOp::create(b, loc, initFn, ValueRange{constI32(b, loc, 0)});
+    checkStatus(b, loc,
+                LLVM::CallOp::create(b, loc, initFn,
+                                     ValueRange{constI32(b, loc, 0)})
+                    .getResult(),
+                "meshrt_init");
     for (MeshOp mesh : meshOrder) {
       ArrayRef<int64_t> shape = mesh.getShape();
       SmallVector<Value> sizes, names;
@@ -207,9 +212,14 @@ public:
       Value meshName =
           LLVM::AddressOfOp::create(b, loc, getString(mesh.getSymName()));
       Value out = LLVM::AddressOfOp::create(b, loc, meshGlobals[mesh.getSymName()]);
-      LLVM::CallOp::create(b, loc, declareFn,
-                           ValueRange{meshName, constI64(b, loc, shape.size()),
-                                      sizeArray, nameArray, out});
+      Value status =
+          LLVM::CallOp::create(b, loc, declareFn,
+                               ValueRange{meshName,
+                                          constI64(b, loc, shape.size()),
+                                          sizeArray, nameArray, out})
+              .getResult();
+      checkStatus(b, loc, status,
+                  ("meshrt_mesh_declare of @" + mesh.getSymName()).str());
     }
     for (const auto &key : commOrder) {
       const CommEntry &entry = commGlobals[key];
@@ -222,9 +232,14 @@ public:
                             ? LLVM::ZeroOp::create(b, loc, ptrType).getResult()
                             : stackArray(b, loc, i64Type, axes);
       Value out = LLVM::AddressOfOp::create(b, loc, entry.global);
-      LLVM::CallOp::create(
-          b, loc, commFn,
-          ValueRange{meshHandle, constI64(b, loc, axes.size()), axisArray, out});
+      Value status =
+          LLVM::CallOp::create(b, loc, commFn,
+                               ValueRange{meshHandle,
+                                          constI64(b, loc, axes.size()),
+                                          axisArray, out})
+              .getResult();
+      checkStatus(b, loc, status,
+                  ("meshrt_comm_get on @" + entry.mesh.getSymName()).str());
     }
     setGuard(b, loc, guard, 1);
     LLVM::BrOp::create(b, loc, ValueRange(), done);
@@ -246,6 +261,48 @@ public:
     LLVM::BrOp::create(b, loc, ValueRange(), done);
     b.setInsertionPointToEnd(done);
     LLVM::ReturnOp::create(b, loc, ValueRange());
+    return success();
+  }
+
+  /// Aborts with a message when a runtime call returns a non-zero status
+  /// (the runtime's own policy aborts first unless the program asked it to
+  /// return errors; compiled code cannot go on without the result).
+  void checkStatus(OpBuilder &b, Location loc, Value status, StringRef what) {
+    Value zero = constI32(b, loc, 0);
+    Value ok = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, status,
+                                    zero);
+    std::string message;
+    llvm::raw_string_ostream os(message);
+    os << "mesh runtime: " << what << " failed (meshrt_last_error() says why)";
+    if (auto fileLoc = dyn_cast<FileLineColLoc>(loc))
+      os << " at " << fileLoc.getFilename().getValue() << ":"
+         << fileLoc.getLine() << ":" << fileLoc.getColumn();
+    cf::AssertOp::create(b, loc, ok, os.str());
+  }
+
+  /// Fails when a symbol the lowering defines or calls exists with another
+  /// meaning, or when the start-up names are unusable.
+  LogicalResult checkReservedSymbols(StringRef initName, StringRef finiName) {
+    if (initName.empty() || finiName.empty() || initName == finiName ||
+        initName.starts_with("meshrt_") || finiName.starts_with("meshrt_"))
+      return module.emitError()
+             << "convert-mesh-to-runtime: init-symbol '" << initName
+             << "' and fini-symbol '" << finiName
+             << "' must be non-empty, distinct, and not start with meshrt_";
+    for (Operation &op : module.getBody()->getOperations()) {
+      auto sym = dyn_cast<SymbolOpInterface>(op);
+      if (!sym)
+        continue;
+      StringRef name = sym.getName();
+      bool runtimeName = name.starts_with("meshrt_") || name == "setvbuf";
+      if (runtimeName && !isa<LLVM::LLVMFuncOp>(op))
+        return op.emitError()
+               << "convert-mesh-to-runtime: the symbol '" << name
+               << "' is reserved for the mesh runtime";
+      if (name == "stdout" && !isa<LLVM::GlobalOp>(op))
+        return op.emitError() << "convert-mesh-to-runtime: the symbol "
+                                 "'stdout' is reserved for the C library";
+    }
     return success();
   }
 
@@ -329,6 +386,8 @@ public:
   Operation *op;
   OpBuilder b;
   Location loc;
+  /// Memory space of the buffers this op allocates (its input's).
+  Attribute memorySpace;
 
   // ---- Values and buffers ------------------------------------------------
 
@@ -360,6 +419,15 @@ public:
     Value rv = getValueOrCreateConstantIndexOp(b, loc, rhs);
     if (multiply)
       return arith::MulIOp::create(b, loc, lv, rv).getResult();
+    // Only known at run time: check that the dim divides by the group.
+    Value rem = arith::RemUIOp::create(b, loc, lv, rv);
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value divides =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem, zero);
+    cf::AssertOp::create(b, loc, divides,
+                         (op->getName().getStringRef() +
+                          ": a dim does not divide by the group size")
+                             .str());
     return arith::DivUIOp::create(b, loc, lv, rv).getResult();
   }
 
@@ -378,7 +446,8 @@ public:
     SmallVector<int64_t> staticShape;
     SmallVector<Value> dynamic;
     dispatchIndexOpFoldResults(shape, dynamic, staticShape);
-    auto type = MemRefType::get(staticShape, elementType);
+    auto type = MemRefType::get(staticShape, elementType,
+                                MemRefLayoutAttrInterface(), memorySpace);
     return memref::AllocOp::create(b, loc, type, dynamic);
   }
 
@@ -469,8 +538,11 @@ public:
     SmallVector<Type> types;
     for (Value a : args)
       types.push_back(a.getType());
-    return LLVM::CallOp::create(b, loc, rt.getFunc(name, types), args)
-        .getResult();
+    Value status =
+        LLVM::CallOp::create(b, loc, rt.getFunc(name, types), args).getResult();
+    rt.checkStatus(b, loc, status,
+                   (name + " for '" + op->getName().getStringRef() + "'").str());
+    return status;
   }
 
   /// Calls `name(handle, ..., &out)` and returns `out` as an index.
@@ -529,6 +601,7 @@ LogicalResult lowerCollective(RuntimeModule &rt, CollectiveOpInterface coll,
       return l.index(staticGroup);
     return l.callForIndex("meshrt_comm_size", {comm});
   };
+  l.memorySpace = inType.getMemorySpace();
   Value in = l.contiguous(input);
   SmallVector<OpFoldResult> inShape = l.sizes(in);
   Value result;
@@ -662,6 +735,9 @@ struct ConvertMeshToRuntimePass
       }
     });
     if (failedCheck)
+      return signalPassFailure();
+
+    if (failed(rt.checkReservedSymbols(initSymbol, finiSymbol)))
       return signalPassFailure();
 
     // Declare every mesh, used or not: declaring checks it against the world.

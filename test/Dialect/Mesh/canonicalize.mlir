@@ -72,6 +72,16 @@ func.func @slice_of_gather_mismatch(%x: tensor<16x128xf32>) -> (tensor<16x128xf3
   return %s, %t : tensor<16x128xf32>, tensor<128x16xf32>
 }
 
+// On memrefs the slice is a new buffer: it must not alias the gathered one.
+// CHECK-LABEL: func.func @slice_of_gather_memref
+func.func @slice_of_gather_memref(%x: memref<16x128xf32>) -> memref<16x128xf32> {
+  // CHECK: mesh.all_gather
+  // CHECK: mesh.all_slice
+  %g = mesh.all_gather %x on @world axes = ["shard"] gather_dim = 0 : memref<16x128xf32> -> memref<64x128xf32>
+  %s = mesh.all_slice %g on @world axes = ["shard"] slice_dim = 0 : memref<64x128xf32> -> memref<16x128xf32>
+  return %s : memref<16x128xf32>
+}
+
 // axis_size of a static axis is a constant; of a `?` axis it stays.
 // CHECK-LABEL: func.func @axis_size
 func.func @axis_size() -> (index, index, index) {

@@ -33,6 +33,19 @@ mesh.mesh @m(["a" = ?, "b" = ?])
 
 // -----
 
+// expected-error @+1 {{'mesh.mesh' op @m has 17 axes; at most 16 are supported (M6)}}
+mesh.mesh @m(["a0" = 1, "a1" = 1, "a2" = 1, "a3" = 1, "a4" = 1, "a5" = 1, "a6" = 1, "a7" = 1, "a8" = 1, "a9" = 1, "a10" = 1, "a11" = 1, "a12" = 1, "a13" = 1, "a14" = 1, "a15" = 1, "a16" = 1])
+
+// -----
+
+mesh.mesh @world(["replicate" = 2, "shard" = 4])
+// expected-error @+1 {{'func.func' op argument 0 of type 'memref<4xf32>' cannot carry a sharding; it needs a ranked tensor}}
+func.func @memref_arg(%x: memref<4xf32> {mesh.sharding = #mesh.sharding<@world, [["shard"]]>}) {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{'mesh.mesh' op @m has more than 2^31-1 devices (M5)}}
 mesh.mesh @m(["a" = 65536, "b" = 65536])
 
@@ -310,7 +323,7 @@ func.func private @result_rank() -> (tensor<4xf32> {mesh.sharding = #mesh.shardi
 // -----
 
 mesh.mesh @world(["replicate" = 2, "shard" = 4])
-// expected-error @+1 {{'func.func' op argument 0 of type 'index' cannot carry a sharding; it needs a tensor}}
+// expected-error @+1 {{'func.func' op argument 0 of type 'index' cannot carry a sharding; it needs a ranked tensor}}
 func.func @not_a_tensor(%i: index {mesh.sharding = #mesh.sharding<@world, []>}) {
   return
 }

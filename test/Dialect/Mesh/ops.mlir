@@ -12,6 +12,9 @@ mesh.mesh @dpsp(["data_parallel" = ?, "sequence_parallel" = 4])
 mesh.mesh @cube(["replicate" = 2, "shard" = 2, "tp" = 2])
 // CHECK: mesh.mesh @line(["x" = 1])
 mesh.mesh @line(["x" = 1])
+// Names are printed escaped, so they parse back.
+// CHECK: mesh.mesh @odd(["a\22b" = 2, "c d" = 2])
+mesh.mesh @odd(["a\22b" = 2, "c d" = 2])
 
 // CHECK-LABEL: func.func @shardings
 // CHECK-SAME: {mesh.sharding = #mesh.sharding<@world, {{\[\[}}"shard"], []]>}

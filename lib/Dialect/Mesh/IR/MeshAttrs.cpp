@@ -68,6 +68,8 @@ ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                      ArrayAttr partialAxes, ReductionKind partialKind) {
   if (!mesh)
     return emitError() << "sharding needs a mesh symbol";
+  if (!dims || !partialAxes)
+    return emitError() << "sharding needs its dims and partial axes";
   llvm::SmallSet<StringRef, 8> seen;
   auto checkAxis = [&](Attribute a, StringRef where) -> LogicalResult {
     auto name = dyn_cast<StringAttr>(a);
@@ -158,7 +160,7 @@ Attribute ShardingAttr::parse(AsmParser &parser, Type) {
 static void printAxisList(AsmPrinter &printer, ArrayAttr axes) {
   printer << '[';
   llvm::interleaveComma(axes, printer, [&](Attribute a) {
-    printer << '"' << cast<StringAttr>(a).getValue() << '"';
+    printer.printString(cast<StringAttr>(a).getValue());
   });
   printer << ']';
 }
@@ -181,14 +183,17 @@ void ShardingAttr::print(AsmPrinter &printer) const {
 LogicalResult mlir::mesh::verifySharding(Operation *op, ShardingAttr sharding,
                                          Type type, StringRef what,
                                          SymbolTableCollection *symbolTables) {
+  // Attributes built in C++ without getChecked reach here unverified.
+  if (failed(ShardingAttr::verify(
+          [&] { return op->emitOpError() << what << ": "; },
+          sharding.getMesh(), sharding.getDims(), sharding.getPartialAxes(),
+          sharding.getPartialKind())))
+    return failure();
   FailureOr<MeshOp> mesh =
       getMeshOrEmitError(op, sharding.getMesh(), symbolTables);
   if (failed(mesh))
     return failure();
-  if (auto shaped = dyn_cast<ShapedType>(type)) {
-    if (!shaped.hasRank())
-      return op->emitOpError() << what << " has an unranked type " << type
-                               << "; a sharding needs a ranked tensor";
+  if (auto shaped = dyn_cast<RankedTensorType>(type)) {
     if (static_cast<int64_t>(sharding.getRank()) != shaped.getRank())
       return op->emitOpError()
              << what << ": sharding has " << sharding.getRank()
@@ -196,7 +201,8 @@ LogicalResult mlir::mesh::verifySharding(Operation *op, ShardingAttr sharding,
              << shaped.getRank() << " (S2)";
   } else {
     return op->emitOpError() << what << " of type " << type
-                             << " cannot carry a sharding; it needs a tensor";
+                             << " cannot carry a sharding; it needs a ranked "
+                                "tensor";
   }
   auto checkAxes = [&](ArrayAttr axes) -> LogicalResult {
     for (Attribute a : axes) {

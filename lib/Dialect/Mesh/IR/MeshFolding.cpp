@@ -47,7 +47,10 @@ OpFoldResult AllSliceOp::fold(FoldAdaptor) {
   if (OpFoldResult r = foldSingletonGroup(*this))
     return r;
   // all_slice(all_gather(x)) on the same mesh, axes and dim is x: member i
-  // gathers every x_j and keeps block i, its own.
+  // gathers every x_j and keeps block i, its own. Tensors only: a memref
+  // collective allocates its result, which must not alias x.
+  if (!isa<TensorType>(getType()))
+    return {};
   auto gather = getInput().getDefiningOp<AllGatherOp>();
   if (!gather || gather.getMeshAttr() != getMeshAttr() ||
       gather.getAxes() != getAxes() ||

@@ -142,7 +142,8 @@ static void printMeshAxes(OpAsmPrinter &printer, MeshOp, ArrayAttr names,
   for (auto [i, name] : llvm::enumerate(names)) {
     if (i)
       printer << ", ";
-    printer << '"' << cast<StringAttr>(name).getValue() << "\" = ";
+    printer.printString(cast<StringAttr>(name).getValue());
+    printer << " = ";
     int64_t size = i < static_cast<size_t>(shape.size()) ? shape[i]
                                                          : ShapedType::kDynamic;
     if (ShapedType::isDynamic(size))
@@ -183,6 +184,10 @@ LogicalResult MeshOp::verify() {
                            << "\" has size " << size
                            << "; sizes must be at least 1 (M2)";
   }
+  // M6: the runtime describes a mesh with at most 16 axes.
+  if (shape.size() > 16)
+    return emitOpError() << "@" << getSymName() << " has " << shape.size()
+                         << " axes; at most 16 are supported (M6)";
   // M5: ranks are 32-bit integers in MPI and NCCL.
   int64_t devices = 1;
   for (int64_t size : shape) {

@@ -75,6 +75,8 @@ struct CollectiveBufferization
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPoint(op);
     Operation *bufferized = rewriter.clone(*op);
+    // A sharding describes a tensor; the buffer form carries none.
+    bufferized->removeAttr(mesh::MeshDialect::getShardingAttrName());
     bufferized->setOperand(0, *buffer);
     bufferized->getResult(0).setType(getResultBufferType(op, memorySpace));
     replaceOpWithBufferizedValues(rewriter, op, bufferized->getResults());

@@ -104,7 +104,7 @@ def Mesh_ReductionKindAttr
         : tensor<8xi32> -> tensor<8xi32>
     ```
   }];
-  let assemblyFormat = "$value";
+  let assemblyFormat = "`<` $value `>`";
 }
 
 //===----------------------------------------------------------------------===//

@@ -34,4 +34,20 @@ def Mesh_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
   ];
 }
 
+def Mesh_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
+  let cppNamespace = "::mlir::mesh";
+  let description = [{
+    Lets an op of any dialect describe how sharding flows through it, as a
+    `ShardingRule`: factors (loop dims, some of them reductions), and the
+    factor of each operand and result dim. Sharding propagation and
+    partitioning use it before their built-in rules (linalg structured ops
+    from their indexing maps, elementwise ops, `tensor.empty`). Attach it to
+    another dialect's ops as an external model.
+  }];
+  let methods = [
+    InterfaceMethod<"The op's sharding rule, or failure if it has none.",
+      "::mlir::FailureOr<::mlir::mesh::ShardingRule>", "getShardingRule">
+  ];
+}
+
 #endif // MESH_DIALECT_MESH_IR_MESHINTERFACES_TD

@@ -24,6 +24,7 @@
 #define GET_ATTRDEF_CLASSES
 #include "mesh/Dialect/Mesh/IR/MeshAttrs.h.inc"
 
+#include "mesh/Dialect/Mesh/IR/ShardingRule.h"
 #include "mesh/Dialect/Mesh/IR/MeshInterfaces.h.inc"
 
 #define GET_OP_CLASSES

@@ -1,0 +1,74 @@
+//===- Resharding.h - plans that move a tensor between shardings -*- C++ -*-===//
+//
+// A resharding plan takes a tensor from one sharding to another on the same
+// mesh as a short list of collectives: pending reductions are finished
+// (all_reduce, or reduce_scatter when the target splits a dim over the
+// reduced axes), axes move between dims with all_to_all, axes leave a dim
+// with all_gather and join one with all_slice.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESH_DIALECT_MESH_TRANSFORMS_RESHARDING_H
+#define MESH_DIALECT_MESH_TRANSFORMS_RESHARDING_H
+
+#include "mesh/Dialect/Mesh/IR/MeshOps.h"
+
+#include <string>
+
+namespace mlir {
+namespace mesh {
+
+/// One collective of a resharding plan.
+struct ReshardStep {
+  enum class Kind { AllReduce, ReduceScatter, AllGather, AllSlice, AllToAll };
+  Kind kind;
+  /// The group's axes, in group order.
+  SmallVector<std::string> axes;
+  /// gather_dim, slice_dim, scatter_dim, or all_to_all's split_dim.
+  int64_t dim = -1;
+  /// all_to_all's concat_dim.
+  int64_t concatDim = -1;
+  /// For AllReduce and ReduceScatter.
+  ReductionKind reduction = ReductionKind::Sum;
+};
+
+/// The axes of a sharding, as plain strings (dims then partial).
+struct ShardingLayout {
+  SmallVector<SmallVector<std::string>> dims;
+  SmallVector<std::string> partial;
+  ReductionKind partialKind = ReductionKind::Sum;
+
+  static ShardingLayout get(ShardingAttr sharding);
+  /// The replicated layout of a rank-`rank` tensor.
+  static ShardingLayout replicated(unsigned rank);
+  ShardingAttr toAttr(FlatSymbolRefAttr mesh) const;
+  bool operator==(const ShardingLayout &other) const {
+    return dims == other.dims && partial == other.partial &&
+           (partial.empty() || partialKind == other.partialKind);
+  }
+  bool operator!=(const ShardingLayout &other) const { return !(*this == other); }
+};
+
+/// Plans the collectives that take a tensor of global shape `globalShape`
+/// from `src` to `dst` on `mesh`. Fails, with a reason in `whyNot`, when the
+/// target adds a pending reduction that the source does not have.
+FailureOr<SmallVector<ReshardStep>>
+planResharding(MeshOp mesh, const ShardingLayout &src,
+               const ShardingLayout &dst, std::string &whyNot);
+
+/// The per-device type of a tensor of global type `global` laid out as
+/// `layout`. Fails, with a reason in `whyNot`, when a static dim does not
+/// divide by the product of its axes' sizes.
+FailureOr<RankedTensorType> getLocalType(MeshOp mesh, RankedTensorType global,
+                                         const ShardingLayout &layout,
+                                         std::string &whyNot);
+
+/// Emits `steps` on `local`, a per-device value; returns the resharded
+/// per-device value.
+Value emitResharding(OpBuilder &builder, Location loc, MeshOp mesh,
+                     Value local, ArrayRef<ReshardStep> steps);
+
+} // namespace mesh
+} // namespace mlir
+
+#endif // MESH_DIALECT_MESH_TRANSFORMS_RESHARDING_H

@@ -1,0 +1,273 @@
+//===- Resharding.cpp - plans that move a tensor between shardings --------===//
+//
+// The planner works on layouts (for each dim, its axes, major to minor, plus
+// the axes of a pending reduction) and proceeds in a fixed order, each step
+// taking the tensor closer to the target:
+//
+//  1. Pending reductions the target does not keep are finished: with a
+//     reduce_scatter along a dim when the target splits that dim, right after
+//     the axes it already has in common, over exactly those axes (this moves
+//     1/n of the bytes of an all_reduce); otherwise with one all_reduce.
+//  2. An axis group at the minor end of one dim that the target needs next on
+//     another dim moves there with one all_to_all (split the target dim,
+//     concatenate the source dim), instead of a gather and a slice.
+//  3. What a dim still has beyond its common prefix with the target leaves
+//     with one all_gather over those axes.
+//  4. What a dim still lacks joins with one all_slice (no communication).
+//
+// Each step keeps the layout valid (an axis is on at most one dim), and the
+// sequence ends at the target: after step 3 every dim is a prefix of its
+// target, and step 4 appends the rest.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mesh/Dialect/Mesh/Transforms/Resharding.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::mesh;
+
+ShardingLayout ShardingLayout::get(ShardingAttr sharding) {
+  ShardingLayout layout;
+  for (unsigned d = 0; d < sharding.getRank(); ++d) {
+    SmallVector<std::string> axes;
+    for (StringRef a : sharding.getDimAxes(d))
+      axes.push_back(a.str());
+    layout.dims.push_back(std::move(axes));
+  }
+  for (StringRef a : sharding.getPartialAxisNames())
+    layout.partial.push_back(a.str());
+  layout.partialKind = sharding.getPartialKind();
+  return layout;
+}
+
+ShardingLayout ShardingLayout::replicated(unsigned rank) {
+  ShardingLayout layout;
+  layout.dims.resize(rank);
+  return layout;
+}
+
+ShardingAttr ShardingLayout::toAttr(FlatSymbolRefAttr mesh) const {
+  SmallVector<SmallVector<StringRef>> dimRefs;
+  for (const auto &axes : dims)
+    dimRefs.push_back(SmallVector<StringRef>(axes.begin(), axes.end()));
+  SmallVector<StringRef> partialRefs(partial.begin(), partial.end());
+  return ShardingAttr::get(mesh, dimRefs, partialRefs, partialKind);
+}
+
+/// Length of the common prefix of `a` and `b`.
+static size_t commonPrefix(ArrayRef<std::string> a, ArrayRef<std::string> b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n])
+    ++n;
+  return n;
+}
+
+FailureOr<SmallVector<ReshardStep>>
+mlir::mesh::planResharding(MeshOp mesh, const ShardingLayout &src,
+                           const ShardingLayout &dst, std::string &whyNot) {
+  (void)mesh;
+  SmallVector<ReshardStep> steps;
+  if (src.dims.size() != dst.dims.size()) {
+    whyNot = "the shardings have different ranks";
+    return failure();
+  }
+  for (const std::string &axis : dst.partial)
+    if (!llvm::is_contained(src.partial, axis)) {
+      whyNot = "the target has a pending reduction over \"" + axis +
+               "\" that the source does not have";
+      return failure();
+    }
+  if (!dst.partial.empty() && !src.partial.empty() &&
+      src.partialKind != dst.partialKind) {
+    whyNot = "the pending reductions are of different kinds";
+    return failure();
+  }
+  ShardingLayout cur = src;
+  unsigned rank = cur.dims.size();
+
+  // 1. Finish the pending reductions the target does not keep.
+  SmallVector<std::string> finish;
+  for (const std::string &axis : cur.partial)
+    if (!llvm::is_contained(dst.partial, axis))
+      finish.push_back(axis);
+  if (!finish.empty()) {
+    std::optional<unsigned> scatterDim;
+    SmallVector<std::string> scatterAxes;
+    for (unsigned d = 0; d < rank && !scatterDim; ++d) {
+      const auto &have = cur.dims[d];
+      const auto &want = dst.dims[d];
+      if (commonPrefix(have, want) != have.size() ||
+          want.size() < have.size() + finish.size())
+        continue;
+      SmallVector<std::string> next(want.begin() + have.size(),
+                                    want.begin() + have.size() + finish.size());
+      SmallVector<std::string> a = next, b = finish;
+      llvm::sort(a);
+      llvm::sort(b);
+      if (a == b) {
+        scatterDim = d;
+        scatterAxes = next;
+      }
+    }
+    if (scatterDim) {
+      steps.push_back({ReshardStep::Kind::ReduceScatter, scatterAxes,
+                       static_cast<int64_t>(*scatterDim), -1, cur.partialKind});
+      llvm::append_range(cur.dims[*scatterDim], scatterAxes);
+    } else {
+      steps.push_back({ReshardStep::Kind::AllReduce, finish, -1, -1,
+                       cur.partialKind});
+    }
+    SmallVector<std::string> keep;
+    for (const std::string &axis : cur.partial)
+      if (!llvm::is_contained(finish, axis))
+        keep.push_back(axis);
+    cur.partial = keep;
+  }
+
+  // 2. Move axis groups between dims with all_to_all.
+  bool moved = true;
+  while (moved) {
+    moved = false;
+    for (unsigned j = 0; j < rank && !moved; ++j) {
+      // Dim j must already be a prefix of its target and need more axes.
+      size_t pj = commonPrefix(cur.dims[j], dst.dims[j]);
+      if (pj != cur.dims[j].size() || pj == dst.dims[j].size())
+        continue;
+      for (unsigned i = 0; i < rank && !moved; ++i) {
+        if (i == j)
+          continue;
+        size_t pi = commonPrefix(cur.dims[i], dst.dims[i]);
+        // The longest group at the minor end of what dim i must lose that
+        // dim j needs next, in the same order.
+        size_t extra = cur.dims[i].size() - pi;
+        for (size_t len = extra; len > 0; --len) {
+          ArrayRef<std::string> tail =
+              ArrayRef<std::string>(cur.dims[i]).take_back(len);
+          ArrayRef<std::string> need =
+              ArrayRef<std::string>(dst.dims[j]).drop_front(pj);
+          if (need.size() < len ||
+              !std::equal(tail.begin(), tail.end(), need.begin()))
+            continue;
+          SmallVector<std::string> axes(tail.begin(), tail.end());
+          steps.push_back({ReshardStep::Kind::AllToAll, axes,
+                           static_cast<int64_t>(j), static_cast<int64_t>(i),
+                           ReductionKind::Sum});
+          cur.dims[i].resize(cur.dims[i].size() - len);
+          llvm::append_range(cur.dims[j], axes);
+          moved = true;
+          break;
+        }
+      }
+    }
+  }
+
+  // 3. Gather what each dim has beyond its common prefix with the target.
+  for (unsigned d = 0; d < rank; ++d) {
+    size_t p = commonPrefix(cur.dims[d], dst.dims[d]);
+    if (p == cur.dims[d].size())
+      continue;
+    SmallVector<std::string> axes(cur.dims[d].begin() + p, cur.dims[d].end());
+    steps.push_back({ReshardStep::Kind::AllGather, axes,
+                     static_cast<int64_t>(d), -1, ReductionKind::Sum});
+    cur.dims[d].resize(p);
+  }
+
+  // 4. Slice what each dim still lacks.
+  for (unsigned d = 0; d < rank; ++d) {
+    size_t p = cur.dims[d].size();
+    if (p == dst.dims[d].size())
+      continue;
+    SmallVector<std::string> axes(dst.dims[d].begin() + p, dst.dims[d].end());
+    steps.push_back({ReshardStep::Kind::AllSlice, axes,
+                     static_cast<int64_t>(d), -1, ReductionKind::Sum});
+    llvm::append_range(cur.dims[d], axes);
+  }
+  assert(cur.dims == dst.dims && "resharding plan must end at the target");
+  return steps;
+}
+
+FailureOr<RankedTensorType>
+mlir::mesh::getLocalType(MeshOp mesh, RankedTensorType global,
+                         const ShardingLayout &layout, std::string &whyNot) {
+  if (static_cast<int64_t>(layout.dims.size()) != global.getRank()) {
+    whyNot = "the sharding has " + std::to_string(layout.dims.size()) +
+             " dims but the tensor has rank " +
+             std::to_string(global.getRank());
+    return failure();
+  }
+  SmallVector<int64_t> shape(global.getShape());
+  for (auto [d, axes] : llvm::enumerate(layout.dims)) {
+    if (axes.empty())
+      continue;
+    SmallVector<StringRef> refs(axes.begin(), axes.end());
+    int64_t n = mesh.getGroupSize(refs);
+    if (ShapedType::isDynamic(shape[d]) || ShapedType::isDynamic(n)) {
+      shape[d] = ShapedType::kDynamic;
+      continue;
+    }
+    if (shape[d] % n != 0) {
+      std::string list;
+      for (auto [k, a] : llvm::enumerate(axes))
+        list += (k ? ", \"" : "\"") + a + "\"";
+      whyNot = "dim " + std::to_string(d) + " of size " +
+               std::to_string(shape[d]) + " does not divide by the " +
+               std::to_string(n) + " devices of axes [" + list + "]";
+      return failure();
+    }
+    shape[d] /= n;
+  }
+  return RankedTensorType::get(shape, global.getElementType());
+}
+
+Value mlir::mesh::emitResharding(OpBuilder &b, Location loc, MeshOp mesh,
+                                 Value local, ArrayRef<ReshardStep> steps) {
+  FlatSymbolRefAttr meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+  for (const ReshardStep &step : steps) {
+    auto type = cast<RankedTensorType>(local.getType());
+    SmallVector<StringRef> refs(step.axes.begin(), step.axes.end());
+    ArrayAttr axes = b.getStrArrayAttr(refs);
+    int64_t n = mesh.getGroupSize(refs);
+    SmallVector<int64_t> shape(type.getShape());
+    auto scale = [&](int64_t dim, bool multiply) {
+      if (ShapedType::isDynamic(shape[dim]) || ShapedType::isDynamic(n))
+        shape[dim] = ShapedType::kDynamic;
+      else
+        shape[dim] = multiply ? shape[dim] * n : shape[dim] / n;
+    };
+    auto reduction = ReductionKindAttr::get(b.getContext(), step.reduction);
+    switch (step.kind) {
+    case ReshardStep::Kind::AllReduce:
+      local = AllReduceOp::create(b, loc, type, local, meshRef, axes, reduction);
+      break;
+    case ReshardStep::Kind::ReduceScatter:
+      scale(step.dim, false);
+      local = ReduceScatterOp::create(
+          b, loc, RankedTensorType::get(shape, type.getElementType()), local,
+          meshRef, axes, b.getI64IntegerAttr(step.dim), reduction);
+      break;
+    case ReshardStep::Kind::AllGather:
+      scale(step.dim, true);
+      local = AllGatherOp::create(
+          b, loc, RankedTensorType::get(shape, type.getElementType()), local,
+          meshRef, axes, b.getI64IntegerAttr(step.dim));
+      break;
+    case ReshardStep::Kind::AllSlice:
+      scale(step.dim, false);
+      local = AllSliceOp::create(
+          b, loc, RankedTensorType::get(shape, type.getElementType()), local,
+          meshRef, axes, b.getI64IntegerAttr(step.dim));
+      break;
+    case ReshardStep::Kind::AllToAll:
+      scale(step.dim, false);
+      scale(step.concatDim, true);
+      local = AllToAllOp::create(
+          b, loc, RankedTensorType::get(shape, type.getElementType()), local,
+          meshRef, axes, b.getI64IntegerAttr(step.dim),
+          b.getI64IntegerAttr(step.concatDim));
+      break;
+    }
+  }
+  return local;
+}

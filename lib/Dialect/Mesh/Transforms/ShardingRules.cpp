@@ -1,0 +1,204 @@
+//===- ShardingRules.cpp - built-in sharding rules ------------------------===//
+//
+// Linalg structured ops: one factor per loop. An operand dim whose index is a
+// plain loop dim maps to that loop's factor; a dim indexed by anything else
+// (a convolution's `d0 + d3`) maps to no factor, and every loop in that
+// expression is blocked, since sharding it would misplace the window. Ops
+// that read loop indices (linalg.index) block every factor. A reduction loop
+// is a reduction factor whose kind comes from the combiner in the body; it
+// may only be sharded when every accumulator starts from the kind's neutral
+// value (or the kind is idempotent, max or min), else each device would add
+// the initial value once more.
+//
+// Elementwise ops map each dim of each same-rank operand to the result's.
+// tensor.empty has one free factor per dim; constants are replicated.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mesh/Dialect/Mesh/Transforms/ShardingRules.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+using namespace mlir::mesh;
+
+/// The reduction kind of a combiner op, if it is one we know.
+static std::optional<ReductionKind> getCombinerKind(Operation *op) {
+  if (isa<arith::AddFOp, arith::AddIOp>(op))
+    return ReductionKind::Sum;
+  if (isa<arith::MulFOp, arith::MulIOp>(op))
+    return ReductionKind::Prod;
+  if (isa<arith::MaximumFOp, arith::MaxNumFOp, arith::MaxSIOp>(op))
+    return ReductionKind::Max;
+  if (isa<arith::MinimumFOp, arith::MinNumFOp, arith::MinSIOp>(op))
+    return ReductionKind::Min;
+  if (isa<arith::AndIOp>(op))
+    return ReductionKind::And;
+  if (isa<arith::OrIOp>(op))
+    return ReductionKind::Or;
+  if (isa<arith::XOrIOp>(op))
+    return ReductionKind::Xor;
+  return std::nullopt;
+}
+
+/// The one reduction kind of a linalg op's body, if every yielded value is
+/// `combiner(accumulator, x)` with the same known combiner.
+static std::optional<ReductionKind> getReductionKind(linalg::LinalgOp op) {
+  Block *body = op.getBlock();
+  auto yield = dyn_cast<linalg::YieldOp>(body->getTerminator());
+  if (!yield)
+    return std::nullopt;
+  std::optional<ReductionKind> kind;
+  for (auto [i, value] : llvm::enumerate(yield.getOperands())) {
+    Operation *combiner = value.getDefiningOp();
+    if (!combiner || combiner->getNumOperands() != 2)
+      return std::nullopt;
+    BlockArgument acc =
+        op.getMatchingBlockArgument(op.getDpsInitOperand(i));
+    if (combiner->getOperand(0) != acc && combiner->getOperand(1) != acc)
+      return std::nullopt;
+    std::optional<ReductionKind> k = getCombinerKind(combiner);
+    if (!k || (kind && *kind != *k))
+      return std::nullopt;
+    kind = k;
+  }
+  return kind;
+}
+
+/// True when `init` starts from the neutral value of `kind`.
+static bool startsNeutral(Value init, ReductionKind kind) {
+  if (kind == ReductionKind::Max || kind == ReductionKind::Min)
+    return true; // Idempotent: combining the initial value again is harmless.
+  auto fill = init.getDefiningOp<linalg::FillOp>();
+  if (!fill)
+    return false;
+  Attribute value;
+  if (!matchPattern(fill.getInputs()[0], m_Constant(&value)))
+    return false;
+  if (auto f = dyn_cast<FloatAttr>(value)) {
+    double v = f.getValueAsDouble();
+    return kind == ReductionKind::Sum ? v == 0.0
+           : kind == ReductionKind::Prod ? v == 1.0
+                                          : false;
+  }
+  if (auto i = dyn_cast<IntegerAttr>(value)) {
+    APInt v = i.getValue();
+    switch (kind) {
+    case ReductionKind::Sum:
+    case ReductionKind::Or:
+    case ReductionKind::Xor:
+      return v.isZero();
+    case ReductionKind::Prod:
+      return v.isOne();
+    case ReductionKind::And:
+      return v.isAllOnes();
+    default:
+      return false;
+    }
+  }
+  return false;
+}
+
+static FailureOr<ShardingRule> getLinalgRule(linalg::LinalgOp op) {
+  if (!op.hasPureTensorSemantics())
+    return failure();
+  ShardingRule rule;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  std::optional<ReductionKind> kind = getReductionKind(op);
+  for (auto [size, it] : llvm::zip(ranges, iterators)) {
+    ShardingFactor f{size, std::nullopt, false};
+    if (it == utils::IteratorType::reduction) {
+      f.reduction = kind;
+      f.blocked = !kind;
+    }
+    rule.factors.push_back(f);
+  }
+  if (op.hasIndexSemantics())
+    for (ShardingFactor &f : rule.factors)
+      f.blocked = true;
+  auto dimsOf = [&](OpOperand &operand) {
+    SmallVector<int64_t> dims;
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    for (AffineExpr e : map.getResults()) {
+      if (auto d = dyn_cast<AffineDimExpr>(e)) {
+        dims.push_back(d.getPosition());
+        continue;
+      }
+      dims.push_back(-1);
+      e.walk([&](AffineExpr sub) {
+        if (auto d = dyn_cast<AffineDimExpr>(sub))
+          rule.factors[d.getPosition()].blocked = true;
+      });
+    }
+    return dims;
+  };
+  for (OpOperand &operand : op->getOpOperands())
+    rule.operandDims.push_back(dimsOf(operand));
+  for (OpOperand &init : op.getDpsInitsMutable())
+    rule.resultDims.push_back(dimsOf(init));
+  // Reductions may only be split when every accumulator starts neutral.
+  if (kind && !llvm::all_of(op.getDpsInits(), [&](Value init) {
+        return startsNeutral(init, *kind);
+      }))
+    for (ShardingFactor &f : rule.factors)
+      if (f.reduction)
+        f.blocked = true;
+  return rule;
+}
+
+static FailureOr<ShardingRule> getElementwiseRule(Operation *op) {
+  if (op->getNumResults() == 0)
+    return failure();
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!type)
+    return failure();
+  ShardingRule rule;
+  for (int64_t size : type.getShape())
+    rule.factors.push_back({size, std::nullopt, false});
+  SmallVector<int64_t> identity =
+      llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+  for (Value operand : op->getOperands()) {
+    auto t = dyn_cast<RankedTensorType>(operand.getType());
+    if (t && t.getRank() != type.getRank())
+      return failure();
+    rule.operandDims.push_back(t ? identity : SmallVector<int64_t>());
+  }
+  for (Value result : op->getResults()) {
+    auto t = dyn_cast<RankedTensorType>(result.getType());
+    if (!t || t.getRank() != type.getRank())
+      return failure();
+    rule.resultDims.push_back(identity);
+  }
+  return rule;
+}
+
+FailureOr<ShardingRule> mlir::mesh::getShardingRule(Operation *op) {
+  if (auto iface = dyn_cast<ShardingRuleOpInterface>(op))
+    return iface.getShardingRule();
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+    return getLinalgRule(linalgOp);
+  if (auto empty = dyn_cast<tensor::EmptyOp>(op)) {
+    ShardingRule rule;
+    for (int64_t size : empty.getType().getShape())
+      rule.factors.push_back({size, std::nullopt, false});
+    rule.operandDims.resize(op->getNumOperands());
+    rule.resultDims.push_back(
+        llvm::to_vector(llvm::seq<int64_t>(0, empty.getType().getRank())));
+    return rule;
+  }
+  if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+    auto type = dyn_cast<RankedTensorType>(constant.getType());
+    if (!type)
+      return failure();
+    ShardingRule rule;
+    rule.resultDims.push_back(SmallVector<int64_t>(type.getRank(), -1));
+    return rule;
+  }
+  if (op->hasTrait<OpTrait::Elementwise>())
+    return getElementwiseRule(op);
+  return failure();
+}
