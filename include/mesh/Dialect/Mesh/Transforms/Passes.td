@@ -46,4 +46,80 @@ def PrepareForBufferization
   ];
 }
 
+def PropagateSharding : Pass<"mesh-propagate-sharding", "::mlir::ModuleOp"> {
+  let summary = "Decides a sharding for every tensor from a few annotations";
+  let description = [{
+    Annotations are constraints: function arguments and results with
+    `mesh.sharding`, op results with `mesh.sharding`, and `mesh.shard`
+    results keep the sharding they were given. Every other tensor gets one
+    through the ops' sharding rules (factors: see `ShardingRuleOpInterface`):
+
+    - Sweeps alternate forward (program order; an op takes its factors' axes
+      from its operands first, then its results) and backward (reverse order;
+      results first, then operands) until nothing changes. Within a sweep the
+      first value that shards a factor decides it; an axis already used by
+      another factor of the op, or whose size does not divide the factor's, is
+      skipped. A value keeps the first sharding it gets. This rule is
+      deterministic and each sweep visits each op once, so the pass is linear
+      in the program.
+    - A sharded reduction factor makes the results partial
+      (`partial = sum[...]`, or the kind of the reduction's combiner); the
+      partitioner reduces them where a consumer needs them.
+    - The operand of a `mesh.shard` without a sharding takes the target's,
+      and a function result without an annotation takes its return value's.
+    - An op with no rule gets replicated results and a warning naming it.
+    - Tensors nothing constrains are replicated.
+
+    The result is written back as `mesh.sharding` annotations. With
+    `explain`, a remark for each value says where its sharding came from.
+
+    ```mlir
+    mesh.mesh @m(["x" = 4])
+    func.func @f(%a: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [["x"], []]>},
+                 %b: tensor<8x16xf32>) -> tensor<8x16xf32> {
+      %c = arith.addf %a, %b : tensor<8x16xf32>
+      return %c : tensor<8x16xf32>
+    }
+    // %b, %c and the result become #mesh.sharding<@m, [["x"], []]>.
+    ```
+  }];
+  let options = [
+    Option<"explain", "explain", "bool", "false",
+           "Emit a remark for each value saying where its sharding came from">
+  ];
+}
+
+def Partition : Pass<"mesh-partition", "::mlir::ModuleOp"> {
+  let summary = "Rewrites an annotated program into per-device form";
+  let description = [{
+    Reads the `mesh.sharding` annotations (run `mesh-propagate-sharding`
+    first) and rewrites each function on global shapes into the program one
+    device runs: tensor types become per-device types, function signatures
+    change accordingly, every op works on local shapes, and collectives are
+    inserted where a value's sharding is not the one its consumer needs. A
+    resharding takes any sharding to any other on the same mesh, in as few
+    steps as the planner finds (reduce_scatter or all_reduce to finish a
+    pending reduction, all_to_all to move an axis between dims, all_gather
+    and all_slice).
+
+    A static dim that does not divide by its axes' devices is an error that
+    names the value and the sizes. Ops without a sharding rule run
+    replicated. Annotations are removed.
+
+    ```mlir
+    mesh.mesh @m(["x" = 4])
+    func.func @f(%a: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [["x"], []]>})
+        -> (tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [[], []]>}) {
+      return %a : tensor<8x16xf32>
+    }
+    // becomes
+    func.func @f(%a: tensor<2x16xf32>) -> tensor<8x16xf32> {
+      %0 = mesh.all_gather %a on @m axes = ["x"] gather_dim = 0
+          : tensor<2x16xf32> -> tensor<8x16xf32>
+      return %0 : tensor<8x16xf32>
+    }
+    ```
+  }];
+}
+
 #endif // MESH_DIALECT_MESH_TRANSFORMS_PASSES_TD

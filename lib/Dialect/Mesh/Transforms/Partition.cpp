@@ -1,0 +1,377 @@
+//===- Partition.cpp - global program to per-device program ---------------===//
+//
+// Rewrites each function in place, in program order. Every tensor value is
+// given its per-device type from its annotation; an op with a sharding rule
+// takes its factors' axes from its results' shardings, its operands are
+// resharded to the projection of those factors (without pending reductions),
+// and its results come out sharded that way, partial over the axes of
+// sharded reduction factors. A result whose annotation differs from what the
+// op produces is resharded after it. `mesh.shard` becomes the resharding it
+// asks for, and `return` reshards to the function's result shardings.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mesh/Dialect/Mesh/IR/MeshOps.h"
+#include "mesh/Dialect/Mesh/Transforms/Passes.h"
+#include "mesh/Dialect/Mesh/Transforms/Resharding.h"
+#include "mesh/Dialect/Mesh/Transforms/ShardingRules.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+namespace mlir {
+namespace mesh {
+#define GEN_PASS_DEF_PARTITION
+#include "mesh/Dialect/Mesh/Transforms/Passes.h.inc"
+} // namespace mesh
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::mesh;
+
+namespace {
+
+/// The layout and mesh a local value currently has.
+struct Placed {
+  ShardingLayout layout;
+  FlatSymbolRefAttr mesh;
+};
+
+class FunctionPartitioner {
+public:
+  FunctionPartitioner(FunctionOpInterface fn, SymbolTableCollection &tables)
+      : fn(fn), tables(tables) {}
+
+  LogicalResult run() {
+    StringRef name = MeshDialect::getShardingAttrName();
+    // Arguments: per-device types.
+    SmallVector<Type> argTypes;
+    for (BlockArgument arg : fn.getArguments()) {
+      auto s = fn.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(), name);
+      if (failed(place(arg, s, fn, "argument " + std::to_string(
+                                                     arg.getArgNumber()))))
+        return failure();
+      argTypes.push_back(arg.getType());
+    }
+    SmallVector<Operation *> ops;
+    for (Operation &op : fn.getFunctionBody().front())
+      ops.push_back(&op);
+    for (Operation *op : ops)
+      if (failed(partition(op)))
+        return failure();
+    // The signature follows the body.
+    SmallVector<Type> resultTypes;
+    fn.walk([&](func::ReturnOp ret) {
+      resultTypes.assign(ret.getOperandTypes().begin(),
+                         ret.getOperandTypes().end());
+    });
+    if (resultTypes.size() != fn.getNumResults())
+      resultTypes.assign(fn.getResultTypes().begin(), fn.getResultTypes().end());
+    fn.setType(FunctionType::get(fn.getContext(), argTypes, resultTypes));
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      fn.removeArgAttr(i, name);
+    for (unsigned i = 0; i < fn.getNumResults(); ++i)
+      fn.removeResultAttr(i, StringAttr::get(fn.getContext(), name));
+    return success();
+  }
+
+private:
+  /// Gives `v` (a global tensor) its per-device type for `s` (replicated if
+  /// null) and records its layout.
+  LogicalResult place(Value v, ShardingAttr s, Operation *where,
+                      const std::string &what) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!type)
+      return success();
+    Placed p{s ? ShardingLayout::get(s) : ShardingLayout::replicated(type.getRank()),
+             s ? s.getMesh() : FlatSymbolRefAttr()};
+    if (s) {
+      FailureOr<RankedTensorType> local = localType(where, type, p, what);
+      if (failed(local))
+        return failure();
+      v.setType(*local);
+    }
+    placed[v] = std::move(p);
+    return success();
+  }
+
+  FailureOr<RankedTensorType> localType(Operation *where,
+                                        RankedTensorType global,
+                                        const Placed &p,
+                                        const std::string &what) {
+    if (!p.mesh)
+      return global;
+    MeshOp mesh = lookupMesh(where, p.mesh, &tables);
+    if (!mesh)
+      return where->emitError() << "mesh " << p.mesh << " is not defined",
+             failure();
+    std::string whyNot;
+    FailureOr<RankedTensorType> local =
+        getLocalType(mesh, global, p.layout, whyNot);
+    if (failed(local))
+      return where->emitError()
+             << "cannot partition " << what << " of type " << global << ": "
+             << whyNot,
+             failure();
+    return local;
+  }
+
+  const Placed &placedOf(Value v) {
+    auto it = placed.find(v);
+    if (it != placed.end())
+      return it->second;
+    auto type = cast<RankedTensorType>(v.getType());
+    placed[v] = Placed{ShardingLayout::replicated(type.getRank()), {}};
+    return placed[v];
+  }
+
+  /// `v` resharded from its layout to `target` on `mesh`, before `where`.
+  FailureOr<Value> reshard(Value v, const ShardingLayout &target,
+                           FlatSymbolRefAttr mesh, Operation *where,
+                           const std::string &what) {
+    Placed from = placedOf(v);
+    if (from.layout == target)
+      return v;
+    FlatSymbolRefAttr meshRef = mesh ? mesh : from.mesh;
+    if (from.mesh && mesh && from.mesh != mesh)
+      return where->emitError()
+             << "cannot reshard " << what << " from mesh " << from.mesh
+             << " to mesh " << mesh << "; resharding stays on one mesh",
+             failure();
+    MeshOp meshOp = lookupMesh(where, meshRef, &tables);
+    if (!meshOp)
+      return where->emitError() << "cannot reshard " << what
+                                << ": no mesh is known for it",
+             failure();
+    std::string whyNot;
+    FailureOr<SmallVector<ReshardStep>> steps =
+        planResharding(meshOp, from.layout, target, whyNot);
+    if (failed(steps))
+      return where->emitError() << "cannot reshard " << what << ": " << whyNot,
+             failure();
+    OpBuilder b(where);
+    Value out = emitResharding(b, where->getLoc(), meshOp, v, *steps);
+    placed[out] = Placed{target, meshRef};
+    return out;
+  }
+
+  static ShardingAttr annotationOf(Operation *op, unsigned result) {
+    Attribute attr = op->getAttr(MeshDialect::getShardingAttrName());
+    if (auto s = dyn_cast_or_null<ShardingAttr>(attr))
+      return op->getNumResults() == 1 ? s : ShardingAttr();
+    if (auto array = dyn_cast_or_null<ArrayAttr>(attr))
+      if (result < array.size())
+        return dyn_cast<ShardingAttr>(array[result]);
+    return {};
+  }
+
+  LogicalResult partition(Operation *op) {
+    if (auto shard = dyn_cast<ShardOp>(op)) {
+      ShardingAttr target = shard.getSharding();
+      FailureOr<Value> v = reshard(shard.getSrc(), ShardingLayout::get(target),
+                                   target.getMesh(), op, "the mesh.shard operand");
+      if (failed(v))
+        return failure();
+      shard.getResult().replaceAllUsesWith(*v);
+      op->erase();
+      return success();
+    }
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (OpOperand &operand : ret->getOpOperands()) {
+        auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+        if (!type)
+          continue;
+        auto s = fn.getResultAttrOfType<ShardingAttr>(
+            operand.getOperandNumber(), MeshDialect::getShardingAttrName());
+        ShardingLayout target =
+            s ? ShardingLayout::get(s) : ShardingLayout::replicated(type.getRank());
+        FailureOr<Value> v =
+            reshard(operand.get(), target, s ? s.getMesh() : FlatSymbolRefAttr(),
+                    op, "result " + std::to_string(operand.getOperandNumber()));
+        if (failed(v))
+          return failure();
+        operand.set(*v);
+      }
+      return success();
+    }
+    bool hasTensors =
+        llvm::any_of(op->getOperandTypes(),
+                     [](Type t) { return isa<RankedTensorType>(t); }) ||
+        llvm::any_of(op->getResultTypes(),
+                     [](Type t) { return isa<RankedTensorType>(t); });
+    if (!hasTensors)
+      return success();
+    if (op->getNumRegions() && !op->hasTrait<OpTrait::IsIsolatedFromAbove>() &&
+        !isa<linalg::LinalgOp>(op))
+      return op->emitError() << "partitioning '" << op->getName()
+                             << "' (an op with regions) is not supported yet";
+    if (isa<CollectiveOpInterface>(op))
+      return op->emitError()
+             << "'" << op->getName()
+             << "' is already per-device; partition programs written on "
+                "global shapes";
+
+    FailureOr<ShardingRule> rule = getShardingRule(op);
+    // The factors' axes, from the results' annotations.
+    FlatSymbolRefAttr mesh;
+    SmallVector<std::optional<SmallVector<std::string>>> factors;
+    if (succeeded(rule)) {
+      factors.resize(rule->factors.size());
+      for (auto [r, dims] : llvm::enumerate(rule->resultDims)) {
+        ShardingAttr s = annotationOf(op, r);
+        if (!s)
+          continue;
+        if (!mesh)
+          mesh = s.getMesh();
+        if (s.getMesh() != mesh)
+          continue;
+        for (auto [d, f] : llvm::enumerate(dims))
+          if (f >= 0 && !factors[f] && !rule->factors[f].blocked &&
+              !s.getDimAxes(d).empty()) {
+            SmallVector<std::string> axes;
+            for (StringRef a : s.getDimAxes(d))
+              axes.push_back(a.str());
+            factors[f] = axes;
+          }
+        // Reduction factors: from the partial axes, in order.
+        SmallVector<StringRef> partial = s.getPartialAxisNames();
+        for (auto [f, factor] : llvm::enumerate(rule->factors))
+          if (factor.reduction && !factors[f] && !factor.blocked &&
+              !partial.empty()) {
+            SmallVector<std::string> axes;
+            for (StringRef a : partial)
+              axes.push_back(a.str());
+            factors[f] = axes;
+            break; // One reduction factor takes the partial axes.
+          }
+      }
+    }
+    auto project = [&](ArrayRef<int64_t> dims) {
+      ShardingLayout layout;
+      for (int64_t f : dims)
+        layout.dims.push_back(f >= 0 && factors[f] ? *factors[f]
+                                                   : SmallVector<std::string>());
+      return layout;
+    };
+
+    // Operands: resharded to what the op needs.
+    for (OpOperand &operand : op->getOpOperands()) {
+      auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+      if (!type)
+        continue;
+      unsigned i = operand.getOperandNumber();
+      ShardingLayout target =
+          succeeded(rule) && i < rule->operandDims.size()
+              ? project(rule->operandDims[i])
+              : ShardingLayout::replicated(type.getRank());
+      FailureOr<Value> v = reshard(operand.get(), target, mesh, op,
+                                   "operand " + std::to_string(i) + " of '" +
+                                       op->getName().getStringRef().str() + "'");
+      if (failed(v))
+        return failure();
+      operand.set(*v);
+    }
+    // tensor.empty's dynamic sizes are global; divide them.
+    if (auto empty = dyn_cast<tensor::EmptyOp>(op); empty && mesh) {
+      MeshOp meshOp = lookupMesh(op, mesh, &tables);
+      OpBuilder b(op);
+      unsigned k = 0;
+      for (int64_t d = 0; d < empty.getType().getRank(); ++d) {
+        if (!empty.getType().isDynamicDim(d))
+          continue;
+        int64_t f = rule->resultDims[0][d];
+        if (f >= 0 && factors[f]) {
+          SmallVector<StringRef> refs(factors[f]->begin(), factors[f]->end());
+          Value n = groupSize(b, op->getLoc(), meshOp, refs);
+          Value local = arith::DivUIOp::create(
+              b, op->getLoc(), empty.getDynamicSizes()[k], n);
+          op->setOperand(k, local);
+        }
+        ++k;
+      }
+    }
+    // Results: per-device types of what the op produces.
+    for (OpResult result : op->getResults()) {
+      auto type = dyn_cast<RankedTensorType>(result.getType());
+      if (!type)
+        continue;
+      unsigned r = result.getResultNumber();
+      ShardingLayout produced =
+          succeeded(rule) && r < rule->resultDims.size()
+              ? project(rule->resultDims[r])
+              : ShardingLayout::replicated(type.getRank());
+      if (succeeded(rule))
+        for (auto [f, factor] : llvm::enumerate(rule->factors))
+          if (factor.reduction && factors[f]) {
+            llvm::append_range(produced.partial, *factors[f]);
+            produced.partialKind = *factor.reduction;
+          }
+      Placed p{produced, mesh};
+      FailureOr<RankedTensorType> local =
+          localType(op, type, p,
+                    "result " + std::to_string(r) + " of '" +
+                        op->getName().getStringRef().str() + "'");
+      if (failed(local))
+        return failure();
+      result.setType(*local);
+      placed[result] = p;
+      // A result annotated otherwise is resharded right after the op.
+      ShardingAttr annotated = annotationOf(op, r);
+      if (annotated && ShardingLayout::get(annotated) != produced) {
+        Operation *next = op->getNextNode();
+        SmallVector<OpOperand *> uses;
+        for (OpOperand &use : result.getUses())
+          uses.push_back(&use);
+        FailureOr<Value> v =
+            reshard(result, ShardingLayout::get(annotated),
+                    annotated.getMesh(), next,
+                    "result " + std::to_string(r) + " of '" +
+                        op->getName().getStringRef().str() + "'");
+        if (failed(v))
+          return failure();
+        for (OpOperand *use : uses)
+          use->set(*v);
+      }
+    }
+    op->removeAttr(MeshDialect::getShardingAttrName());
+    return success();
+  }
+
+  static Value groupSize(OpBuilder &b, Location loc, MeshOp mesh,
+                         ArrayRef<StringRef> axes) {
+    int64_t n = mesh.getGroupSize(axes);
+    if (!ShapedType::isDynamic(n))
+      return arith::ConstantIndexOp::create(b, loc, n);
+    Value total = arith::ConstantIndexOp::create(b, loc, 1);
+    FlatSymbolRefAttr ref = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+    for (StringRef axis : axes) {
+      Value size = AxisSizeOp::create(b, loc, b.getIndexType(), ref,
+                                      b.getStringAttr(axis));
+      total = arith::MulIOp::create(b, loc, total, size);
+    }
+    return total;
+  }
+
+  FunctionOpInterface fn;
+  SymbolTableCollection &tables;
+  DenseMap<Value, Placed> placed;
+};
+
+struct PartitionPass : public mesh::impl::PartitionBase<PartitionPass> {
+  void runOnOperation() override {
+    SymbolTableCollection tables;
+    SmallVector<FunctionOpInterface> fns;
+    getOperation().walk([&](FunctionOpInterface fn) {
+      if (!fn.isExternal())
+        fns.push_back(fn);
+    });
+    for (FunctionOpInterface fn : fns)
+      if (failed(FunctionPartitioner(fn, tables).run()))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

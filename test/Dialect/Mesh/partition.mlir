@@ -1,0 +1,84 @@
+// RUN: mesh-opt %s --mesh-partition -split-input-file -verify-diagnostics | FileCheck %s
+
+mesh.mesh @m(["a" = 2, "b" = 4])
+
+// A dim moving from one axis to another: [["a"]] to [["b"]].
+// CHECK-LABEL: func.func @move_axis
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>) -> tensor<2x8xf32>
+func.func @move_axis(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["a"], []]>})
+    -> (tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>}) {
+  // CHECK: %[[G:.*]] = mesh.all_gather %[[X]] on @m axes = ["a"] gather_dim = 0 : tensor<4x8xf32> -> tensor<8x8xf32>
+  // CHECK: %[[S:.*]] = mesh.all_slice %[[G]] on @m axes = ["b"] slice_dim = 0 : tensor<8x8xf32> -> tensor<2x8xf32>
+  // CHECK: return %[[S]]
+  return %x : tensor<8x8xf32>
+}
+
+// Two axes removed at once: [["a"], ["b"]] to replicated.
+// CHECK-LABEL: func.func @two_axes_removed
+// CHECK-SAME: (%[[X:.*]]: tensor<4x2xf32>) -> tensor<8x8xf32>
+func.func @two_axes_removed(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["a"], ["b"]]>})
+    -> (tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [[], []]>}) {
+  // CHECK: %[[G0:.*]] = mesh.all_gather %[[X]] on @m axes = ["a"] gather_dim = 0 : tensor<4x2xf32> -> tensor<8x2xf32>
+  // CHECK: %[[G1:.*]] = mesh.all_gather %[[G0]] on @m axes = ["b"] gather_dim = 1 : tensor<8x2xf32> -> tensor<8x8xf32>
+  // CHECK: return %[[G1]]
+  return %x : tensor<8x8xf32>
+}
+
+// An axis moving between dims is one all_to_all, not a gather and a slice.
+// CHECK-LABEL: func.func @move_between_dims
+func.func @move_between_dims(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>})
+    -> (tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["b"]]>}) {
+  // CHECK: mesh.all_to_all %{{.*}} on @m axes = ["b"] split_dim = 1 concat_dim = 0 : tensor<2x8xf32> -> tensor<8x2xf32>
+  // CHECK-NOT: mesh.all_gather
+  return %x : tensor<8x8xf32>
+}
+
+// Reordering axes within a dim.
+// CHECK-LABEL: func.func @reorder
+func.func @reorder(%x: tensor<16xf32> {mesh.sharding = #mesh.sharding<@m, [["a", "b"]]>})
+    -> (tensor<16xf32> {mesh.sharding = #mesh.sharding<@m, [["b", "a"]]>}) {
+  // CHECK: mesh.all_gather %{{.*}} on @m axes = ["a", "b"] gather_dim = 0 : tensor<2xf32> -> tensor<16xf32>
+  // CHECK: mesh.all_slice %{{.*}} on @m axes = ["b", "a"] slice_dim = 0 : tensor<16xf32> -> tensor<2xf32>
+  return %x : tensor<16xf32>
+}
+
+// Partial to sharded on the reduced axis is one reduce_scatter; partial avg
+// to replicated is an all_reduce avg.
+// CHECK-LABEL: func.func @partial
+func.func @partial(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [[], []], partial = sum["b"]>},
+                   %y: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [[], []], partial = avg["a"]>})
+    -> (tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>},
+        tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [[], []]>}) {
+  // CHECK: mesh.reduce_scatter %{{.*}} on @m axes = ["b"] scatter_dim = 0 reduction = sum : tensor<8x8xf32> -> tensor<2x8xf32>
+  // CHECK: mesh.all_reduce %{{.*}} on @m axes = ["a"] reduction = avg : tensor<8x8xf32> -> tensor<8x8xf32>
+  return %x, %y : tensor<8x8xf32>, tensor<8x8xf32>
+}
+
+// An unused tensor argument only changes type.
+// CHECK-LABEL: func.func @unused
+// CHECK-SAME: (%{{.*}}: tensor<2x8xf32>, %{{.*}}: tensor<8x2xf32>)
+func.func @unused(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>},
+                  %y: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["b"]]>}) {
+  return
+}
+
+// -----
+
+mesh.mesh @m(["a" = 2, "b" = 4])
+
+// 6 rows over 4 devices: a clear error naming the value and the sizes.
+// expected-error @+1 {{cannot partition argument 0 of type 'tensor<6x8xf32>': dim 0 of size 6 does not divide by the 4 devices of axes ["b"]}}
+func.func @six_rows(%x: tensor<6x8xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>}) -> tensor<6x8xf32> {
+  return %x : tensor<6x8xf32>
+}
+
+// -----
+
+mesh.mesh @m(["a" = 2, "b" = 4])
+
+// Turning a full value into a pending reduction is refused.
+func.func @to_partial(%x: tensor<8xf32> {mesh.sharding = #mesh.sharding<@m, [[]]>})
+    -> (tensor<8xf32> {mesh.sharding = #mesh.sharding<@m, [[]], partial = sum["a"]>}) {
+  // expected-error @+1 {{cannot reshard result 0: the target has a pending reduction over "a" that the source does not have}}
+  return %x : tensor<8xf32>
+}

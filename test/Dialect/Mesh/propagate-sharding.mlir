@@ -1,0 +1,92 @@
+// RUN: mesh-opt %s --mesh-propagate-sharding -split-input-file -verify-diagnostics -allow-unregistered-dialect | FileCheck %s
+
+mesh.mesh @m(["a" = 2, "b" = 4])
+
+// Forward through elementwise ops and tensor.empty/linalg.fill nobody
+// annotated; the contraction's sharded K makes the matmul partial; the weight
+// takes the K sharding backward.
+// CHECK-LABEL: func.func @mlp
+// CHECK-SAME: %{{.*}}: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, {{\[\[}}"a"], ["b"]]>}
+// CHECK-SAME: %{{.*}}: tensor<16x8xf32> {mesh.sharding = #mesh.sharding<@m, {{\[\[}}"b"], []]>}
+func.func @mlp(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [["a"], ["b"]]>},
+               %w: tensor<16x8xf32>) -> tensor<8x8xf32> {
+  // CHECK: math.tanh {{.*}} {mesh.sharding = #mesh.sharding<@m, {{\[\[}}"a"], ["b"]]>}
+  %y = math.tanh %x : tensor<8x16xf32>
+  %z = arith.constant 0.0 : f32
+  // CHECK: tensor.empty() {mesh.sharding = #mesh.sharding<@m, {{\[\[}}"a"], []]>}
+  %e = tensor.empty() : tensor<8x8xf32>
+  // CHECK: linalg.fill {mesh.sharding = #mesh.sharding<@m, {{\[\[}}"a"], []]>}
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
+  // CHECK: linalg.matmul {mesh.sharding = #mesh.sharding<@m, {{\[\[}}"a"], []], partial = sum["b"]>}
+  %m = linalg.matmul ins(%y, %w : tensor<8x16xf32>, tensor<16x8xf32>) outs(%f : tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %m : tensor<8x8xf32>
+}
+
+// Backward: a result annotation reaches the unannotated arguments.
+// CHECK-LABEL: func.func @backward
+// CHECK-SAME: (%{{.*}}: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, {{\[\[\], \["b"\]\]}}>}, %{{.*}}: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, {{\[\[\], \["b"\]\]}}>})
+func.func @backward(%x: tensor<8x8xf32>, %y: tensor<8x8xf32>)
+    -> (tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["b"]]>}) {
+  %s = arith.addf %x, %y : tensor<8x8xf32>
+  return %s : tensor<8x8xf32>
+}
+
+// Conflict: both operands shard different dims on the same axis; the first
+// operand wins and the second operand's axis is not reused.
+// CHECK-LABEL: func.func @conflict
+func.func @conflict(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>},
+                    %y: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["b"]]>}) -> tensor<8x8xf32> {
+  // CHECK: arith.mulf {{.*}} {mesh.sharding = #mesh.sharding<@m, {{\[\[}}"b"], []]>}
+  %s = arith.mulf %x, %y : tensor<8x8xf32>
+  return %s : tensor<8x8xf32>
+}
+
+// A factor whose size does not divide by the axes is left unsharded.
+// CHECK-LABEL: func.func @not_divisible
+func.func @not_divisible(%x: tensor<8x6xf32> {mesh.sharding = #mesh.sharding<@m, [["a"], []]>},
+                         %y: tensor<8x6xf32> {mesh.sharding = #mesh.sharding<@m, [[], []]>}) -> tensor<8x6xf32> {
+  // CHECK: arith.addf {{.*}} {mesh.sharding = #mesh.sharding<@m, {{\[\[}}"a"], []]>}
+  %s = arith.addf %x, %y : tensor<8x6xf32>
+  return %s : tensor<8x6xf32>
+}
+
+// An unknown op is replicated, with a warning that names it.
+func.func @no_rule(%x: tensor<8xf32> {mesh.sharding = #mesh.sharding<@m, [["b"]]>}) -> tensor<8xf32> {
+  // expected-warning @+1 {{'test.opaque' has no sharding rule; its tensor results are replicated}}
+  %y = "test.opaque"(%x) : (tensor<8xf32>) -> tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+mesh.mesh @m(["a" = 2, "b" = 4])
+
+// A max reduction over a sharded dim is partial max; an accumulator that is
+// not a neutral fill keeps a sum reduction from being split.
+// CHECK-LABEL: func.func @reductions
+func.func @reductions(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["b"]]>},
+                      %acc: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  // CHECK: linalg.reduce {{.*}} {mesh.sharding = #mesh.sharding<@m, {{\[\[\]\]}}, partial = max["b"]>}
+  %mx = linalg.reduce ins(%x : tensor<8x16xf32>) outs(%acc : tensor<8xf32>) dimensions = [1]
+    (%in: f32, %out: f32) {
+      %r = arith.maximumf %in, %out : f32
+      linalg.yield %r : f32
+    }
+  // CHECK: linalg.reduce {{.*}} {mesh.sharding = #mesh.sharding<@m, {{\[\[\]\]}}>}
+  %sm = linalg.reduce ins(%x : tensor<8x16xf32>) outs(%acc : tensor<8xf32>) dimensions = [1]
+    (%in: f32, %out: f32) {
+      %r = arith.addf %in, %out : f32
+      linalg.yield %r : f32
+    }
+  return %mx, %sm : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+mesh.mesh @m(["a" = 2, "b" = 4])
+
+// explain says where each sharding came from.
+func.func @explain(%x: tensor<8xf32> {mesh.sharding = #mesh.sharding<@m, [["b"]]>}) -> tensor<8xf32> {
+  %y = math.exp %x : tensor<8xf32>
+  return %y : tensor<8xf32>
+}
