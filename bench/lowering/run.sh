@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# bench/lowering/run.sh: our lowering of collectives against upstream's, and
+# against C calling the runtime directly (issue 4, "Benchmarks").
+#
+# What it builds, in a temp dir (KEEP=1 keeps it), from gen.py's one program:
+# STEPS (1000) steps of "t = fma(x, 0.25, bias); x = all_reduce(t) over axis b"
+# on ELEMS (256) f32 = 1 KiB, straight-line as partitioning emits it:
+#   ours          build/bin/mesh-compile ours.mlir -o ours -lm
+#   upstream      LLVM 22 mlir-opt: convert-shard-to-mpi, then the passes of our
+#                 --mesh-to-llvm minus deallocation (it rejects the mpi ops);
+#                 mlir-translate; clang, linked with Open MPI. Two Open MPI ABI
+#                 bugs of upstream's MPI-to-LLVM conversion are patched in the
+#                 .ll by fix_upstream_openmpi.py, or it cannot link or run.
+#   upstream_cse  the same with -cse right after convert-shard-to-mpi (it merges
+#                 the identical, Pure mpi.comm_split ops of straight-line code)
+#   direct        C calling libmeshrt's C ABI, two static buffers
+#   direct_fresh  the same C, but each all_reduce writes a fresh malloc'd
+#                 buffer freed at the end, as the compiled code does
+#   direct_reuse  the same, each buffer freed right after its last use
+# Part 1 builds the first four on mesh (2, 4) and runs them on 8 ranks (on 2
+# cores that is oversubscribed; OMPI_MCA_mpi_yield_when_idle=1), REPS1 (13)
+# rounds. Part 2 builds ours and the three C programs on mesh (1, 2) and runs
+# them on 2 ranks, one per core, where an all_reduce takes microseconds and
+# per-call costs show, REPS (9) rounds. A round runs every program once with
+# mpirun, the order rotated per round.
+# What it prints: the MPI calls of each lowered program (counted in its LLVM
+# IR) and the runtime's split count (MESHRT_STATS=1); peak memory per rank;
+# whether every run's per-rank checksums equal ours (exit 1 if not); per part,
+# a table of medians with min-max: end to end (wall time of mpirun) and per
+# step (the timed chain of the slowest rank / STEPS), with ratios to ours.
+# How long: about 3 minutes on 2 cores (building ~2 min, running ~1 min).
+# Usage: bench/lowering/run.sh   (env: STEPS, ELEMS, REPS1, REPS, BUILD_DIR, KEEP)
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+BUILD=${BUILD_DIR:-$ROOT/build}
+LLVM=${LLVM_BIN:-/usr/lib/llvm-22/bin}
+STEPS=${STEPS:-1000} ELEMS=${ELEMS:-256} REPS=${REPS:-9} REPS1=${REPS1:-13}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1
+
+WORK=$(mktemp -d)
+if [ "${KEEP:-0}" = 1 ]; then echo "work dir: $WORK"; else trap 'rm -rf "$WORK"' EXIT; fi
+cd "$WORK"
+for tool in "$BUILD/bin/mesh-compile" "$LLVM/mlir-opt" "$LLVM/mlir-translate" "$LLVM/clang-22"; do
+  [ -x "$tool" ] || { echo "run.sh: missing $tool" >&2; exit 2; }
+done
+for tool in mpirun mpicc bc /usr/bin/time; do
+  command -v "$tool" >/dev/null || { echo "run.sh: needs $tool" >&2; exit 2; }
+done
+
+now() { date +%s.%N; }
+timed() {  # timed LABEL CMD...: runs CMD, says how long it took
+  local t0; t0=$(now); "${@:2}"
+  printf "  built %-20s in %5.1f s\n" "$1" "$(echo "$(now) - $t0" | bc -l)"
+}
+gen() { python3 "$HERE/gen.py" "$@"; }
+build_ours() {  # build_ours NAME SHAPE: the documented command
+  gen ours "$STEPS" "$ELEMS" "$2" > "$1.mlir"
+  # -lm: the fma lowers to a call to fmaf (baseline x86-64 has no FMA
+  # instruction), and mesh-compile does not link libm.
+  "$BUILD/bin/mesh-compile" "$1.mlir" -o "$1" -lm --keep
+}
+build_c() {  # build_c NAME KIND SHAPE
+  gen "$2" "$STEPS" "$ELEMS" "$3" > "$1.c"
+  "$LLVM/clang-22" -O2 "$1.c" -o "$1" -I"$ROOT/runtime/include" \
+    -L"$BUILD/lib" -lmeshrt -Wl,-rpath,"$BUILD/lib" -lm
+}
+# Upstream: our pass list with convert-shard-to-mpi in place of our conversion.
+# No buffer-deallocation-pipeline: it fails on mpi.allreduce ("ops with unknown
+# memory side effects are not supported"), so upstream's temporaries leak.
+UP_TAIL='func.func(convert-elementwise-to-linalg),canonicalize,one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},func.func(convert-linalg-to-loops),convert-bufferization-to-memref,canonicalize,expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-to-llvm,reconcile-unrealized-casts'
+build_upstream() {  # build_upstream NAME PASSES-BEFORE-THE-TAIL
+  [ -f upstream.mlir ] || gen upstream "$STEPS" "$ELEMS" 2x4 > upstream.mlir
+  "$LLVM/mlir-opt" upstream.mlir --pass-pipeline="builtin.module($2,$UP_TAIL)" -o "$1.llvm.mlir"
+  # The shard.grid symbol survives the lowering, and mlir-translate rejects it.
+  grep -v '^ *shard\.grid ' "$1.llvm.mlir" > "$1.nogrid.mlir"
+  "$LLVM/mlir-translate" --mlir-to-llvmir "$1.nogrid.mlir" -o "$1.raw.ll"
+  python3 "$HERE/fix_upstream_openmpi.py" "$1.raw.ll" "$1.ll" | sed 's/^/  /'
+  # shellcheck disable=SC2046
+  "$LLVM/clang-22" -O2 -Wno-override-module "$1.ll" -o "$1" $(mpicc --showme:link) -lm
+}
+
+# bench NPROC PROGS...: REPS rounds; appends "prog round e2e_s chain_ns" to
+# results.tsv and keeps each run's "rank R checksum C sum S" lines.
+bench() {
+  local np=$1; shift
+  local progs=("$@") r k p t0 t1
+  for ((r = 0; r < REPS; r++)); do
+    for ((k = 0; k < ${#progs[@]}; k++)); do
+      p=${progs[$(((k + r) % ${#progs[@]}))]}
+      t0=$(now)
+      mpirun -n "$np" "./$p" > "$p.$r.out"
+      t1=$(now)
+      sort -n -k2 "$p.$r.out" | awk '{print $1, $2, $3, $4, $5, $6}' > "$p.$r.sums"
+      printf "%s\t%s\t%s\t%s\n" "$p" "$r" "$(echo "$t1 - $t0" | bc -l)" \
+        "$(awk '{if ($8 > m) m = $8} END {print m}' "$p.$r.out")" >> results.tsv
+    done
+  done
+}
+same_sums() {  # same_sums NPROC REF PROGS...: every run of PROGS prints REF's sums
+  local np=$1 ref=$2.0.sums ok=1 n=0 p f; shift 2
+  [ "$(wc -l < "$ref")" = "$np" ] || { echo "  $ref does not have $np ranks"; ok=0; }
+  for p in "$@"; do
+    for f in "$p".*.sums; do
+      n=$((n + 1))
+      cmp -s "$f" "$ref" || { echo "  MISMATCH: $f differs from $ref"; ok=0; }
+    done
+  done
+  [ $ok = 1 ] && echo "  yes: all $n runs print the same per-rank checksum and sum:" \
+    && sed 's/^/    /' "$ref"
+  [ $ok = 1 ]
+}
+table() {  # table PROGS...: medians of results.tsv, ratios to the first
+  python3 - "$STEPS" "$@" <<'EOF'
+import statistics, sys
+steps, progs = int(sys.argv[1]), sys.argv[2:]
+runs = {}
+for line in open("results.tsv"):
+    p, _, e2e, chain = line.split()
+    runs.setdefault(p, []).append((float(e2e), int(chain) / 1e3 / steps))
+med = statistics.median
+def col(p, i): return [r[i] for r in runs[p]]
+ref_e, ref_s = med(col(progs[0], 0)), med(col(progs[0], 1))
+rows = [["program", "end to end (s)", "per step (us)", f"e2e / {progs[0]}", f"step / {progs[0]}"]]
+for p in progs:
+    e, s = col(p, 0), col(p, 1)
+    rows.append([p, f"{med(e):.2f} ({min(e):.2f}-{max(e):.2f})",
+                 f"{med(s):.1f} ({min(s):.1f}-{max(s):.1f})",
+                 f"{med(e) / ref_e:.2f}", f"{med(s) / ref_s:.2f}"])
+w = [max(len(r[i]) for r in rows) for i in range(5)]
+for k, r in enumerate(rows):
+    print("| " + " | ".join(c.ljust(w[i]) if i == 0 else c.rjust(w[i]) for i, c in enumerate(r)) + " |")
+    if k == 0:
+        print("|" + "|".join("-" * (x + 2) for x in w) + "|")
+EOF
+}
+
+echo "== $(git -C "$ROOT" log -1 --format='commit %h (%cd)' --date=short 2>/dev/null || echo 'no git');" \
+  "mesh-opt $(date -r "$BUILD/bin/mesh-opt" '+%F %T'), libmeshrt $(date -r "$BUILD/lib/libmeshrt.so" '+%F %T')"
+echo "== load average at the start: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine adds noise)"
+echo "== part 1: mesh (2, 4), 8 ranks on $(nproc) cores; $STEPS all_reduces of $((ELEMS * 4)) B over axis b"
+timed ours build_ours ours 2x4
+timed upstream build_upstream upstream convert-shard-to-mpi
+timed upstream_cse build_upstream upstream_cse convert-shard-to-mpi,cse
+timed direct build_c direct direct 2x4
+
+echo "== MPI and runtime calls in the lowered programs (counted in the LLVM IR)"
+count() { grep -c "$1" "$2" || true; }
+printf "  %-13s %s\n" ours "MPI_Comm_split: 0, meshrt_comm_get: $(count 'call i32 @meshrt_comm_get(' ours.ll) (in mesh_module_init), meshrt_all_reduce: $(count 'call i32 @meshrt_all_reduce(' ours.ll)"
+for p in upstream upstream_cse; do
+  printf "  %-13s %s\n" "$p" "MPI_Comm_split: $(count 'call i32 @MPI_Comm_split(' $p.ll), MPI_Comm_free: $(count '@MPI_Comm_free' $p.ll), MPI_Comm_rank: $(count 'call i32 @MPI_Comm_rank(' $p.ll), MPI_Allreduce: $(count 'call i32 @MPI_Allreduce(' $p.ll)"
+done
+echo "  upstream, steps 1 and 2 of the chain after convert-shard-to-mpi (one split per all_reduce):"
+"$LLVM/mlir-opt" upstream.mlir --convert-shard-to-mpi \
+  | grep -E 'mpi\.(comm_split|allreduce)' | sed -n '3,6p' | sed 's/^ */    /'
+echo "  ours, the runtime's counters (MESHRT_STATS=1):"
+MESHRT_STATS=1 mpirun -n 8 ./ours 2>&1 >/dev/null | awk '/stats/ && !n++ {print "    " $0}'
+
+echo "== peak resident memory per rank (one run each, the largest of the 8 ranks)"
+P1=(ours upstream upstream_cse direct)
+for p in "${P1[@]}"; do
+  kb=$(mpirun -n 8 /usr/bin/time -f 'maxrss_kb %M' "./$p" 2>&1 >/dev/null \
+    | awk '$1 == "maxrss_kb" && $2 > m {m = $2} END {print m}')
+  printf "  %-13s %6d KiB\n" "$p" "$kb"
+done
+
+echo "== running part 1: $REPS1 rounds"
+: > results.tsv
+REPS=$REPS1 bench 8 "${P1[@]}"
+echo "== results identical?"
+ok=1
+same_sums 8 ours "${P1[@]}" || ok=0
+echo "== part 1: medians over $REPS1 rounds (min-max)"
+table "${P1[@]}"
+
+echo "== part 2: mesh (1, 2), 2 ranks, one per core: the cost per call"
+timed ours12 build_ours ours12 1x2
+timed direct12 build_c direct12 direct 1x2
+timed direct_fresh12 build_c direct_fresh12 direct-fresh 1x2
+timed direct_reuse12 build_c direct_reuse12 direct-reuse 1x2
+P2=(ours12 direct12 direct_fresh12 direct_reuse12)
+: > results.tsv
+bench 2 "${P2[@]}"
+same_sums 2 ours12 "${P2[@]}" || ok=0
+echo "== part 2: medians over $REPS rounds (min-max)"
+table "${P2[@]}"
+echo "== load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+[ $ok = 1 ]
