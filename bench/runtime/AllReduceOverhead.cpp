@@ -10,6 +10,10 @@
 // per-round ratio runtime/raw (the overhead) and of the per-round difference.
 //
 //   mpirun -n 8 meshrt-bench-allreduce [--max-bytes N] [--seconds-per-size S]
+//                                      [--control]
+//
+// --control times MPI_Allreduce against itself (an A/A test): what it
+// reports is the noise and bias of the method on this machine.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,10 +47,14 @@ double median(std::vector<double> V) {
 struct Args {
   int64_t MaxBytes = 16 << 20;
   double SecondsPerSize = 1.0;
+  bool Control = false;
 };
 
 Args parse(int argc, char **argv) {
   Args A;
+  for (int I = 1; I < argc; ++I)
+    if (!std::strcmp(argv[I], "--control"))
+      A.Control = true;
   for (int I = 1; I + 1 < argc; I += 2) {
     if (!std::strcmp(argv[I], "--max-bytes"))
       A.MaxBytes = std::atoll(argv[I + 1]);
@@ -101,8 +109,12 @@ int main(int argc, char **argv) {
                     Raw);
     };
     auto Rt1 = [&] {
-      meshrt_all_reduce(Comm, Send.data(), Recv.data(), Count, MESHRT_F32,
-                        MESHRT_SUM);
+      if (A.Control) // A/A control: the method's own bias and noise.
+        MPI_Allreduce(Send.data(), Recv.data(), int(Count), MPI_FLOAT, MPI_SUM,
+                      Raw);
+      else
+        meshrt_all_reduce(Comm, Send.data(), Recv.data(), Count, MESHRT_F32,
+                          MESHRT_SUM);
     };
     // Warm up, then double the batch size until a batch of raw calls takes
     // at least 2 ms on the slowest rank (best of three, so that one slow

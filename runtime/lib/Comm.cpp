@@ -12,6 +12,7 @@
 #include "Context.h"
 
 #include <algorithm>
+#include <cstring>
 
 using namespace meshrt;
 using namespace meshrt::detail;
@@ -24,6 +25,18 @@ Comm::Comm(Context &Ctx, Mesh &M, std::vector<int64_t> AxesIn,
   for (size_t I = 0; I < Axes.size(); ++I)
     Label += (I ? ", " : "") + M.axisNames()[size_t(Axes[I])];
   Label += "]";
+}
+
+void Comm::attach(std::shared_ptr<BackendComm> I) {
+  Impl = std::move(I);
+  Fast = Impl.get();
+  Dog = &Ctx.watchdog();
+  std::memcpy(SupportedOps, Ctx.supportedOps(), sizeof(SupportedOps));
+}
+
+void Comm::detach() {
+  Fast = nullptr;
+  Impl.reset();
 }
 
 std::string Comm::describe() const {
@@ -44,7 +57,7 @@ void Comm::fail(meshrt_status S, const char *Op, const std::string &Msg) const {
 void Comm::checkBuffersSlow(const char *Op, const void *Send, const void *Recv,
                             int64_t Count, meshrt_dtype T, int64_t Blocks,
                             bool AllowInPlace) const {
-  if (!Impl)
+  if (!Fast)
     fail(MESHRT_ERROR_NOT_INITIALIZED, Op, "the runtime was finalized");
   int64_t Elem = dtypeSize(T);
   if (Elem == 0)
@@ -94,9 +107,9 @@ void Comm::allReduce(const void *Send, void *Recv, int64_t Count,
   checkReduction("all_reduce", T, Op);
   if (Count == 0)
     return;
-  Ctx.countCollective();
-  WatchScope W(Ctx.watchdog(), "all_reduce", this, Count, T, Op);
-  Impl->allReduce(Send, Recv, Count, T, Op);
+  ++Collectives;
+  WatchScope W(*Dog, "all_reduce", this, Count, T, Op);
+  Fast->allReduce(Send, Recv, Count, T, Op);
 }
 
 void Comm::allGather(const void *Send, void *Recv, int64_t Count,
@@ -104,9 +117,9 @@ void Comm::allGather(const void *Send, void *Recv, int64_t Count,
   checkBuffers("all_gather", Send, Recv, Count, T, size(), false);
   if (Count == 0)
     return;
-  Ctx.countCollective();
-  WatchScope W(Ctx.watchdog(), "all_gather", this, Count, T);
-  Impl->allGather(Send, Recv, Count, T);
+  ++Collectives;
+  WatchScope W(*Dog, "all_gather", this, Count, T);
+  Fast->allGather(Send, Recv, Count, T);
 }
 
 void Comm::reduceScatter(const void *Send, void *Recv, int64_t Count,
@@ -115,9 +128,9 @@ void Comm::reduceScatter(const void *Send, void *Recv, int64_t Count,
   checkReduction("reduce_scatter", T, Op);
   if (Count == 0)
     return;
-  Ctx.countCollective();
-  WatchScope W(Ctx.watchdog(), "reduce_scatter", this, Count, T, Op);
-  Impl->reduceScatter(Send, Recv, Count, T, Op);
+  ++Collectives;
+  WatchScope W(*Dog, "reduce_scatter", this, Count, T, Op);
+  Fast->reduceScatter(Send, Recv, Count, T, Op);
 }
 
 void Comm::allToAll(const void *Send, void *Recv, int64_t Count,
@@ -125,9 +138,9 @@ void Comm::allToAll(const void *Send, void *Recv, int64_t Count,
   checkBuffers("all_to_all", Send, Recv, Count, T, size(), false);
   if (Count == 0)
     return;
-  Ctx.countCollective();
-  WatchScope W(Ctx.watchdog(), "all_to_all", this, Count, T);
-  Impl->allToAll(Send, Recv, Count, T);
+  ++Collectives;
+  WatchScope W(*Dog, "all_to_all", this, Count, T);
+  Fast->allToAll(Send, Recv, Count, T);
 }
 
 void Comm::broadcast(void *Buf, int64_t Count, meshrt_dtype T, int64_t Root) {
@@ -139,9 +152,9 @@ void Comm::broadcast(void *Buf, int64_t Count, meshrt_dtype T, int64_t Root) {
              " members)");
   if (Count == 0)
     return;
-  Ctx.countCollective();
-  WatchScope W(Ctx.watchdog(), "broadcast", this, Count, T);
-  Impl->broadcast(Buf, Count, T, Root);
+  ++Collectives;
+  WatchScope W(*Dog, "broadcast", this, Count, T);
+  Fast->broadcast(Buf, Count, T, Root);
 }
 
 void Comm::permute(const void *Send, void *Recv, int64_t Count, meshrt_dtype T,
@@ -164,16 +177,16 @@ void Comm::permute(const void *Send, void *Recv, int64_t Count, meshrt_dtype T,
     if (G - Offset >= 0 && G - Offset < N)
       Source = G - Offset;
   }
-  Ctx.countCollective();
-  WatchScope W(Ctx.watchdog(), "permute", this, Count, T);
-  Impl->sendRecv(Send, Dest, Recv, Source, Count, T,
+  ++Collectives;
+  WatchScope W(*Dog, "permute", this, Count, T);
+  Fast->sendRecv(Send, Dest, Recv, Source, Count, T,
                  (Flags & MESHRT_PERMUTE_ZERO_FILL) != 0);
 }
 
 void Comm::barrier() {
-  if (!Impl)
+  if (!Fast)
     fail(MESHRT_ERROR_NOT_INITIALIZED, "barrier", "the runtime was finalized");
-  Ctx.countCollective();
-  WatchScope W(Ctx.watchdog(), "barrier", this);
-  Impl->barrier();
+  ++Collectives;
+  WatchScope W(*Dog, "barrier", this);
+  Fast->barrier();
 }

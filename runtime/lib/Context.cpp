@@ -409,7 +409,7 @@ void Context::printStats() const {
                backendName(), (long long)WorldSize, (long long)Stats.meshes,
                (long long)Stats.splits, (long long)Stats.communicators,
                (long long)Stats.comm_requests, (long long)Stats.comm_reuses,
-               (long long)Stats.collectives);
+               (long long)stats().collectives);
   std::fflush(stderr);
 }
 
@@ -424,7 +424,7 @@ void Context::finalize() {
   // communicator, so any later use reports "finalized".
   for (auto &M : Meshes)
     for (auto &C : M->Comms)
-      C.Handle->Impl.reset();
+      C.Handle->detach();
   // Split communicators first; World holds the last reference to the world.
   Shared.clear();
   World.reset();
@@ -437,7 +437,13 @@ void Context::finalize() {
   Control = MPI_COMM_NULL;
 }
 
-meshrt_stats Context::stats() const { return Stats; }
+meshrt_stats Context::stats() const {
+  meshrt_stats S = Stats;
+  for (auto &M : Meshes)
+    for (auto &C : M->Comms)
+      S.collectives += C.Handle->collectives();
+  return S;
+}
 
 Mesh *Context::findMesh(std::string_view Name) {
   std::lock_guard<std::mutex> Lock(Mutex);
@@ -571,8 +577,8 @@ Comm &Context::getComm(Mesh &M, const std::vector<int64_t> &Axes) {
   GroupPosition Pos = M.Layout.position(WorldRank, Axes);
   auto Handle = std::make_unique<Comm>(*this, M, Axes, Pos,
                                        M.Layout.groupMembers(WorldRank, Axes));
-  Handle->Impl =
-      backendCommFor(M.Layout, Axes, Pos.Color, Pos.RankInGroup, *Handle);
+  Handle->attach(
+      backendCommFor(M.Layout, Axes, Pos.Color, Pos.RankInGroup, *Handle));
   M.Comms.push_back({Packed, Axes.size(), std::move(Handle)});
   return *M.Comms.back().Handle;
 }

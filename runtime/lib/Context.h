@@ -74,7 +74,9 @@ public:
   /// Mesh axes of the group, in group order.
   const std::vector<int64_t> &axes() const { return Axes; }
   /// The backend communicator (shared).
-  BackendComm &impl() const { return *Impl; }
+  BackendComm &impl() const { return *Fast; }
+  /// Collectives run on this handle.
+  int64_t collectives() const { return Collectives; }
 
   // Collectives: validate, count, watch, run; they throw meshrt::Error.
   // Semantics as documented for the meshrt_* functions of the same name.
@@ -106,7 +108,7 @@ private:
                     bool AllowInPlace) const {
     int64_t Elem = dtypeSize(T), Bytes;
     if (__builtin_expect(
-            !Impl || Elem == 0 || Count <= 0 || !Send || !Recv ||
+            !Fast || Elem == 0 || Count <= 0 || !Send || !Recv ||
                 __builtin_mul_overflow(Count, Blocks * Elem, &Bytes) ||
                 (!AllowInPlace && Send == Recv),
             0))
@@ -121,6 +123,18 @@ private:
   [[noreturn]] void fail(meshrt_status S, const char *Op,
                          const std::string &Msg) const;
 
+  /// Makes the handle usable: `Impl` is the (shared) backend communicator.
+  void attach(std::shared_ptr<BackendComm> Impl);
+  /// Makes every later use report "finalized".
+  void detach();
+
+  // What a collective touches sits in the first cache line of the object:
+  // between two calls on an oversubscribed node the line is usually cold.
+  alignas(64) BackendComm *Fast = nullptr; // Impl.get(); null once detached.
+  Watchdog *Dog = nullptr;
+  int64_t Collectives = 0;
+  uint8_t SupportedOps[kNumDTypes] = {}; // Copy of the context's table.
+  // Cold fields.
   Context &Ctx;
   Mesh &TheMesh;
   std::vector<int64_t> Axes;
@@ -236,8 +250,6 @@ public:
 
   /// Counters.
   meshrt_stats stats() const;
-  /// Counts one collective.
-  void countCollective() { ++Stats.collectives; }
   /// Backend-specific reduction check.
   const Backend &backend() const { return *TheBackend; }
   /// True if reduction `R` on dtype `T` (both valid) runs on this context's
@@ -245,6 +257,8 @@ public:
   bool supports(meshrt_dtype T, meshrt_reduce_op R) const {
     return (SupportedOps[T] >> R) & 1u;
   }
+  /// The table behind supports(): bit R of entry T.
+  const uint8_t *supportedOps() const { return SupportedOps; }
 
 private:
   Context() = default;
@@ -273,8 +287,9 @@ private:
 
 inline void Comm::checkReduction(const char *Op, meshrt_dtype T,
                                  meshrt_reduce_op R) const {
-  if (__builtin_expect(
-          unsigned(R) >= unsigned(kNumReduceOps) || !Ctx.supports(T, R), 0))
+  if (__builtin_expect(unsigned(R) >= unsigned(kNumReduceOps) ||
+                           !((SupportedOps[T] >> R) & 1u),
+                       0))
     checkReductionSlow(Op, T, R);
 }
 

@@ -65,16 +65,17 @@ private:
   void run();
   [[noreturn]] void fire(uint64_t SeenSeq, double Waited);
 
-  double Timeout;
-  MPI_Comm World;
-  int64_t WorldRank;
-  uint64_t LocalSeq = 0; // Written by the calling thread only.
+  // The fields begin() and end() write share one cache line.
+  alignas(64) uint64_t LocalSeq = 0; // Written by the calling thread only.
   std::atomic<uint64_t> Seq{0};
   std::atomic<const char *> OpName{nullptr};
   std::atomic<const Describable *> OpWhere{nullptr};
   std::atomic<int64_t> OpCount{-1};
   std::atomic<int32_t> OpType{-1};
   std::atomic<int32_t> OpRedOp{-1};
+  double Timeout;
+  MPI_Comm World;
+  int64_t WorldRank;
   std::mutex Mutex;
   std::condition_variable Wake;
   bool Stopping = false;
