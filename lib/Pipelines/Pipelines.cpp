@@ -36,6 +36,8 @@ void mlir::mesh::buildMeshToLLVMPipeline(OpPassManager &pm,
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
+  // A loop may carry a collective's result (a new buffer each iteration).
+  bufferize.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
 
   // Deallocation runs while collectives are still ops: their results carry

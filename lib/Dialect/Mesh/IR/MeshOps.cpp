@@ -559,6 +559,24 @@ static void getCollectiveEffects(
                        SideEffects::DefaultResource::get());
 }
 
+namespace {
+/// What a barrier orders: communication, not any buffer. Declaring it keeps
+/// the barrier in place (it writes the resource) while passes that reason
+/// about buffers (deallocation) know it touches none.
+struct CommunicationResource
+    : public SideEffects::Resource::Base<CommunicationResource> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CommunicationResource)
+  StringRef getName() final { return "mesh.communication"; }
+};
+} // namespace
+
+void BarrierOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  effects.emplace_back(MemoryEffects::Write::get(),
+                       CommunicationResource::get());
+}
+
 #define MESH_COLLECTIVE_EFFECTS(OP)                                            \
   void OP::getEffects(                                                         \
       SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>      \

@@ -40,10 +40,17 @@ struct Placed {
   FlatSymbolRefAttr mesh;
 };
 
+/// The shardings of a function's arguments and results, read before any
+/// function is partitioned (partitioning removes them).
+struct Signature {
+  SmallVector<ShardingAttr> args, results;
+};
+
 class FunctionPartitioner {
 public:
-  FunctionPartitioner(FunctionOpInterface fn, SymbolTableCollection &tables)
-      : fn(fn), tables(tables) {}
+  FunctionPartitioner(FunctionOpInterface fn, SymbolTableCollection &tables,
+                      const llvm::StringMap<Signature> &signatures)
+      : fn(fn), tables(tables), signatures(signatures) {}
 
   LogicalResult run() {
     StringRef name = MeshDialect::getShardingAttrName();
@@ -177,6 +184,35 @@ private:
         return failure();
       shard.getResult().replaceAllUsesWith(*v);
       op->erase();
+      return success();
+    }
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto it = signatures.find(call.getCallee());
+      if (it == signatures.end())
+        return op->emitError() << "cannot partition a call to @"
+                               << call.getCallee()
+                               << ", which has no body in this module";
+      const Signature &sig = it->second;
+      for (OpOperand &operand : op->getOpOperands()) {
+        auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+        if (!type)
+          continue;
+        ShardingAttr s = sig.args[operand.getOperandNumber()];
+        ShardingLayout target =
+            s ? ShardingLayout::get(s) : ShardingLayout::replicated(type.getRank());
+        FailureOr<Value> v = reshard(
+            operand.get(), target, s ? s.getMesh() : FlatSymbolRefAttr(), op,
+            "operand " + std::to_string(operand.getOperandNumber()) +
+                " of the call to @" + call.getCallee().str());
+        if (failed(v))
+          return failure();
+        operand.set(*v);
+      }
+      for (OpResult result : op->getResults())
+        if (failed(place(result, sig.results[result.getResultNumber()], op,
+                         "result " + std::to_string(result.getResultNumber()) +
+                             " of the call to @" + call.getCallee().str())))
+          return failure();
       return success();
     }
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
@@ -357,6 +393,7 @@ private:
 
   FunctionOpInterface fn;
   SymbolTableCollection &tables;
+  const llvm::StringMap<Signature> &signatures;
   DenseMap<Value, Placed> placed;
 };
 
@@ -364,12 +401,20 @@ struct PartitionPass : public mesh::impl::PartitionBase<PartitionPass> {
   void runOnOperation() override {
     SymbolTableCollection tables;
     SmallVector<FunctionOpInterface> fns;
+    llvm::StringMap<Signature> signatures;
+    StringRef name = MeshDialect::getShardingAttrName();
     getOperation().walk([&](FunctionOpInterface fn) {
-      if (!fn.isExternal())
-        fns.push_back(fn);
+      if (fn.isExternal())
+        return;
+      fns.push_back(fn);
+      Signature &sig = signatures[fn.getName()];
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+        sig.args.push_back(fn.getArgAttrOfType<ShardingAttr>(i, name));
+      for (unsigned i = 0; i < fn.getNumResults(); ++i)
+        sig.results.push_back(fn.getResultAttrOfType<ShardingAttr>(i, name));
     });
     for (FunctionOpInterface fn : fns)
-      if (failed(FunctionPartitioner(fn, tables).run()))
+      if (failed(FunctionPartitioner(fn, tables, signatures).run()))
         return signalPassFailure();
   }
 };

@@ -55,7 +55,7 @@ public:
     });
     rules.reserve(ops.size());
     for (Operation *op : ops)
-      if (!isa<ShardOp, func::ReturnOp>(op)) {
+      if (!isa<ShardOp, func::ReturnOp, func::CallOp>(op)) {
         FailureOr<ShardingRule> rule = getShardingRule(op);
         if (succeeded(rule))
           rules.try_emplace(op, std::move(*rule));
@@ -235,6 +235,31 @@ private:
       return assign(shard.getSrc(), hint, target.mesh,
                     ValueInfo::Source::Backward, op);
     }
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      // Operands take the callee's argument shardings (backward), results
+      // its result shardings (forward); shardings do not flow into callees.
+      auto callee = dyn_cast_or_null<FunctionOpInterface>(
+          symbolTables.lookupNearestSymbolFrom(op, call.getCalleeAttr()));
+      if (!callee)
+        return false;
+      StringRef name = MeshDialect::getShardingAttrName();
+      bool changed = false;
+      if (forward) {
+        for (auto [i, v] : llvm::enumerate(call.getResults()))
+          if (auto s = callee.getResultAttrOfType<ShardingAttr>(i, name))
+            changed |= assign(v, ShardingLayout::get(s), s.getMesh(),
+                              ValueInfo::Source::Forward, op);
+      } else {
+        for (auto [i, v] : llvm::enumerate(call.getOperands()))
+          if (auto s = callee.getArgAttrOfType<ShardingAttr>(i, name)) {
+            ShardingLayout layout = ShardingLayout::get(s);
+            layout.partial.clear();
+            changed |= assign(v, layout, s.getMesh(),
+                              ValueInfo::Source::Backward, op);
+          }
+      }
+      return changed;
+    }
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       if (forward)
         return false;
@@ -338,7 +363,8 @@ private:
   void warnAboutOpsWithoutRules(ArrayRef<Operation *> ops) {
     for (Operation *op : ops) {
       if (rules.count(op) ||
-          isa<ShardOp, func::ReturnOp, CollectiveOpInterface>(op))
+          isa<ShardOp, func::ReturnOp, func::CallOp, CollectiveOpInterface>(
+              op))
         continue;
       bool touchesTensors =
           llvm::any_of(op->getResultTypes(), [](Type t) {

@@ -266,7 +266,8 @@ def Mesh_PermuteOp : Mesh_CollectiveOp<"permute"> {
 //===----------------------------------------------------------------------===//
 
 def Mesh_BarrierOp : Mesh_Op<"barrier", [
-    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "Waits until every member of the group has arrived";
   let description = [{
     Blocks until every member of each group formed by `axes` has reached it.

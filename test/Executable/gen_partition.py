@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""Generates the executable equivalence tests of propagation + partitioning.
+
+Each case is a function @fN on global shapes, with random shardings on its
+arguments, its result and sometimes a mesh.shard constraint inside, and a copy
+@fN_ref without any annotation. @main feeds both the same constant inputs and
+asserts that the results are equal, exactly (i32 arithmetic on small values).
+The whole module goes through mesh-propagate-sharding, mesh-partition and
+mesh-compile, and runs on 8 ranks: the annotated copy runs partitioned, the
+reference runs replicated, on every rank.
+
+Cases: a fixed suite (a matmul with every sharding of its three dims on the
+(2, 4) mesh) followed by random programs (elementwise chains, matmuls,
+transposes, reductions, constraints) on the meshes (8), (2, 4), (2, 2, 2).
+
+Usage: gen_partition.py OUT.mlir [--cases N] [--seed S]
+"""
+import argparse
+import itertools
+import random
+
+MESHES = {"m8": [("x", 8)], "m24": [("a", 2), ("b", 4)],
+          "m222": [("p", 2), ("q", 2), ("r", 2)]}
+
+
+def sharding(mesh, dims, partial=None):
+    body = ", ".join("[" + ", ".join(f'"{a}"' for a in d) + "]" for d in dims)
+    return f"#mesh.sharding<@{mesh}, [{body}]>"
+
+
+def random_sharding(rng, mesh, shape):
+    """Each axis goes to a random dim (or none) if the dim still divides."""
+    dims = [[] for _ in shape]
+    local = list(shape)
+    axes = MESHES[mesh][:]
+    rng.shuffle(axes)
+    for name, size in axes:
+        d = rng.randrange(len(shape) + 1)
+        if d < len(shape) and local[d] % size == 0:
+            dims[d].append(name)
+            local[d] //= size
+    return dims
+
+
+def ttype(shape):
+    return "tensor<" + "x".join(map(str, shape)) + "xi32>"
+
+
+class Case:
+    def __init__(self, name, mesh):
+        self.name, self.mesh = name, mesh
+        self.args = []      # (shape, dims or None)
+        self.body = []      # lines, with {S:...} markers for constraints
+        self.result = None  # (value, shape)
+        self.result_dims = None
+        self.counter = 0
+
+    def fresh(self):
+        self.counter += 1
+        return f"%v{self.counter}"
+
+    def emit(self, ref):
+        out = []
+        params = []
+        for i, (shape, dims) in enumerate(self.args):
+            ann = "" if ref or dims is None else \
+                f" {{mesh.sharding = {sharding(self.mesh, dims)}}}"
+            params.append(f"%arg{i}: {ttype(shape)}{ann}")
+        value, shape = self.result
+        res = ttype(shape)
+        if not ref and self.result_dims is not None:
+            res = f"({res} {{mesh.sharding = {sharding(self.mesh, self.result_dims)}}})"
+        fn = self.name + ("_ref" if ref else "")
+        out.append(f"func.func @{fn}({', '.join(params)}) -> {res} {{")
+        for line in self.body:
+            if line.startswith("SHARD "):
+                _, dst, src, typ, dims = line.split(" ", 4)
+                if ref:  # The reference has no constraint: an identity.
+                    out.append(f"  {dst} = arith.maxsi {src}, {src} : {typ}")
+                else:
+                    out.append(f"  {dst} = mesh.shard {src} : {typ} to {sharding(self.mesh, eval(dims))}")
+            else:
+                out.append("  " + line)
+        out.append(f"  return {value} : {ttype(shape)}")
+        out.append("}")
+        return out
+
+
+def matmul(case, lhs, rhs, m, k, n):
+    e, f, r = case.fresh(), case.fresh(), case.fresh()
+    case.body += [
+        f"{e} = tensor.empty() : {ttype([m, n])}",
+        f"{f} = linalg.fill ins(%c0_i32 : i32) outs({e} : {ttype([m, n])}) -> {ttype([m, n])}",
+        f"{r} = linalg.matmul ins({lhs}, {rhs} : {ttype([m, k])}, {ttype([k, n])}) outs({f} : {ttype([m, n])}) -> {ttype([m, n])}",
+    ]
+    return r
+
+
+def matmul_suite():
+    """Every sharding of (m, k, n) by the axes "a" and "b" of (2, 4)."""
+    cases = []
+    places = ["m", "k", "n", None]
+    for pa, pb in itertools.product(places, places):
+        orders = [("a", "b"), ("b", "a")] if pa == pb and pa else [("a", "b")]
+        for order in orders:
+            dims = {"m": [], "k": [], "n": []}
+            for axis in order:
+                p = pa if axis == "a" else pb
+                if p:
+                    dims[p].append(axis)
+            c = Case(f"mm_{pa}_{pb}_{''.join(order)}", "m24")
+            m, k, n = 16, 16, 8
+            c.args = [([m, k], [dims["m"], dims["k"]]),
+                      ([k, n], [dims["k"], dims["n"]])]
+            r = matmul(c, "%arg0", "%arg1", m, k, n)
+            c.result = (r, [m, n])
+            c.result_dims = [dims["m"], dims["n"]]
+            cases.append(c)
+    return cases
+
+
+def random_case(rng, index):
+    mesh = rng.choice(list(MESHES))
+    c = Case(f"rand{index}", mesh)
+    sizes = [8, 16]
+    shape = [rng.choice(sizes), rng.choice(sizes)]
+    nargs = rng.randint(1, 3)
+    pool = []
+    for i in range(nargs):
+        s = list(shape) if i == 0 or rng.random() < 0.7 else [shape[1], shape[0]]
+        dims = random_sharding(rng, mesh, s) if rng.random() < 0.85 else None
+        c.args.append((s, dims))
+        pool.append((f"%arg{i}", s))
+    for _ in range(rng.randint(1, 6)):
+        kind = rng.random()
+        v, s = rng.choice(pool)
+        if kind < 0.45:
+            same = [p for p in pool if p[1] == s]
+            w, _ = rng.choice(same)
+            op = rng.choice(["addi", "subi", "muli", "maxsi"])
+            r = c.fresh()
+            c.body.append(f"{r} = arith.{op} {v}, {w} : {ttype(s)}")
+            pool.append((r, s))
+        elif kind < 0.65:
+            n = rng.choice(sizes)
+            w = f"%arg{len(c.args)}"
+            wdims = random_sharding(rng, mesh, [s[1], n]) if rng.random() < 0.5 else None
+            c.args.append(([s[1], n], wdims))
+            r = matmul(c, v, w, s[0], s[1], n)
+            pool.append((r, [s[0], n]))
+        elif kind < 0.8:
+            e, r = c.fresh(), c.fresh()
+            t = [s[1], s[0]]
+            c.body += [f"{e} = tensor.empty() : {ttype(t)}",
+                       f"{r} = linalg.transpose ins({v} : {ttype(s)}) outs({e} : {ttype(t)}) permutation = [1, 0]"]
+            pool.append((r, t))
+        else:
+            r = c.fresh()
+            dims = random_sharding(rng, mesh, s)
+            c.body.append(f"SHARD {r} {v} {ttype(s)} {dims!r}")
+            pool.append((r, s))
+    v, s = pool[-1]
+    if rng.random() < 0.25:
+        e, f, r = c.fresh(), c.fresh(), c.fresh()
+        c.body += [
+            f"{e} = tensor.empty() : {ttype([s[0]])}",
+            f"{f} = linalg.fill ins(%c0_i32 : i32) outs({e} : {ttype([s[0]])}) -> {ttype([s[0]])}",
+            f"{r} = linalg.reduce ins({v} : {ttype(s)}) outs({f} : {ttype([s[0]])}) dimensions = [1]",
+            "  (%in: i32, %acc: i32) {",
+            "    %s = arith.addi %in, %acc : i32",
+            "    linalg.yield %s : i32",
+            "  }",
+        ]
+        v, s = r, [s[0]]
+    c.result = (v, s)
+    c.result_dims = random_sharding(rng, mesh, s) if rng.random() < 0.8 else None
+    return c
+
+
+def constant(rng, shape):
+    n = 1
+    for d in shape:
+        n *= d
+    vals = [rng.randint(-3, 3) for _ in range(n)]
+    # Nested dense literal.
+    def nest(vals, shape):
+        if len(shape) == 1:
+            return "[" + ", ".join(map(str, vals)) + "]"
+        step = len(vals) // shape[0]
+        return "[" + ", ".join(nest(vals[i * step:(i + 1) * step], shape[1:])
+                               for i in range(shape[0])) + "]"
+    return f"arith.constant dense<{nest(vals, shape)}> : {ttype(shape)}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--cases", type=int, default=200,
+                    help="random cases after the fixed suite")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    cases = matmul_suite() + [random_case(rng, i) for i in range(args.cases)]
+    lines = ["// Generated by gen_partition.py; do not edit."]
+    for name, axes in MESHES.items():
+        lines.append(f"mesh.mesh @{name}([" + ", ".join(f'"{a}" = {s}' for a, s in axes) + "])")
+    for c in cases:
+        for ref in (False, True):
+            body = c.emit(ref)
+            # Every function gets the zero it needs for fills.
+            body.insert(1, "  %c0_i32 = arith.constant 0 : i32")
+            lines += body
+    # One small check function per case keeps every function small (the
+    # lowering and clang are much faster on many small functions).
+    for i, c in enumerate(cases):
+        lines.append(f"func.func @check{i}() {{")
+        lines.append("  %c0_i32 = arith.constant 0 : i32")
+        ins = []
+        for j, (shape, _) in enumerate(c.args):
+            name = f"%in{j}"
+            lines.append(f"  {name} = {constant(rng, shape)}")
+            ins.append(name)
+        types = ", ".join(ttype(s) for s, _ in c.args)
+        _, rshape = c.result
+        rt = ttype(rshape)
+        lines.append(f"  %got = call @{c.name}({', '.join(ins)}) : ({types}) -> {rt}")
+        lines.append(f"  %want = call @{c.name}_ref({', '.join(ins)}) : ({types}) -> {rt}")
+        lines.append(f"  %diff = arith.subi %got, %want : {rt}")
+        lines.append(f"  %abs = math.absi %diff : {rt}")
+        lines.append("  %e = tensor.empty() : tensor<i32>")
+        lines.append("  %z = linalg.fill ins(%c0_i32 : i32) outs(%e : tensor<i32>) -> tensor<i32>")
+        dims = ", ".join(str(d) for d in range(len(rshape)))
+        lines.append(f"  %sum = linalg.reduce ins(%abs : {rt}) outs(%z : tensor<i32>) dimensions = [{dims}]")
+        lines.append("    (%in: i32, %acc: i32) {")
+        lines.append("      %s = arith.addi %in, %acc : i32")
+        lines.append("      linalg.yield %s : i32")
+        lines.append("    }")
+        lines.append("  %total = tensor.extract %sum[] : tensor<i32>")
+        lines.append("  %ok = arith.cmpi eq, %total, %c0_i32 : i32")
+        lines.append(f'  cf.assert %ok, "case {c.name}: the partitioned program differs from the unpartitioned one"')
+        lines.append("  return")
+        lines.append("}")
+    lines.append("func.func @main() -> i32 {")
+    for i in range(len(cases)):
+        lines.append(f"  call @check{i}() : () -> ()")
+    lines.append("  %c0_i32 = arith.constant 0 : i32")
+    lines.append("  return %c0_i32 : i32")
+    lines.append("}")
+    with open(args.out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"{len(cases)} cases")
+
+
+if __name__ == "__main__":
+    main()
