@@ -6,7 +6,8 @@
 #
 # Environment: RANKS (default "1 2 4 8"; 1 rank isolates the runtime's own
 # cost), SECONDS_PER_SIZE (default 2),
-# MAX_BYTES (default 16777216), REPS (set-up repetitions, default 20).
+# MAX_BYTES (default 16777216), REPS (set-up repetitions, default 20),
+# CONTROL (default 1: also time MPI_Allreduce against itself at 8 ranks).
 # Build first, e.g.:
 #   cmake -S runtime -B /tmp/rt-build -G Ninja && ninja -C /tmp/rt-build -j1
 set -euo pipefail
@@ -35,6 +36,12 @@ for n in ${RANKS:-1 2 4 8}; do
   OMPI_MCA_mpi_yield_when_idle=$yield mpirun -n "$n" "$bin/meshrt-bench-allreduce" \
     --seconds-per-size "${SECONDS_PER_SIZE:-2}" --max-bytes "${MAX_BYTES:-16777216}"
 done
+if [ "${CONTROL:-1}" = 1 ]; then
+  echo
+  echo "## control: MPI_Allreduce against itself (A/A), 8 ranks: the method's noise"
+  OMPI_MCA_mpi_yield_when_idle=1 mpirun -n 8 "$bin/meshrt-bench-allreduce" --control \
+    --seconds-per-size "${SECONDS_PER_SIZE:-2}" --max-bytes 65536
+fi
 echo
 echo "## communicator set-up, 8 ranks"
 OMPI_MCA_mpi_yield_when_idle=1 mpirun -n 8 "$bin/meshrt-bench-setup" --reps "${REPS:-20}"
