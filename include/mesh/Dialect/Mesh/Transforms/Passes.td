@@ -122,4 +122,38 @@ def Partition : Pass<"mesh-partition", "::mlir::ModuleOp"> {
   }];
 }
 
+def OptimizeCollectives : Pass<"mesh-optimize-collectives"> {
+  let summary = "Fewer, cheaper collectives in a partitioned program";
+  let description = [{
+    Rewrites the collectives of a per-device program:
+
+    - an `all_reduce` whose only user is an `all_slice` over the same axes,
+      in the same order, becomes one `reduce_scatter` (each member receives
+      only its block: 1/n of the traffic);
+    - axes of size 1 are dropped from a collective's axis list (the groups
+      are the same), and a collective left with a group of one folds away;
+    - independent `all_reduce`s in one block, on the same mesh, axes,
+      reduction and element type, each at most `combine-threshold` bytes,
+      are combined into one: flattened, concatenated, reduced once, and
+      split back. They are combined where the first result is needed, so no
+      value is used before it exists.
+
+    ```mlir
+    %r = mesh.all_reduce %x on @m axes = ["b"] reduction = sum
+        : tensor<8x16xf32> -> tensor<8x16xf32>
+    %s = mesh.all_slice %r on @m axes = ["b"] slice_dim = 0
+        : tensor<8x16xf32> -> tensor<2x16xf32>
+    // becomes
+    %s = mesh.reduce_scatter %x on @m axes = ["b"] scatter_dim = 0
+        reduction = sum : tensor<8x16xf32> -> tensor<2x16xf32>
+    ```
+  }];
+  let options = [
+    Option<"combineThreshold", "combine-threshold", "int64_t", "65536",
+           "Largest all_reduce (in bytes) that is combined with others; 0 "
+           "turns combining off">
+  ];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
 #endif // MESH_DIALECT_MESH_TRANSFORMS_PASSES_TD
