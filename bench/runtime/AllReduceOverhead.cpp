@@ -52,14 +52,13 @@ struct Args {
 
 Args parse(int argc, char **argv) {
   Args A;
-  for (int I = 1; I < argc; ++I)
+  for (int I = 1; I < argc; ++I) {
     if (!std::strcmp(argv[I], "--control"))
       A.Control = true;
-  for (int I = 1; I + 1 < argc; I += 2) {
-    if (!std::strcmp(argv[I], "--max-bytes"))
-      A.MaxBytes = std::atoll(argv[I + 1]);
-    else if (!std::strcmp(argv[I], "--seconds-per-size"))
-      A.SecondsPerSize = std::atof(argv[I + 1]);
+    else if (!std::strcmp(argv[I], "--max-bytes") && I + 1 < argc)
+      A.MaxBytes = std::atoll(argv[++I]);
+    else if (!std::strcmp(argv[I], "--seconds-per-size") && I + 1 < argc)
+      A.SecondsPerSize = std::atof(argv[++I]);
   }
   return A;
 }
@@ -83,9 +82,10 @@ int main(int argc, char **argv) {
   MPI_Comm Raw = *static_cast<MPI_Comm *>(Native);
 
   if (Rank == 0) {
-    std::printf("# all_reduce f32 sum, %lld ranks: meshrt vs MPI_Allreduce "
-                "on the same communicator\n",
-                (long long)Size);
+    std::printf("# all_reduce f32 sum, %lld ranks: %s\n", (long long)Size,
+                A.Control ? "CONTROL, MPI_Allreduce vs MPI_Allreduce (both "
+                            "columns are raw MPI)"
+                          : "meshrt vs MPI_Allreduce on the same communicator");
     std::printf("| bytes | MPI_Allreduce (us) | meshrt_all_reduce (us) | "
                 "difference (ns) | overhead | rounds x calls |\n");
     std::printf("|---:|---:|---:|---:|---:|---:|\n");

@@ -40,7 +40,7 @@ if [ "${CONTROL:-1}" = 1 ]; then
   echo
   echo "## control: MPI_Allreduce against itself (A/A), 8 ranks: the method's noise"
   OMPI_MCA_mpi_yield_when_idle=1 mpirun -n 8 "$bin/meshrt-bench-allreduce" --control \
-    --seconds-per-size "${SECONDS_PER_SIZE:-2}" --max-bytes 65536
+    --seconds-per-size "${SECONDS_PER_SIZE:-2}" --max-bytes "${MAX_BYTES:-16777216}"
 fi
 echo
 echo "## communicator set-up, 8 ranks"
