@@ -148,7 +148,26 @@ def random_case(rng, index):
             c.args.append(([s[1], n], wdims))
             r = matmul(c, v, w, s[0], s[1], n)
             pool.append((r, [s[0], n]))
-        elif kind < 0.8:
+        elif kind < 0.72:
+            # Reshape through 1-D: [m, n] -> [m * n] -> [2m, n / 2].
+            f, r = c.fresh(), c.fresh()
+            t = [s[0] * 2, s[1] // 2]
+            c.body += [f"{f} = tensor.collapse_shape {v} [[0, 1]] : {ttype(s)} into {ttype([s[0] * s[1]])}",
+                       f"{r} = tensor.expand_shape {f} [[0, 1]] output_shape [{t[0]}, {t[1]}] : {ttype([s[0] * s[1]])} into {ttype(t)}"]
+            pool.append((r, t))
+        elif kind < 0.76:
+            # The right half of the columns, or a concatenation of two values.
+            r = c.fresh()
+            if rng.random() < 0.5 and s[1] >= 8:
+                t = [s[0], s[1] // 2]
+                c.body.append(f"{r} = tensor.extract_slice {v}[0, {t[1]}] [{t[0]}, {t[1]}] [1, 1] : {ttype(s)} to {ttype(t)}")
+            else:
+                same = [p for p in pool if p[1] == s]
+                w, _ = rng.choice(same)
+                t = [s[0] * 2, s[1]]
+                c.body.append(f"{r} = tensor.concat dim(0) {v}, {w} : ({ttype(s)}, {ttype(s)}) -> {ttype(t)}")
+            pool.append((r, t))
+        elif kind < 0.84:
             e, r = c.fresh(), c.fresh()
             t = [s[1], s[0]]
             c.body += [f"{e} = tensor.empty() : {ttype(t)}",

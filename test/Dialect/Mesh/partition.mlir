@@ -82,3 +82,29 @@ func.func @to_partial(%x: tensor<8xf32> {mesh.sharding = #mesh.sharding<@m, [[]]
   // expected-error @+1 {{cannot reshard result 0: the target has a pending reduction over "a" that the source does not have}}
   return %x : tensor<8xf32>
 }
+
+// -----
+
+mesh.mesh @m(["a" = 2, "b" = 4])
+
+// Reshapes, slices and concatenation keep the sharding of dims they take
+// whole (and of a group's major dim); sizes in attributes become local.
+// CHECK-LABEL: func.func @tensor_ops
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4x6xi32>, %[[Y:.*]]: tensor<2x24xi32>) -> tensor<16x24xi32>
+func.func @tensor_ops(%x: tensor<8x4x6xi32> {mesh.sharding = #mesh.sharding<@m, [["b"], [], []]>},
+                      %y: tensor<8x24xi32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>}) -> tensor<16x24xi32> {
+  // CHECK: %[[C:.*]] = tensor.collapse_shape %[[X]] {{\[\[}}0], [1, 2]] : tensor<2x4x6xi32> into tensor<2x24xi32>
+  %c = tensor.collapse_shape %x [[0], [1, 2]] {mesh.sharding = #mesh.sharding<@m, [["b"], []]>} : tensor<8x4x6xi32> into tensor<8x24xi32>
+  // CHECK: %[[S:.*]] = tensor.extract_slice %[[C]][0, 0] [2, 12] [1, 1] : tensor<2x24xi32> to tensor<2x12xi32>
+  %s = tensor.extract_slice %c[0, 0] [8, 12] [1, 1] {mesh.sharding = #mesh.sharding<@m, [["b"], []]>} : tensor<8x24xi32> to tensor<8x12xi32>
+  // CHECK: %[[E:.*]] = tensor.expand_shape %[[S]] {{\[\[}}0], [1, 2]] output_shape [2, 3, 4] : tensor<2x12xi32> into tensor<2x3x4xi32>
+  %e = tensor.expand_shape %s [[0], [1, 2]] output_shape [8, 3, 4] {mesh.sharding = #mesh.sharding<@m, [["b"], [], []]>} : tensor<8x12xi32> into tensor<8x3x4xi32>
+  %f = tensor.collapse_shape %e [[0], [1, 2]] {mesh.sharding = #mesh.sharding<@m, [["b"], []]>} : tensor<8x3x4xi32> into tensor<8x12xi32>
+  // CHECK: tensor.insert_slice %{{.*}} into %[[Y]][0, 0] [2, 12] [1, 1] : tensor<2x12xi32> into tensor<2x24xi32>
+  %i = tensor.insert_slice %f into %y[0, 0] [8, 12] [1, 1] {mesh.sharding = #mesh.sharding<@m, [["b"], []]>} : tensor<8x12xi32> into tensor<8x24xi32>
+  // Concatenating on the sharded dim needs whole operands.
+  // CHECK-COUNT-2: mesh.all_gather {{.*}} axes = ["b"] gather_dim = 0 : tensor<2x24xi32> -> tensor<8x24xi32>
+  // CHECK: tensor.concat dim(0) {{.*}} : (tensor<8x24xi32>, tensor<8x24xi32>) -> tensor<16x24xi32>
+  %k = tensor.concat dim(0) %i, %c {mesh.sharding = #mesh.sharding<@m, [[], []]>} : (tensor<8x24xi32>, tensor<8x24xi32>) -> tensor<16x24xi32>
+  return %k : tensor<16x24xi32>
+}

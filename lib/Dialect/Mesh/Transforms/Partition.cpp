@@ -66,6 +66,11 @@ public:
     SmallVector<Operation *> ops;
     for (Operation &op : fn.getFunctionBody().front())
       ops.push_back(&op);
+    // Rules describe global shapes: read them all before any type changes.
+    for (Operation *op : ops)
+      if (!isa<ShardOp, func::ReturnOp, func::CallOp>(op))
+        if (FailureOr<ShardingRule> rule = getShardingRule(op); succeeded(rule))
+          rules.try_emplace(op, std::move(*rule));
     for (Operation *op : ops)
       if (failed(partition(op)))
         return failure();
@@ -250,7 +255,9 @@ private:
              << "' is already per-device; partition programs written on "
                 "global shapes";
 
-    FailureOr<ShardingRule> rule = getShardingRule(op);
+    FailureOr<ShardingRule> rule = failure();
+    if (auto it = rules.find(op); it != rules.end())
+      rule = it->second;
     // The factors' axes, from the results' annotations.
     FlatSymbolRefAttr mesh;
     SmallVector<std::optional<SmallVector<std::string>>> factors;
@@ -372,8 +379,36 @@ private:
           use->set(*v);
       }
     }
+    updateStaticSizes(op);
     op->removeAttr(MeshDialect::getShardingAttrName());
     return success();
+  }
+
+  /// Ops that spell sizes in attributes get the per-device ones.
+  static void updateStaticSizes(Operation *op) {
+    Builder b(op->getContext());
+    if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+      expand.setStaticOutputShape(expand.getResultType().getShape());
+      return;
+    }
+    // Slices: a dim taken whole takes the whole local dim.
+    auto fixSizes = [&](OffsetSizeAndStrideOpInterface slice,
+                        RankedTensorType full, RankedTensorType part,
+                        StringRef attrName) {
+      SmallVector<int64_t> sizes(slice.getStaticSizes());
+      for (int64_t d = 0; d < part.getRank(); ++d)
+        if (!part.isDynamicDim(d) && !ShapedType::isDynamic(sizes[d]) &&
+            sizes[d] != part.getDimSize(d))
+          sizes[d] = part.getDimSize(d);
+      (void)full;
+      op->setAttr(attrName, b.getDenseI64ArrayAttr(sizes));
+    };
+    if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op))
+      fixSizes(extract, extract.getSourceType(), extract.getType(),
+               "static_sizes");
+    else if (auto insert = dyn_cast<tensor::InsertSliceOp>(op))
+      fixSizes(insert, insert.getDestType(), insert.getSourceType(),
+               "static_sizes");
   }
 
   static Value groupSize(OpBuilder &b, Location loc, MeshOp mesh,
@@ -395,6 +430,7 @@ private:
   SymbolTableCollection &tables;
   const llvm::StringMap<Signature> &signatures;
   DenseMap<Value, Placed> placed;
+  DenseMap<Operation *, ShardingRule> rules;
 };
 
 struct PartitionPass : public mesh::impl::PartitionBase<PartitionPass> {

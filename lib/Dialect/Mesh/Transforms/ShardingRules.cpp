@@ -176,6 +176,60 @@ static FailureOr<ShardingRule> getElementwiseRule(Operation *op) {
   return rule;
 }
 
+/// collapse_shape and expand_shape: a group of dims on the wide side maps to
+/// one dim on the narrow side; only the group's major dim shares its factor
+/// with the narrow dim (a block of the narrow dim is then a block of the
+/// major dim), the group's other dims get factors that stay unsharded.
+static FailureOr<ShardingRule>
+getReshapeRule(RankedTensorType wide, RankedTensorType narrow,
+               ArrayRef<ReassociationIndices> groups, bool wideIsOperand) {
+  ShardingRule rule;
+  SmallVector<int64_t> wideDims(wide.getRank(), -1), narrowDims;
+  for (auto [j, group] : llvm::enumerate(groups)) {
+    for (auto [k, d] : llvm::enumerate(group)) {
+      wideDims[d] = rule.factors.size();
+      rule.factors.push_back({wide.getDimSize(d), std::nullopt, k != 0});
+    }
+    narrowDims.push_back(wideDims[group.front()]);
+  }
+  rule.operandDims.push_back(wideIsOperand ? wideDims : narrowDims);
+  rule.resultDims.push_back(wideIsOperand ? narrowDims : wideDims);
+  return rule;
+}
+
+/// extract_slice / insert_slice: a dim taken whole (offset 0, full size,
+/// stride 1) keeps one factor on both sides; a sliced dim belongs to none and
+/// stays unsharded. Rank-reducing slices have no rule.
+static FailureOr<ShardingRule> getSliceRule(OffsetSizeAndStrideOpInterface op,
+                                            RankedTensorType full,
+                                            RankedTensorType part,
+                                            bool isInsert) {
+  if (full.getRank() != part.getRank())
+    return failure();
+  ShardingRule rule;
+  SmallVector<int64_t> dims;
+  for (int64_t d = 0; d < full.getRank(); ++d) {
+    bool whole = op.isDynamicOffset(d) == false && op.getStaticOffset(d) == 0 &&
+                 !op.isDynamicSize(d) && op.getStaticSize(d) == full.getDimSize(d) &&
+                 !full.isDynamicDim(d) && !op.isDynamicStride(d) &&
+                 op.getStaticStride(d) == 1;
+    if (whole) {
+      dims.push_back(rule.factors.size());
+      rule.factors.push_back({full.getDimSize(d), std::nullopt, false});
+    } else {
+      dims.push_back(-1);
+    }
+  }
+  Operation *raw = op.getOperation();
+  for (Value operand : raw->getOperands())
+    rule.operandDims.push_back(isa<RankedTensorType>(operand.getType())
+                                   ? dims
+                                   : SmallVector<int64_t>());
+  rule.resultDims.push_back(dims);
+  (void)isInsert;
+  return rule;
+}
+
 FailureOr<ShardingRule> mlir::mesh::getShardingRule(Operation *op) {
   if (auto iface = dyn_cast<ShardingRuleOpInterface>(op))
     return iface.getShardingRule();
@@ -188,6 +242,39 @@ FailureOr<ShardingRule> mlir::mesh::getShardingRule(Operation *op) {
     rule.operandDims.resize(op->getNumOperands());
     rule.resultDims.push_back(
         llvm::to_vector(llvm::seq<int64_t>(0, empty.getType().getRank())));
+    return rule;
+  }
+  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op))
+    return getReshapeRule(collapse.getSrcType(), collapse.getResultType(),
+                          collapse.getReassociationIndices(), true);
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+    if (!expand.getOutputShape().empty())
+      return failure(); // Dynamic output sizes: not handled yet.
+    return getReshapeRule(expand.getResultType(), expand.getSrcType(),
+                          expand.getReassociationIndices(), false);
+  }
+  if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op))
+    return getSliceRule(extract, extract.getSourceType(), extract.getType(),
+                        false);
+  if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
+    FailureOr<ShardingRule> rule = getSliceRule(
+        insert, insert.getDestType(), insert.getSourceType(), true);
+    return rule;
+  }
+  if (auto concat = dyn_cast<tensor::ConcatOp>(op)) {
+    auto type = concat.getResultType();
+    ShardingRule rule;
+    SmallVector<int64_t> dims;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      if (d == static_cast<int64_t>(concat.getDim())) {
+        dims.push_back(-1);
+        continue;
+      }
+      dims.push_back(rule.factors.size());
+      rule.factors.push_back({type.getDimSize(d), std::nullopt, false});
+    }
+    rule.operandDims.assign(op->getNumOperands(), dims);
+    rule.resultDims.push_back(dims);
     return rule;
   }
   if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
