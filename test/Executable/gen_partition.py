@@ -167,7 +167,32 @@ def random_case(rng, index):
                 t = [s[0] * 2, s[1]]
                 c.body.append(f"{r} = tensor.concat dim(0) {v}, {w} : ({ttype(s)}, {ttype(s)}) -> {ttype(t)}")
             pool.append((r, t))
-        elif kind < 0.84:
+        elif kind < 0.80:
+            # A loop carrying a value, or a branch (scf.for / scf.if).
+            same = [p for p in pool if p[1] == s]
+            w, _ = rng.choice(same)
+            r, y = c.fresh(), c.fresh()
+            if rng.random() < 0.6:
+                acc = c.fresh()
+                trips = rng.randint(1, 3)
+                c.body += [
+                    f"{r} = scf.for %i{c.counter} = %c0 to %c{trips} step %c1 iter_args({acc} = {v}) -> ({ttype(s)}) {{",
+                    f"  {y} = arith.addi {acc}, {w} : {ttype(s)}",
+                    f"  scf.yield {y} : {ttype(s)}",
+                    "}"]
+            else:
+                z = c.fresh()
+                cond = "%true" if rng.random() < 0.5 else "%false"
+                c.body += [
+                    f"{r} = scf.if {cond} -> ({ttype(s)}) {{",
+                    f"  {y} = arith.subi {v}, {w} : {ttype(s)}",
+                    f"  scf.yield {y} : {ttype(s)}",
+                    "} else {",
+                    f"  {z} = arith.muli {v}, {w} : {ttype(s)}",
+                    f"  scf.yield {z} : {ttype(s)}",
+                    "}"]
+            pool.append((r, s))
+        elif kind < 0.86:
             e, r = c.fresh(), c.fresh()
             t = [s[1], s[0]]
             c.body += [f"{e} = tensor.empty() : {ttype(t)}",
@@ -226,8 +251,15 @@ def main():
     for c in cases:
         for ref in (False, True):
             body = c.emit(ref)
-            # Every function gets the zero it needs for fills.
-            body.insert(1, "  %c0_i32 = arith.constant 0 : i32")
+            # Every function gets the constants its fills, loops and
+            # branches need.
+            body[1:1] = ["  %c0_i32 = arith.constant 0 : i32",
+                         "  %c0 = arith.constant 0 : index",
+                         "  %c1 = arith.constant 1 : index",
+                         "  %c2 = arith.constant 2 : index",
+                         "  %c3 = arith.constant 3 : index",
+                         "  %true = arith.constant true",
+                         "  %false = arith.constant false"]
             lines += body
     # One small check function per case keeps every function small (the
     # lowering and clang are much faster on many small functions).

@@ -44,3 +44,29 @@ func.func @avg(%x: tensor<8xf32> {mesh.sharding = #mesh.sharding<@m, [[]], parti
   %y = math.exp %x : tensor<8xf32>
   return %y : tensor<8xf32>
 }
+
+// A loop carries a sharded value; a partial init is reduced before the loop
+// (loops carry complete values), and the body stays local.
+// CHECK-LABEL: func.func @loop
+// CHECK-SAME: (%[[X:.*]]: tensor<8x2xf32>, %[[W:.*]]: tensor<2x8xf32>) -> tensor<8x8xf32>
+func.func @loop(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["a", "b"]]>},
+                %w: tensor<16x8xf32>) -> tensor<8x8xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x8xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
+  // CHECK: %[[M:.*]] = linalg.matmul ins(%[[X]], %[[W]] : tensor<8x2xf32>, tensor<2x8xf32>)
+  %m = linalg.matmul ins(%x, %w : tensor<8x16xf32>, tensor<16x8xf32>) outs(%f : tensor<8x8xf32>) -> tensor<8x8xf32>
+  // CHECK: %[[R:.*]] = mesh.all_reduce %[[M]] on @m axes = ["a", "b"] reduction = sum
+  // CHECK: scf.for {{.*}} iter_args(%[[ACC:.*]] = %[[R]]) -> (tensor<8x8xf32>)
+  // CHECK-NEXT: arith.mulf %[[ACC]], %[[ACC]] : tensor<8x8xf32>
+  // CHECK-NOT: mesh.
+  // CHECK: scf.yield
+  %r = scf.for %i = %c0 to %c3 step %c1 iter_args(%acc = %m) -> tensor<8x8xf32> {
+    %y = arith.mulf %acc, %acc : tensor<8x8xf32>
+    scf.yield %y : tensor<8x8xf32>
+  }
+  return %r : tensor<8x8xf32>
+}

@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -63,17 +64,16 @@ public:
         return failure();
       argTypes.push_back(arg.getType());
     }
-    SmallVector<Operation *> ops;
-    for (Operation &op : fn.getFunctionBody().front())
-      ops.push_back(&op);
     // Rules describe global shapes: read them all before any type changes.
-    for (Operation *op : ops)
-      if (!isa<ShardOp, func::ReturnOp, func::CallOp>(op))
+    fn.walk([&](Operation *op) {
+      if (op != fn.getOperation() &&
+          !isa<ShardOp, func::ReturnOp, func::CallOp, scf::ForOp, scf::IfOp,
+               scf::YieldOp>(op))
         if (FailureOr<ShardingRule> rule = getShardingRule(op); succeeded(rule))
           rules.try_emplace(op, std::move(*rule));
-    for (Operation *op : ops)
-      if (failed(partition(op)))
-        return failure();
+    });
+    if (failed(partitionBlock(fn.getFunctionBody().front())))
+      return failure();
     // The signature follows the body.
     SmallVector<Type> resultTypes;
     fn.walk([&](func::ReturnOp ret) {
@@ -180,7 +180,100 @@ private:
     return {};
   }
 
+  LogicalResult partitionBlock(Block &block) {
+    SmallVector<Operation *> ops;
+    for (Operation &op : block)
+      ops.push_back(&op);
+    for (Operation *op : ops)
+      if (failed(partition(op)))
+        return failure();
+    return success();
+  }
+
+  /// The layout annotated on result `i` of `op` (replicated if none).
+  static std::pair<ShardingLayout, FlatSymbolRefAttr>
+  resultLayout(Operation *op, unsigned i) {
+    if (ShardingAttr s = annotationOf(op, i))
+      return {ShardingLayout::get(s), s.getMesh()};
+    auto type = cast<RankedTensorType>(op->getResult(i).getType());
+    return {ShardingLayout::replicated(type.getRank()), FlatSymbolRefAttr()};
+  }
+
+  /// Reshards the tensor operands of `yield` to the layouts of `owner`'s
+  /// results.
+  LogicalResult reshardYield(Operation *yield, Operation *owner) {
+    for (OpOperand &operand : yield->getOpOperands()) {
+      if (!isa<RankedTensorType>(operand.get().getType()))
+        continue;
+      auto [layout, mesh] = resultLayout(owner, operand.getOperandNumber());
+      FailureOr<Value> v =
+          reshard(operand.get(), layout, mesh, yield,
+                  "yielded value " + std::to_string(operand.getOperandNumber()));
+      if (failed(v))
+        return failure();
+      operand.set(*v);
+    }
+    return success();
+  }
+
+  /// Gives `op`'s tensor results their annotated per-device types.
+  LogicalResult placeResults(Operation *op) {
+    for (OpResult r : op->getResults())
+      if (isa<RankedTensorType>(r.getType()))
+        if (failed(place(r, annotationOf(op, r.getResultNumber()), op,
+                         "result " + std::to_string(r.getResultNumber()) +
+                             " of '" + op->getName().getStringRef().str() +
+                             "'")))
+          return failure();
+    return success();
+  }
+
+  LogicalResult partitionFor(scf::ForOp loop) {
+    // Inits take the loop's layouts; so do the iteration arguments.
+    for (unsigned i = 0; i < loop.getNumResults(); ++i) {
+      if (!isa<RankedTensorType>(loop.getResult(i).getType()))
+        continue;
+      auto [layout, mesh] = resultLayout(loop, i);
+      OpOperand &init = loop.getInitArgsMutable()[i];
+      FailureOr<Value> v = reshard(init.get(), layout, mesh, loop,
+                                   "loop init " + std::to_string(i));
+      if (failed(v))
+        return failure();
+      init.set(*v);
+      BlockArgument arg = loop.getRegionIterArgs()[i];
+      if (failed(place(arg, annotationOf(loop, i), loop,
+                       "loop-carried value " + std::to_string(i))))
+        return failure();
+    }
+    if (failed(partitionBlock(*loop.getBody())) ||
+        failed(reshardYield(loop.getBody()->getTerminator(), loop)) ||
+        failed(placeResults(loop)))
+      return failure();
+    loop->removeAttr(MeshDialect::getShardingAttrName());
+    return success();
+  }
+
+  LogicalResult partitionIf(scf::IfOp branch) {
+    for (Region *region : {&branch.getThenRegion(), &branch.getElseRegion()}) {
+      if (region->empty())
+        continue;
+      if (failed(partitionBlock(region->front())) ||
+          failed(reshardYield(region->front().getTerminator(), branch)))
+        return failure();
+    }
+    if (failed(placeResults(branch)))
+      return failure();
+    branch->removeAttr(MeshDialect::getShardingAttrName());
+    return success();
+  }
+
   LogicalResult partition(Operation *op) {
+    if (auto loop = dyn_cast<scf::ForOp>(op))
+      return partitionFor(loop);
+    if (auto branch = dyn_cast<scf::IfOp>(op))
+      return partitionIf(branch);
+    if (isa<scf::YieldOp>(op))
+      return success(); // Resharded by the owner once its body is done.
     if (auto shard = dyn_cast<ShardOp>(op)) {
       ShardingAttr target = shard.getSharding();
       FailureOr<Value> v = reshard(shard.getSrc(), ShardingLayout::get(target),

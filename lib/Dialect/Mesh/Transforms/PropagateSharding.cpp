@@ -15,6 +15,7 @@
 #include "mesh/Dialect/Mesh/Transforms/ShardingRules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -55,7 +56,8 @@ public:
     });
     rules.reserve(ops.size());
     for (Operation *op : ops)
-      if (!isa<ShardOp, func::ReturnOp, func::CallOp>(op)) {
+      if (!isa<ShardOp, func::ReturnOp, func::CallOp, scf::ForOp, scf::IfOp,
+               scf::YieldOp>(op)) {
         FailureOr<ShardingRule> rule = getShardingRule(op);
         if (succeeded(rule))
           rules.try_emplace(op, std::move(*rule));
@@ -235,6 +237,8 @@ private:
       return assign(shard.getSrc(), hint, target.mesh,
                     ValueInfo::Source::Backward, op);
     }
+    if (isa<scf::ForOp, scf::IfOp>(op))
+      return visitRegionOp(op, forward);
     if (auto call = dyn_cast<func::CallOp>(op)) {
       // Operands take the callee's argument shardings (backward), results
       // its result shardings (forward); shardings do not flow into callees.
@@ -360,11 +364,59 @@ private:
     return changed;
   }
 
+  /// scf.for: init, iteration argument, yielded value and result of each
+  /// loop-carried tensor share one sharding; scf.if: each result and the
+  /// values both branches yield for it. The first known one (in program
+  /// order forward, reversed backward) gives it to the others.
+  bool visitRegionOp(Operation *op, bool forward) {
+    SmallVector<SmallVector<Value>> tied;
+    if (auto loop = dyn_cast<scf::ForOp>(op)) {
+      auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+      for (unsigned i = 0; i < loop.getNumResults(); ++i)
+        tied.push_back({loop.getInitArgs()[i], loop.getRegionIterArgs()[i],
+                        yield.getOperand(i), loop.getResult(i)});
+    } else {
+      auto branch = cast<scf::IfOp>(op);
+      for (unsigned i = 0; i < branch.getNumResults(); ++i) {
+        SmallVector<Value> group;
+        if (!branch.getThenRegion().empty())
+          group.push_back(branch.thenYield().getOperand(i));
+        if (!branch.getElseRegion().empty())
+          group.push_back(branch.elseYield().getOperand(i));
+        group.push_back(branch.getResult(i));
+        tied.push_back(group);
+      }
+    }
+    bool changed = false;
+    for (SmallVector<Value> &group : tied) {
+      if (!forward)
+        std::reverse(group.begin(), group.end());
+      const ValueInfo *known = nullptr;
+      for (Value v : group)
+        if (auto it = info.find(v); it != info.end()) {
+          known = &it->second;
+          break;
+        }
+      if (!known)
+        continue;
+      // Loops and branches carry complete values: a pending reduction is
+      // finished before the value enters (the partitioner reshards).
+      ShardingLayout layout = known->layout;
+      layout.partial.clear();
+      FlatSymbolRefAttr mesh = known->mesh;
+      auto source =
+          forward ? ValueInfo::Source::Forward : ValueInfo::Source::Backward;
+      for (Value v : group)
+        changed |= assign(v, layout, mesh, source, op);
+    }
+    return changed;
+  }
+
   void warnAboutOpsWithoutRules(ArrayRef<Operation *> ops) {
     for (Operation *op : ops) {
       if (rules.count(op) ||
-          isa<ShardOp, func::ReturnOp, func::CallOp, CollectiveOpInterface>(
-              op))
+          isa<ShardOp, func::ReturnOp, func::CallOp, scf::ForOp, scf::IfOp,
+              scf::YieldOp, CollectiveOpInterface>(op))
         continue;
       bool touchesTensors =
           llvm::any_of(op->getResultTypes(), [](Type t) {
