@@ -12,7 +12,7 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.mesh_obj_root, "test")
-config.excludes = ["Inputs", "regressions", "Install", "Executable", "CMakeLists.txt", "README.md", "lit.cfg.py",
+config.excludes = ["Inputs", "regressions", "upstream", "Install", "Executable", "CMakeLists.txt", "README.md", "lit.cfg.py",
                    "lit.site.cfg.py"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
