@@ -372,17 +372,41 @@ private:
               axes.push_back(a.str());
             factors[f] = axes;
           }
-        // Reduction factors: from the partial axes, in order.
-        SmallVector<StringRef> partial = s.getPartialAxisNames();
-        for (auto [f, factor] : llvm::enumerate(rule->factors))
-          if (factor.reduction && !factors[f] && !factor.blocked &&
-              !partial.empty()) {
-            SmallVector<std::string> axes;
-            for (StringRef a : partial)
-              axes.push_back(a.str());
-            factors[f] = axes;
-            break; // One reduction factor takes the partial axes.
+        // Reduction factors: the partial axes, found where propagation took
+        // them from, on the operands' dims of each reduction factor.
+        SmallVector<std::string> partialLeft;
+        for (StringRef a : s.getPartialAxisNames())
+          partialLeft.push_back(a.str());
+        for (auto [f, factor] : llvm::enumerate(rule->factors)) {
+          if (!factor.reduction || factor.blocked || factors[f])
+            continue;
+          for (auto [i, dims] : llvm::enumerate(rule->operandDims)) {
+            if (factors[f] || i >= op->getNumOperands() ||
+                !isa<RankedTensorType>(op->getOperand(i).getType()))
+              continue;
+            const Placed &p = placedOf(op->getOperand(i));
+            for (auto [d, g] : llvm::enumerate(dims)) {
+              if (g != static_cast<int64_t>(f) || d >= p.layout.dims.size())
+                continue;
+              const auto &axes = p.layout.dims[d];
+              if (axes.empty() || !llvm::all_of(axes, [&](const std::string &a) {
+                    return llvm::is_contained(partialLeft, a);
+                  }))
+                continue;
+              factors[f] = axes;
+              for (const std::string &a : axes)
+                llvm::erase(partialLeft, a);
+              break;
+            }
           }
+        }
+        // Whatever is left goes to the first free reduction factor.
+        if (!partialLeft.empty())
+          for (auto [f, factor] : llvm::enumerate(rule->factors))
+            if (factor.reduction && !factor.blocked && !factors[f]) {
+              factors[f] = partialLeft;
+              break;
+            }
       }
     }
     auto project = [&](ArrayRef<int64_t> dims) {
