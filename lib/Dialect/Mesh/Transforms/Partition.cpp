@@ -353,7 +353,7 @@ private:
       rule = it->second;
     // The factors' axes, from the results' annotations.
     FlatSymbolRefAttr mesh;
-    SmallVector<std::optional<SmallVector<std::string>>> factors;
+    FactorSharding factors;
     if (succeeded(rule)) {
       factors.resize(rule->factors.size());
       for (auto [r, dims] : llvm::enumerate(rule->resultDims)) {
@@ -409,13 +409,6 @@ private:
             }
       }
     }
-    auto project = [&](ArrayRef<int64_t> dims) {
-      ShardingLayout layout;
-      for (int64_t f : dims)
-        layout.dims.push_back(f >= 0 && factors[f] ? *factors[f]
-                                                   : SmallVector<std::string>());
-      return layout;
-    };
 
     // Operands: resharded to what the op needs.
     for (OpOperand &operand : op->getOpOperands()) {
@@ -425,7 +418,7 @@ private:
       unsigned i = operand.getOperandNumber();
       ShardingLayout target =
           succeeded(rule) && i < rule->operandDims.size()
-              ? project(rule->operandDims[i])
+              ? projectFactors(factors, rule->operandDims[i])
               : ShardingLayout::replicated(type.getRank());
       FailureOr<Value> v = reshard(operand.get(), target, mesh, op,
                                    "operand " + std::to_string(i) + " of '" +
@@ -461,14 +454,8 @@ private:
       unsigned r = result.getResultNumber();
       ShardingLayout produced =
           succeeded(rule) && r < rule->resultDims.size()
-              ? project(rule->resultDims[r])
+              ? projectResult(*rule, factors, rule->resultDims[r])
               : ShardingLayout::replicated(type.getRank());
-      if (succeeded(rule))
-        for (auto [f, factor] : llvm::enumerate(rule->factors))
-          if (factor.reduction && factors[f]) {
-            llvm::append_range(produced.partial, *factors[f]);
-            produced.partialKind = *factor.reduction;
-          }
       Placed p{produced, mesh};
       FailureOr<RankedTensorType> local =
           localType(op, type, p,

@@ -282,8 +282,7 @@ private:
     const ShardingRule &rule = it->second;
     MeshOp meshOp;
     FlatSymbolRefAttr mesh;
-    SmallVector<std::optional<SmallVector<std::string>>> factors(
-        rule.factors.size());
+    FactorSharding factors(rule.factors.size());
     llvm::StringSet<> used;
 
     auto consider = [&](Value v, ArrayRef<int64_t> dims) {
@@ -339,28 +338,14 @@ private:
     if (!mesh || !meshOp)
       return false;
 
-    auto project = [&](ArrayRef<int64_t> dims) {
-      ShardingLayout layout;
-      for (int64_t f : dims)
-        layout.dims.push_back(f >= 0 && factors[f] ? *factors[f]
-                                                   : SmallVector<std::string>());
-      return layout;
-    };
     auto source =
         forward ? ValueInfo::Source::Forward : ValueInfo::Source::Backward;
     bool changed = false;
-    for (auto [v, dims] : llvm::zip(op->getResults(), rule.resultDims)) {
-      ShardingLayout layout = project(dims);
-      for (auto [f, factor] : llvm::enumerate(rule.factors))
-        if (factor.reduction && factors[f]) {
-          llvm::append_range(layout.partial, *factors[f]);
-          layout.partialKind = *factor.reduction;
-        }
-      changed |= assign(v, std::move(layout), mesh, source, op);
-    }
+    for (auto [v, dims] : llvm::zip(op->getResults(), rule.resultDims))
+      changed |= assign(v, projectResult(rule, factors, dims), mesh, source, op);
     for (auto [v, dims] : llvm::zip(op->getOperands(), rule.operandDims))
       if (isRankedTensor(v))
-        changed |= assign(v, project(dims), mesh, source, op);
+        changed |= assign(v, projectFactors(factors, dims), mesh, source, op);
     return changed;
   }
 

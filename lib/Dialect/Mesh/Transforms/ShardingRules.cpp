@@ -230,6 +230,27 @@ static FailureOr<ShardingRule> getSliceRule(OffsetSizeAndStrideOpInterface op,
   return rule;
 }
 
+ShardingLayout mlir::mesh::projectFactors(const FactorSharding &factors,
+                                          ArrayRef<int64_t> dims) {
+  ShardingLayout layout;
+  for (int64_t f : dims)
+    layout.dims.push_back(f >= 0 && factors[f] ? *factors[f]
+                                               : SmallVector<std::string>());
+  return layout;
+}
+
+ShardingLayout mlir::mesh::projectResult(const ShardingRule &rule,
+                                         const FactorSharding &factors,
+                                         ArrayRef<int64_t> dims) {
+  ShardingLayout layout = projectFactors(factors, dims);
+  for (auto [f, factor] : llvm::enumerate(rule.factors))
+    if (factor.reduction && factors[f]) {
+      llvm::append_range(layout.partial, *factors[f]);
+      layout.partialKind = *factor.reduction;
+    }
+  return layout;
+}
+
 FailureOr<ShardingRule> mlir::mesh::getShardingRule(Operation *op) {
   if (auto iface = dyn_cast<ShardingRuleOpInterface>(op))
     return iface.getShardingRule();

@@ -10,6 +10,7 @@
 #define MESH_DIALECT_MESH_TRANSFORMS_SHARDINGRULES_H
 
 #include "mesh/Dialect/Mesh/IR/MeshOps.h"
+#include "mesh/Dialect/Mesh/Transforms/Resharding.h"
 
 namespace mlir {
 namespace mesh {
@@ -17,6 +18,19 @@ namespace mesh {
 /// The sharding rule of `op`, or failure when none applies (the op's
 /// tensors are then replicated, with a warning).
 FailureOr<ShardingRule> getShardingRule(Operation *op);
+
+/// The axes each factor of a rule is sharded over (unset: not sharded).
+using FactorSharding = SmallVector<std::optional<SmallVector<std::string>>>;
+
+/// The layout of a value whose dims map to the factors `dims` (-1: none).
+ShardingLayout projectFactors(const FactorSharding &factors,
+                              ArrayRef<int64_t> dims);
+
+/// The layout of an op result: the projection, partial over the axes of the
+/// sharded reduction factors.
+ShardingLayout projectResult(const ShardingRule &rule,
+                             const FactorSharding &factors,
+                             ArrayRef<int64_t> dims);
 
 } // namespace mesh
 } // namespace mlir
