@@ -28,8 +28,18 @@ extern "C" {
 #define MESHRT_API
 #endif
 
+/* In C++ the enums get a fixed 32-bit type, so that any value compiled code
+ * passes (valid or not) is well-defined and reported as an invalid argument.
+ * In C an enum is an int already. The ABI is the same: a 32-bit integer. */
+#ifdef __cplusplus
+#define MESHRT_ENUM(Name) enum Name : int32_t
+#else
+#define MESHRT_ENUM(Name) enum Name
+#endif
+
+// clang-format off
 /// Status returned by the meshrt_* functions.
-typedef enum meshrt_status {
+typedef MESHRT_ENUM(meshrt_status) {
   MESHRT_SUCCESS = 0,
   /// A null pointer, a negative count, an out-of-range axis or root, ...
   MESHRT_ERROR_INVALID_ARGUMENT = 1,
@@ -52,9 +62,11 @@ typedef enum meshrt_status {
   /// in that case; the code exists for messages and for the exit status.
   MESHRT_ERROR_TIMEOUT = 9
 } meshrt_status;
+// clang-format on
 
+// clang-format off
 /// Element types of collective buffers.
-typedef enum meshrt_dtype {
+typedef MESHRT_ENUM(meshrt_dtype) {
   MESHRT_F16 = 0,  ///< IEEE binary16
   MESHRT_BF16 = 1, ///< bfloat16 (upper half of a binary32)
   MESHRT_F32 = 2,
@@ -64,11 +76,13 @@ typedef enum meshrt_dtype {
   MESHRT_I64 = 6,
   MESHRT_U8 = 7
 } meshrt_dtype;
+// clang-format on
 
+// clang-format off
 /// Reductions. MESHRT_AVG is a sum followed by a division by the group size
 /// (truncating toward zero for integer types, like ncclAvg). The bitwise
 /// reductions exist for integer types only, and on the MPI backend only.
-typedef enum meshrt_reduce_op {
+typedef MESHRT_ENUM(meshrt_reduce_op) {
   MESHRT_SUM = 0,
   MESHRT_PROD = 1,
   MESHRT_MIN = 2,
@@ -78,24 +92,29 @@ typedef enum meshrt_reduce_op {
   MESHRT_BOR = 6,
   MESHRT_BXOR = 7
 } meshrt_reduce_op;
+// clang-format on
 
+// clang-format off
 /// Communication backends. MESHRT_BACKEND_AUTO reads the MESHRT_BACKEND
 /// environment variable (auto|mpi|nccl); "auto" picks NCCL when the runtime
 /// was built with it and a CUDA device is visible, MPI otherwise.
-typedef enum meshrt_backend {
+typedef MESHRT_ENUM(meshrt_backend) {
   MESHRT_BACKEND_AUTO = 0,
   MESHRT_BACKEND_MPI = 1,
   MESHRT_BACKEND_NCCL = 2
 } meshrt_backend;
+// clang-format on
 
+// clang-format off
 /// What a failing meshrt_* call does.
-typedef enum meshrt_error_policy {
+typedef MESHRT_ENUM(meshrt_error_policy) {
   /// Print "meshrt: rank R: <message>" to stderr and abort the whole job
   /// (MPI_Abort with exit code 1). The default.
   MESHRT_ERRORS_ABORT = 0,
   /// Return the status; meshrt_last_error() has the message.
   MESHRT_ERRORS_RETURN = 1
 } meshrt_error_policy;
+// clang-format on
 
 /// Flags of meshrt_permute.
 enum {
