@@ -648,3 +648,22 @@ TEST(Collectives, InvalidAndUnsupportedCallsFailEverywhere) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(Collectives, NcclRejectsHostBuffers) {
+  if (!onNccl())
+    GTEST_SKIP() << "host buffers are what the MPI backend uses";
+  forEachGroup([](const GroupCase &C) {
+    std::vector<float> Host(4, 1.0f);
+    Buffer Device(16);
+    int S = meshrt_all_reduce(C.Comm, Host.data(), Device.get(), 4, MESHRT_F32,
+                              MESHRT_SUM);
+    EXPECT_EQ(S, MESHRT_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(meshrt_last_error()).find("host memory"),
+              std::string::npos)
+        << meshrt_last_error();
+  });
+}
+
+} // namespace

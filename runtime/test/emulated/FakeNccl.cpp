@@ -1,0 +1,366 @@
+//===- FakeNccl.cpp - An MPI-backed stand-in for libnccl ------------------===//
+//
+// Test-only. Implements the NCCL calls libmeshrt's NCCL backend makes, over
+// MPI on host memory, with NCCL's semantics (avg truncates for integers,
+// grouped send/recv complete together, ranks of a split ordered by key).
+// Together with FakeCudart.cpp it lets the NCCL backend and the NCCL test
+// cases run on machines without a GPU. Built as libnccl.so.2.
+//
+// Reductions gather every member's buffer and combine them in rank order on
+// each member, which is slow but simple and deterministic.
+//
+//===----------------------------------------------------------------------===//
+
+#include "meshrt/Half.h"
+
+#include <cuda_runtime_api.h>
+#include <mpi.h>
+#include <nccl.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+extern "C" void fakeCudaMarkBusy(cudaStream_t S, int Polls);
+
+struct ncclComm {
+  MPI_Comm C = MPI_COMM_NULL;
+  int Rank = 0, Size = 1;
+};
+
+namespace {
+
+struct P2P {
+  bool IsSend;
+  void *Buf;
+  size_t Bytes;
+  int Peer;
+  ncclComm_t Comm;
+};
+
+thread_local int GroupDepth = 0;
+thread_local std::vector<P2P> Pending;
+
+size_t typeSize(ncclDataType_t T) {
+  switch (T) {
+  case ncclInt8:
+  case ncclUint8:
+    return 1;
+  case ncclFloat16:
+  case ncclBfloat16:
+    return 2;
+  case ncclInt32:
+  case ncclUint32:
+  case ncclFloat32:
+    return 4;
+  case ncclInt64:
+  case ncclUint64:
+  case ncclFloat64:
+    return 8;
+  default:
+    return 0;
+  }
+}
+
+template <typename T> T combineInt(T A, T B, ncclRedOp_t Op) {
+  switch (Op) {
+  case ncclSum:
+  case ncclAvg:
+    return T(A + B);
+  case ncclProd:
+    return T(A * B);
+  case ncclMin:
+    return B < A ? B : A;
+  case ncclMax:
+    return B > A ? B : A;
+  default:
+    return A;
+  }
+}
+
+double combineFloat(double A, double B, ncclRedOp_t Op) {
+  switch (Op) {
+  case ncclSum:
+  case ncclAvg:
+    return A + B;
+  case ncclProd:
+    return A * B;
+  case ncclMin:
+    return B < A ? B : A;
+  case ncclMax:
+    return B > A ? B : A;
+  default:
+    return A;
+  }
+}
+
+template <typename T>
+void reduceInt(const char *All, size_t Stride, int N, T *Out, size_t Count,
+               ncclRedOp_t Op) {
+  for (size_t I = 0; I < Count; ++I) {
+    T Acc;
+    std::memcpy(&Acc, All + I * sizeof(T), sizeof(T));
+    for (int R = 1; R < N; ++R) {
+      T V;
+      std::memcpy(&V, All + R * Stride + I * sizeof(T), sizeof(T));
+      Acc = combineInt(Acc, V, Op);
+    }
+    if (Op == ncclAvg)
+      Acc = T(Acc / T(N));
+    Out[I] = Acc;
+  }
+}
+
+double loadFloat(ncclDataType_t T, const char *P) {
+  switch (T) {
+  case ncclFloat16: {
+    uint16_t B;
+    std::memcpy(&B, P, 2);
+    return meshrt::halfToFloat(B);
+  }
+  case ncclBfloat16: {
+    uint16_t B;
+    std::memcpy(&B, P, 2);
+    return meshrt::bfloat16ToFloat(B);
+  }
+  case ncclFloat32: {
+    float F;
+    std::memcpy(&F, P, 4);
+    return F;
+  }
+  default: {
+    double D;
+    std::memcpy(&D, P, 8);
+    return D;
+  }
+  }
+}
+
+void storeFloat(ncclDataType_t T, char *P, double V) {
+  switch (T) {
+  case ncclFloat16: {
+    uint16_t B = meshrt::floatToHalf(float(V));
+    std::memcpy(P, &B, 2);
+    return;
+  }
+  case ncclBfloat16: {
+    uint16_t B = meshrt::floatToBFloat16(float(V));
+    std::memcpy(P, &B, 2);
+    return;
+  }
+  case ncclFloat32: {
+    float F = float(V);
+    std::memcpy(P, &F, 4);
+    return;
+  }
+  default:
+    std::memcpy(P, &V, 8);
+  }
+}
+
+/// Out[0..Count) = reduction over the N blocks of All (each Stride bytes).
+ncclResult_t reduce(const char *All, size_t Stride, int N, void *Out,
+                    size_t Count, ncclDataType_t T, ncclRedOp_t Op) {
+  if (Op < ncclSum || Op > ncclAvg)
+    return ncclInvalidArgument;
+  switch (T) {
+  case ncclInt8:
+    reduceInt(All, Stride, N, static_cast<int8_t *>(Out), Count, Op);
+    return ncclSuccess;
+  case ncclUint8:
+    reduceInt(All, Stride, N, static_cast<uint8_t *>(Out), Count, Op);
+    return ncclSuccess;
+  case ncclInt32:
+    reduceInt(All, Stride, N, static_cast<int32_t *>(Out), Count, Op);
+    return ncclSuccess;
+  case ncclInt64:
+    reduceInt(All, Stride, N, static_cast<int64_t *>(Out), Count, Op);
+    return ncclSuccess;
+  case ncclFloat16:
+  case ncclBfloat16:
+  case ncclFloat32:
+  case ncclFloat64: {
+    size_t E = typeSize(T);
+    for (size_t I = 0; I < Count; ++I) {
+      double Acc = loadFloat(T, All + I * E);
+      for (int R = 1; R < N; ++R)
+        Acc = combineFloat(Acc, loadFloat(T, All + R * Stride + I * E), Op);
+      if (Op == ncclAvg)
+        Acc /= N;
+      storeFloat(T, static_cast<char *>(Out) + I * E, Acc);
+    }
+    return ncclSuccess;
+  }
+  default:
+    return ncclInvalidArgument;
+  }
+}
+
+ncclResult_t done(cudaStream_t S) {
+  fakeCudaMarkBusy(S, 2); // The caller must poll before it sees completion.
+  return ncclSuccess;
+}
+
+ncclComm_t wrap(MPI_Comm C) {
+  ncclComm_t N = new ncclComm;
+  N->C = C;
+  MPI_Comm_rank(C, &N->Rank);
+  MPI_Comm_size(C, &N->Size);
+  return N;
+}
+
+} // namespace
+
+extern "C" {
+
+ncclResult_t ncclGetVersion(int *V) {
+  *V = NCCL_VERSION_CODE;
+  return ncclSuccess;
+}
+
+const char *ncclGetErrorString(ncclResult_t R) {
+  return R == ncclSuccess ? "no error (emulated)" : "error (emulated NCCL)";
+}
+
+const char *ncclGetLastError(ncclComm_t) { return ""; }
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId *Id) {
+  std::memset(Id, 0, sizeof(*Id));
+  double T = MPI_Wtime();
+  std::memcpy(Id->internal, &T, sizeof(T));
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommInitRankConfig(ncclComm_t *Comm, int NRanks,
+                                    ncclUniqueId Id, int Rank, ncclConfig_t *) {
+  // Everybody with the same id forms one communicator, ordered by rank.
+  uint32_t H = 2166136261u;
+  for (char C : Id.internal)
+    H = (H ^ uint8_t(C)) * 16777619u;
+  MPI_Comm C;
+  if (MPI_Comm_split(MPI_COMM_WORLD, int(H & 0x7fffffff), Rank, &C) !=
+      MPI_SUCCESS)
+    return ncclSystemError;
+  *Comm = wrap(C);
+  if ((*Comm)->Size != NRanks || (*Comm)->Rank != Rank)
+    return ncclInvalidUsage;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommSplit(ncclComm_t Parent, int Color, int Key,
+                           ncclComm_t *New, ncclConfig_t *) {
+  MPI_Comm C;
+  MPI_Comm_split(Parent->C, Color == NCCL_SPLIT_NOCOLOR ? MPI_UNDEFINED : Color,
+                 Key, &C);
+  *New = C == MPI_COMM_NULL ? nullptr : wrap(C);
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t Comm) {
+  int Fin = 0;
+  MPI_Finalized(&Fin);
+  if (!Fin)
+    MPI_Comm_free(&Comm->C);
+  delete Comm;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommAbort(ncclComm_t Comm) { return ncclCommDestroy(Comm); }
+
+ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t *E) {
+  *E = ncclSuccess;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommCount(const ncclComm_t Comm, int *Count) {
+  *Count = Comm->Size;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommUserRank(const ncclComm_t Comm, int *Rank) {
+  *Rank = Comm->Rank;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclAllReduce(const void *Send, void *Recv, size_t Count,
+                           ncclDataType_t T, ncclRedOp_t Op, ncclComm_t Comm,
+                           cudaStream_t S) {
+  size_t Bytes = Count * typeSize(T);
+  std::vector<char> All(Bytes * size_t(Comm->Size));
+  MPI_Allgather(Send, int(Bytes), MPI_BYTE, All.data(), int(Bytes), MPI_BYTE,
+                Comm->C);
+  ncclResult_t R = reduce(All.data(), Bytes, Comm->Size, Recv, Count, T, Op);
+  return R == ncclSuccess ? done(S) : R;
+}
+
+ncclResult_t ncclReduceScatter(const void *Send, void *Recv, size_t Count,
+                               ncclDataType_t T, ncclRedOp_t Op,
+                               ncclComm_t Comm, cudaStream_t S) {
+  size_t Block = Count * typeSize(T), Whole = Block * size_t(Comm->Size);
+  std::vector<char> All(Whole * size_t(Comm->Size));
+  MPI_Allgather(Send, int(Whole), MPI_BYTE, All.data(), int(Whole), MPI_BYTE,
+                Comm->C);
+  ncclResult_t R = reduce(All.data() + size_t(Comm->Rank) * Block, Whole,
+                          Comm->Size, Recv, Count, T, Op);
+  return R == ncclSuccess ? done(S) : R;
+}
+
+ncclResult_t ncclAllGather(const void *Send, void *Recv, size_t Count,
+                           ncclDataType_t T, ncclComm_t Comm, cudaStream_t S) {
+  int Bytes = int(Count * typeSize(T));
+  MPI_Allgather(Send, Bytes, MPI_BYTE, Recv, Bytes, MPI_BYTE, Comm->C);
+  return done(S);
+}
+
+ncclResult_t ncclBroadcast(const void *Send, void *Recv, size_t Count,
+                           ncclDataType_t T, int Root, ncclComm_t Comm,
+                           cudaStream_t S) {
+  size_t Bytes = Count * typeSize(T);
+  if (Comm->Rank == Root && Send != Recv)
+    std::memmove(Recv, Send, Bytes);
+  MPI_Bcast(Recv, int(Bytes), MPI_BYTE, Root, Comm->C);
+  return done(S);
+}
+
+ncclResult_t ncclGroupStart() {
+  ++GroupDepth;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclGroupEnd() {
+  if (GroupDepth == 0)
+    return ncclInvalidUsage;
+  if (--GroupDepth > 0)
+    return ncclSuccess;
+  std::vector<MPI_Request> Reqs;
+  for (P2P &Op : Pending) {
+    MPI_Request R;
+    if (Op.IsSend)
+      MPI_Isend(Op.Buf, int(Op.Bytes), MPI_BYTE, Op.Peer, 7, Op.Comm->C, &R);
+    else
+      MPI_Irecv(Op.Buf, int(Op.Bytes), MPI_BYTE, Op.Peer, 7, Op.Comm->C, &R);
+    Reqs.push_back(R);
+  }
+  MPI_Waitall(int(Reqs.size()), Reqs.data(), MPI_STATUSES_IGNORE);
+  Pending.clear();
+  return ncclSuccess;
+}
+
+ncclResult_t ncclSend(const void *Buf, size_t Count, ncclDataType_t T, int Peer,
+                      ncclComm_t Comm, cudaStream_t S) {
+  Pending.push_back(
+      {true, const_cast<void *>(Buf), Count * typeSize(T), Peer, Comm});
+  if (GroupDepth == 0)
+    return ncclInvalidUsage; // Alone it could deadlock; meshrt always groups.
+  return done(S);
+}
+
+ncclResult_t ncclRecv(void *Buf, size_t Count, ncclDataType_t T, int Peer,
+                      ncclComm_t Comm, cudaStream_t S) {
+  Pending.push_back({false, Buf, Count * typeSize(T), Peer, Comm});
+  if (GroupDepth == 0)
+    return ncclInvalidUsage;
+  return done(S);
+}
+
+} // extern "C"
