@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mesh/Dialect/Mesh/IR/MeshOps.h"
+#include "mesh/Dialect/Mesh/Transforms/FunctionAttrs.h"
 #include "mesh/Dialect/Mesh/Transforms/Passes.h"
 #include "mesh/Dialect/Mesh/Transforms/Resharding.h"
 #include "mesh/Dialect/Mesh/Transforms/ShardingRules.h"
@@ -22,6 +23,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+
+#include <map>
 
 namespace mlir {
 namespace mesh {
@@ -83,10 +86,9 @@ public:
     if (resultTypes.size() != fn.getNumResults())
       resultTypes.assign(fn.getResultTypes().begin(), fn.getResultTypes().end());
     fn.setType(FunctionType::get(fn.getContext(), argTypes, resultTypes));
-    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      fn.removeArgAttr(i, name);
-    for (unsigned i = 0; i < fn.getNumResults(); ++i)
-      fn.removeResultAttr(i, StringAttr::get(fn.getContext(), name));
+    auto drop = [&](unsigned, NamedAttrList &attrs) { attrs.erase(name); };
+    editArgAttrs(fn, drop);
+    editResultAttrs(fn, drop);
     return success();
   }
 
@@ -147,6 +149,15 @@ private:
     Placed from = placedOf(v);
     if (from.layout == target)
       return v;
+    // The same value resharded the same way earlier in this block (or in a
+    // block around it) is reused: one collective, not one per use.
+    std::string key = layoutKey(target);
+    auto cached = reshardCache.find({v, key});
+    if (cached != reshardCache.end()) {
+      Operation *def = cached->second.getDefiningOp();
+      if (def && def->getBlock()->findAncestorOpInBlock(*where))
+        return cached->second;
+    }
     FlatSymbolRefAttr meshRef = mesh ? mesh : from.mesh;
     if (from.mesh && mesh && from.mesh != mesh)
       return where->emitError()
@@ -167,7 +178,20 @@ private:
     OpBuilder b(where);
     Value out = emitResharding(b, where->getLoc(), meshOp, v, *steps);
     placed[out] = Placed{target, meshRef};
+    reshardCache[{v, key}] = out;
     return out;
+  }
+
+  static std::string layoutKey(const ShardingLayout &layout) {
+    std::string key;
+    for (const auto &axes : layout.dims) {
+      for (const std::string &a : axes)
+        key += a + ",";
+      key += ";";
+    }
+    for (const std::string &a : layout.partial)
+      key += a + ",";
+    return key + std::to_string(static_cast<int>(layout.partialKind));
   }
 
   static ShardingAttr annotationOf(Operation *op, unsigned result) {
@@ -535,6 +559,15 @@ private:
   const llvm::StringMap<Signature> &signatures;
   DenseMap<Value, Placed> placed;
   DenseMap<Operation *, ShardingRule> rules;
+  std::map<std::pair<Value, std::string>, Value,
+           bool (*)(const std::pair<Value, std::string> &,
+                    const std::pair<Value, std::string> &)>
+      reshardCache{[](const std::pair<Value, std::string> &a,
+                      const std::pair<Value, std::string> &b) {
+        if (a.first != b.first)
+          return a.first.getAsOpaquePointer() < b.first.getAsOpaquePointer();
+        return a.second < b.second;
+      }};
 };
 
 struct PartitionPass : public mesh::impl::PartitionBase<PartitionPass> {

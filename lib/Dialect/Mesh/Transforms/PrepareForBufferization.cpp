@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mesh/Dialect/Mesh/IR/MeshDialect.h"
+#include "mesh/Dialect/Mesh/Transforms/FunctionAttrs.h"
 #include "mesh/Dialect/Mesh/Transforms/Passes.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -35,15 +36,15 @@ struct PrepareForBufferizationPass
       auto fn = dyn_cast<FunctionOpInterface>(op);
       if (!fn)
         return;
-      for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
-        fn.removeArgAttr(i, name);
-        if (!writableArguments && fn.isPublic() &&
-            isa<TensorType>(fn.getArgumentTypes()[i]))
-          fn.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
-                        BoolAttr::get(op->getContext(), false));
-      }
-      for (unsigned i = 0, e = fn.getNumResults(); i < e; ++i)
-        fn.removeResultAttr(i, StringAttr::get(op->getContext(), name));
+      bool readOnly = !writableArguments && fn.isPublic();
+      mesh::editArgAttrs(fn, [&](unsigned i, NamedAttrList &attrs) {
+        attrs.erase(name);
+        if (readOnly && isa<TensorType>(fn.getArgumentTypes()[i]))
+          attrs.set(bufferization::BufferizationDialect::kWritableAttrName,
+                    BoolAttr::get(op->getContext(), false));
+      });
+      mesh::editResultAttrs(
+          fn, [&](unsigned, NamedAttrList &attrs) { attrs.erase(name); });
     });
   }
 };

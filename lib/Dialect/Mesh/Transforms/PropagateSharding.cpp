@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mesh/Dialect/Mesh/IR/MeshOps.h"
+#include "mesh/Dialect/Mesh/Transforms/FunctionAttrs.h"
 #include "mesh/Dialect/Mesh/Transforms/Passes.h"
 #include "mesh/Dialect/Mesh/Transforms/Resharding.h"
 #include "mesh/Dialect/Mesh/Transforms/ShardingRules.h"
@@ -99,27 +100,30 @@ public:
       if (auto fn = dyn_cast<FunctionOpInterface>(op)) {
         if (fn.isExternal())
           return;
-        for (BlockArgument arg : fn.getArguments()) {
+        editArgAttrs(fn, [&](unsigned i, NamedAttrList &attrs) {
+          BlockArgument arg = fn.getArgument(i);
           if (!isRankedTensor(arg))
-            continue;
+            return;
           ValueInfo *vi;
           if (ShardingAttr s = layoutFor(arg, vi)) {
-            fn.setArgAttr(arg.getArgNumber(), name, s);
+            attrs.set(name, s);
             if (explain)
-              op->emitRemark() << "argument " << arg.getArgNumber() << ": "
-                               << s << " " << describe(vi);
-          }
-        }
-        // Results take their return value's sharding unless annotated.
-        fn.walk([&](func::ReturnOp ret) {
-          for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-            if (!isRankedTensor(v) || fn.getResultAttr(i, name))
-              continue;
-            ValueInfo *vi;
-            if (ShardingAttr s = layoutFor(v, vi))
-              fn.setResultAttr(i, name, s);
+              op->emitRemark() << "argument " << i << ": " << s << " "
+                               << describe(vi);
           }
         });
+        // Results take their return value's sharding unless annotated.
+        func::ReturnOp ret;
+        fn.walk([&](func::ReturnOp r) { ret = r; });
+        if (ret && ret.getNumOperands() == fn.getNumResults())
+          editResultAttrs(fn, [&](unsigned i, NamedAttrList &attrs) {
+            Value v = ret.getOperand(i);
+            if (!isRankedTensor(v) || attrs.get(name))
+              return;
+            ValueInfo *vi;
+            if (ShardingAttr s = layoutFor(v, vi))
+              attrs.set(name, s);
+          });
         return;
       }
       if (isa<ShardOp, MeshOp, ModuleOp>(op) || op->getNumResults() == 0)
