@@ -1,17 +1,17 @@
 // The examples under examples/mlir verify, canonicalize, and keep their
 // collectives (none of them is over a size-1 group).
-// RUN: mesh-opt %mesh_src_root/examples/mlir/hsdp_step.mlir --canonicalize | FileCheck %s --check-prefix=HSDP
-// RUN: mesh-opt %mesh_src_root/examples/mlir/ulysses.mlir --canonicalize | FileCheck %s --check-prefix=ULY
-// RUN: mesh-opt %mesh_src_root/examples/mlir/tp_mlp.mlir --canonicalize | FileCheck %s --check-prefix=TP
+// RUN: mesh-opt %mesh_src_root/examples/mlir/hsdp_step.mlir --canonicalize | FileCheck %s --check-prefix=CHECK-HSDP
+// RUN: mesh-opt %mesh_src_root/examples/mlir/ulysses.mlir --canonicalize | FileCheck %s --check-prefix=CHECK-ULY
+// RUN: mesh-opt %mesh_src_root/examples/mlir/tp_mlp.mlir --canonicalize | FileCheck %s --check-prefix=CHECK-TP
 
-// HSDP: mesh.all_gather {{.*}} axes = ["shard"] gather_dim = 0 : tensor<42xf32> -> tensor<168xf32>
-// HSDP: mesh.reduce_scatter {{.*}} axes = ["shard"] scatter_dim = 0 reduction = sum
-// HSDP: mesh.all_reduce {{.*}} axes = ["replicate"] reduction = avg
+// CHECK-HSDP: mesh.all_gather {{.*}} axes = ["shard"] gather_dim = 0 : tensor<42xf32> -> tensor<168xf32>
+// CHECK-HSDP: mesh.reduce_scatter {{.*}} axes = ["shard"] scatter_dim = 0 reduction = sum
+// CHECK-HSDP: mesh.all_reduce {{.*}} axes = ["replicate"] reduction = avg
 
-// ULY: mesh.all_to_all {{.*}} split_dim = 1 concat_dim = 0 : tensor<8x8x16xf32> -> tensor<32x2x16xf32>
-// ULY: mesh.all_to_all {{.*}} split_dim = 0 concat_dim = 1 : tensor<32x2x16xf32> -> tensor<8x8x16xf32>
-// ULY: mesh.all_reduce {{.*}} axes = ["data_parallel"] reduction = avg
-// ULY: mesh.axis_size @dpsp "data_parallel"
+// CHECK-ULY: mesh.all_to_all {{.*}} split_dim = 1 concat_dim = 0 : tensor<8x8x16xf32> -> tensor<32x2x16xf32>
+// CHECK-ULY: mesh.all_to_all {{.*}} split_dim = 0 concat_dim = 1 : tensor<32x2x16xf32> -> tensor<8x8x16xf32>
+// CHECK-ULY: mesh.all_reduce {{.*}} axes = ["data_parallel"] reduction = avg
+// CHECK-ULY: mesh.axis_size @dpsp "data_parallel"
 
-// TP-COUNT-2: linalg.matmul
-// TP: mesh.all_reduce {{.*}} axes = ["tp"] reduction = sum
+// CHECK-TP-COUNT-2: linalg.matmul
+// CHECK-TP: mesh.all_reduce {{.*}} axes = ["tp"] reduction = sum
