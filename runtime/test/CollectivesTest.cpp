@@ -51,16 +51,8 @@ bool onNccl() {
   return B == MESHRT_BACKEND_NCCL;
 }
 
-int64_t worldRank() {
-  int64_t R;
-  meshrt_world_rank(&R);
-  return R;
-}
-int64_t worldSize() {
-  int64_t S;
-  meshrt_world_size(&S);
-  return S;
-}
+using meshrt::test::worldRank;
+using meshrt::test::worldSize;
 
 //===----------------------------------------------------------------------===//
 // Element encoding

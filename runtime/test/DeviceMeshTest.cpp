@@ -27,16 +27,8 @@ using meshrt::test::orderedAxisLists;
 
 namespace {
 
-int64_t worldRank() {
-  int64_t R;
-  meshrt_world_rank(&R);
-  return R;
-}
-int64_t worldSize() {
-  int64_t S;
-  meshrt_world_size(&S);
-  return S;
-}
+using meshrt::test::worldRank;
+using meshrt::test::worldSize;
 bool deviceBuffers() { return meshrt::test::useDeviceMemory(); }
 
 /// The backend the test binary runs on (that of the default context), for

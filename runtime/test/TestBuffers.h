@@ -13,6 +13,8 @@
 #ifndef MESHRT_TEST_TESTBUFFERS_H
 #define MESHRT_TEST_TESTBUFFERS_H
 
+#include "meshrt/meshrt.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +27,20 @@
 
 namespace meshrt {
 namespace test {
+
+/// This process's rank in the default context's world.
+inline int64_t worldRank() {
+  int64_t R = 0;
+  meshrt_world_rank(&R);
+  return R;
+}
+
+/// The number of processes in the default context's world.
+inline int64_t worldSize() {
+  int64_t S = 0;
+  meshrt_world_size(&S);
+  return S;
+}
 
 /// Set by the test main: true when the runtime runs on NCCL.
 inline bool &useDeviceMemory() {

@@ -152,7 +152,7 @@ private:
     // The same value resharded the same way earlier in this block (or in a
     // block around it) is reused: one collective, not one per use.
     std::string key = layoutKey(target);
-    auto cached = reshardCache.find({v, key});
+    auto cached = reshardCache.find({v.getAsOpaquePointer(), key});
     if (cached != reshardCache.end()) {
       Operation *def = cached->second.getDefiningOp();
       if (def && def->getBlock()->findAncestorOpInBlock(*where))
@@ -178,7 +178,7 @@ private:
     OpBuilder b(where);
     Value out = emitResharding(b, where->getLoc(), meshOp, v, *steps);
     placed[out] = Placed{target, meshRef};
-    reshardCache[{v, key}] = out;
+    reshardCache[{v.getAsOpaquePointer(), key}] = out;
     return out;
   }
 
@@ -559,15 +559,8 @@ private:
   const llvm::StringMap<Signature> &signatures;
   DenseMap<Value, Placed> placed;
   DenseMap<Operation *, ShardingRule> rules;
-  std::map<std::pair<Value, std::string>, Value,
-           bool (*)(const std::pair<Value, std::string> &,
-                    const std::pair<Value, std::string> &)>
-      reshardCache{[](const std::pair<Value, std::string> &a,
-                      const std::pair<Value, std::string> &b) {
-        if (a.first != b.first)
-          return a.first.getAsOpaquePointer() < b.first.getAsOpaquePointer();
-        return a.second < b.second;
-      }};
+  /// (value, target layout) -> the value resharded there.
+  std::map<std::pair<const void *, std::string>, Value> reshardCache;
 };
 
 struct PartitionPass : public mesh::impl::PartitionBase<PartitionPass> {
