@@ -1,19 +1,25 @@
 #!/usr/bin/env python3
 """Writes the all_reduce chain of bench/lowering/run.sh in several forms.
 
-  gen.py ours         STEPS ELEMS [AxB] > ours.mlir      mesh dialect, for mesh-compile
-  gen.py upstream     STEPS ELEMS [AxB] > upstream.mlir  LLVM 22 shard (+ mpi init/finalize)
+  gen.py ours          STEPS ELEMS [AxB] > ours.mlir      mesh dialect, for mesh-compile
+  gen.py upstream      STEPS ELEMS [AxB] > upstream.mlir  LLVM 22 shard (+ mpi init/finalize)
+  gen.py ours-loop     STEPS ELEMS [AxB] > ours.mlir      the same two as one scf.for
+  gen.py upstream-loop STEPS ELEMS [AxB] > upstream.mlir  loop of STEPS iterations
   gen.py direct       STEPS ELEMS [AxB] > direct.c       C on libmeshrt's C ABI, static buffers
   gen.py direct-fresh STEPS ELEMS [AxB] > fresh.c        the same, a new buffer per step
   gen.py direct-reuse STEPS ELEMS [AxB] > reuse.c        the same, freed after its last use
+  gen.py expect       STEPS ELEMS [AxB]                  what every form must print, from
+                                                         the closed form (meshes (A, 4) only)
 
 All compute the same thing on an (A, B) mesh (upstream: grid), by default
 (2, 4) (8 ranks), with axes ("a", "b"): x starts as [0, 1, ..., ELEMS-1] (f32);
 each of STEPS steps does a little local work, t = fma(x, 0.25, bias) with
 bias = 10 a + b + 1 (the rank's coordinates), then x = all_reduce(t, sum) over
 axis "b" (grid axis 1): the pattern a K-split matmul chain leaves after
-partitioning. The MLIR forms are straight-line, one value per step, as a
-partitioner emits them. On (2, 4) a step adds 40 a + 10 to every element, so
+partitioning. The MLIR forms "ours" and "upstream" are straight-line, one
+value per step, as a partitioner emits them; the "-loop" forms are one
+scf.for of STEPS iterations carrying x (its body: the fma and the all_reduce),
+so that their size does not grow with STEPS. The C forms are loops. On (2, 4) a step adds 40 a + 10 to every element, so
 values stay integers below 2^22 for STEPS up to ~80,000: every sum is exact
 whatever order MPI adds in, and the programs must agree bit for bit. (On
 (1, 2), x converges to 6; the operations are the same in every form.)
@@ -45,10 +51,11 @@ llvm.func @bench_now_ns() -> i64 {
 '''
 
 
-def main_body(steps, elems, coords, sync, all_reduce):
+def main_body(steps, elems, coords, sync, all_reduce, loop=False):
     """The body of @main. `coords` defines %ia, %ib (the rank's coordinates)
     and %rank; `all_reduce(dst, src)` is one all_reduce over axis b and
-    `sync(dst, src)` one over both axes (on tensor<1xf32>)."""
+    `sync(dst, src)` one over both axes (on tensor<1xf32>). `loop`: the steps
+    as one scf.for carrying x rather than straight-line."""
     t = f"tensor<{elems}xf32>"
     init = ", ".join(f"{j}.0" for j in range(elems))
     out = [f"  %x0 = arith.constant dense<[{init}]> : {t}",
@@ -74,14 +81,25 @@ def main_body(steps, elems, coords, sync, all_reduce):
            f"  %be = tensor.empty() : {t}",
            f"  %bias = linalg.fill ins(%bf : f32) outs(%be : {t}) -> {t}",
            "  %time0 = llvm.call @bench_now_ns() : () -> i64"]
-    for i in range(1, steps + 1):
-        out += [f"  %t{i} = math.fma %x{i-1}, %quarter, %bias : {t}",
-                all_reduce(f"%x{i}", f"%t{i}")]
+    if loop:
+        out += [f"  %csteps = arith.constant {steps} : index",
+                "  %xlast = scf.for %i = %c0 to %csteps step %c1"
+                f" iter_args(%x = %x0) -> ({t}) {{",
+                f"    %t = math.fma %x, %quarter, %bias : {t}",
+                "  " + all_reduce("%xnext", "%t"),
+                f"    scf.yield %xnext : {t}",
+                "  }"]
+        last = "%xlast"
+    else:
+        for i in range(1, steps + 1):
+            out += [f"  %t{i} = math.fma %x{i-1}, %quarter, %bias : {t}",
+                    all_reduce(f"%x{i}", f"%t{i}")]
+        last = f"%x{steps}"
     out += ["  %time1 = llvm.call @bench_now_ns() : () -> i64",
             "  %dt = arith.subi %time1, %time0 : i64",
             "  %ck:2 = scf.for %j = %c0 to %celems step %c1"
             " iter_args(%h = %zero64, %s = %zerof64) -> (i64, f64) {",
-            f"    %e = tensor.extract %x{steps}[%j] : {t}",
+            f"    %e = tensor.extract {last}[%j] : {t}",
             "    %bits = arith.bitcast %e : f32 to i32",
             "    %b64 = arith.extui %bits : i32 to i64",
             "    %j1 = arith.addi %j, %c1 : index",
@@ -100,7 +118,7 @@ def main_body(steps, elems, coords, sync, all_reduce):
     return "\n".join(out) + "\n"
 
 
-def ours(steps, elems, a, b):
+def ours(steps, elems, a, b, loop=False):
     t = f"tensor<{elems}xf32>"
     coords = ('  %ia = mesh.axis_index @m "a" : index\n'
               '  %ib = mesh.axis_index @m "b" : index\n'
@@ -112,14 +130,14 @@ def ours(steps, elems, a, b):
         lambda d, s: f'  {d} = mesh.all_reduce {s} on @m axes = ["a", "b"]'
                      ' reduction = sum : tensor<1xf32> -> tensor<1xf32>',
         lambda d, s: f'  {d} = mesh.all_reduce {s} on @m axes = ["b"]'
-                     f' reduction = sum : {t} -> {t}')
+                     f' reduction = sum : {t} -> {t}', loop)
     return ("// Generated by bench/lowering/gen.py ours: see its docstring.\n"
             f'mesh.mesh @m(["a" = {a}, "b" = {b}])\n' + LLVM_HELPERS +
             "func.func @main() -> i32 {\n" + body +
             "  %ret = arith.constant 0 : i32\n  return %ret : i32\n}\n")
 
 
-def upstream(steps, elems, a, b):
+def upstream(steps, elems, a, b, loop=False):
     t = f"tensor<{elems}xf32>"
     coords = ("  %idx:2 = shard.process_multi_index on @g : index, index\n"
               "  %ia = arith.addi %idx#0, %c0 : index\n"
@@ -130,7 +148,7 @@ def upstream(steps, elems, a, b):
         lambda d, s: f"  {d} = shard.all_reduce {s} on @g grid_axes = [0, 1]"
                      " reduction = sum : tensor<1xf32> -> tensor<1xf32>",
         lambda d, s: f"  {d} = shard.all_reduce {s} on @g grid_axes = [1]"
-                     f" reduction = sum : {t} -> {t}")
+                     f" reduction = sum : {t} -> {t}", loop)
     # convert-shard-to-mpi neither starts nor stops MPI: the program does, and
     # the MPI-to-LLVM conversion needs to know the implementation (its ABI).
     return ("// Generated by bench/lowering/gen.py upstream: see its docstring.\n"
@@ -237,10 +255,33 @@ int main(void) {{
 '''
 
 
+def expect(steps, elems, a, b):
+    """The lines every form prints, but for loop_ns, from the closed form
+    x_j = j + STEPS (40 a + 10), in run.sh's sorted .sums format. Only for
+    B = 4, where a step adds 40 a + 10; exact while x stays below 2^22."""
+    import struct
+    if b != 4:
+        sys.exit("gen.py expect: only meshes (A, 4) have the closed form")
+    if elems - 1 + steps * (40 * (a - 1) + 10) >= 2**22:
+        sys.exit("gen.py expect: values reach 2^22, sums may round")
+    lines = []
+    for ia in range(a):
+        xs = [j + steps * (40 * ia + 10) for j in range(elems)]
+        h = sum((j + 1) * struct.unpack("<I", struct.pack("<f", x))[0]
+                for j, x in enumerate(xs)) % 2**64
+        h = h - 2**64 if h >= 2**63 else h
+        lines += [f"rank {ia * b + ib} checksum {h} sum {float(sum(xs)):.1f}"
+                  for ib in range(b)]
+    return "\n".join(lines) + "\n"
+
+
 if __name__ == "__main__":
     kinds = {"ours": ours, "upstream": upstream, "direct": direct,
+             "ours-loop": lambda *a: ours(*a, loop=True),
+             "upstream-loop": lambda *a: upstream(*a, loop=True),
              "direct-fresh": lambda *a: direct(*a, buffers="fresh"),
-             "direct-reuse": lambda *a: direct(*a, buffers="reuse")}
+             "direct-reuse": lambda *a: direct(*a, buffers="reuse"),
+             "expect": expect}
     if len(sys.argv) not in (4, 5) or sys.argv[1] not in kinds:
         sys.exit(__doc__)
     kind, steps, elems = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
