@@ -21,21 +21,44 @@
 # cores that is oversubscribed; OMPI_MCA_mpi_yield_when_idle=1), REPS1 (13)
 # rounds. Part 2 builds ours and the three C programs on mesh (1, 2) and runs
 # them on 2 ranks, one per core, where an all_reduce takes microseconds and
-# per-call costs show, REPS (9) rounds. A round runs every program once with
-# mpirun, the order rotated per round.
-# What it prints: the MPI calls of each lowered program (counted in its LLVM
-# IR) and the runtime's split count (MESHRT_STATS=1); peak memory per rank;
-# whether every run's per-rank checksums equal ours (exit 1 if not); per part,
-# a table of medians with min-max: end to end (wall time of mpirun) and per
-# step (the timed chain of the slowest rank / STEPS), with ratios to ours.
-# How long: about 3 minutes on 2 cores (building ~2 min, running ~1 min).
-# Usage: bench/lowering/run.sh   (env: STEPS, ELEMS, REPS1, REPS, BUILD_DIR, KEEP)
+# per-call costs show, REPS (9) rounds. Part 3 is part 1 as a loop, for each
+# N in LOOP_STEPS ("1000 10000"): one scf.for of N iterations carrying x, so
+# that the program does not grow with N, REPS3 (9) rounds:
+#   ours                mesh-compile (its one-shot bufferization allows
+#                       returning allocations from loops)
+#   upstream            as above, one-shot-bufferize also given
+#                       allow-return-allocs-from-loops (it rejects the loop
+#                       otherwise); the split stays in the loop
+#   upstream_cse        with -cse after convert-shard-to-mpi (the split stays)
+#   upstream_licm       with loop-invariant-code-motion after it instead: the
+#                       Pure split is hoisted out of the loop
+#   direct              the C above with N steps
+# A round runs every program once with mpirun, the order rotated per round.
+# Part 4 (only if PARTS names it) runs upstream's loop at CID_STEPS
+# ("65531 65532") steps, and ours at the last: Open MPI 4.1 has 65,535
+# communicator ids, and upstream never frees its splits.
+# What it prints: the MPI calls of each lowered program (part 1: counted in
+# its LLVM IR; part 3: made at run time, counted by mpi_count.c preloaded) and
+# the runtime's split count (MESHRT_STATS=1); peak memory per rank; whether
+# every run's per-rank checksums equal ours (exit 1 if not) and, on (2, 4),
+# the closed form (gen.py expect); per part, a table of medians with min-max:
+# end to end (wall time of mpirun) and per step (the timed chain of the
+# slowest rank / steps), with ratios to ours.
+# How long: about 5 minutes on 2 cores (parts 1 and 2: 3 minutes, most of it
+# building the straight-line programs; part 3: 2 minutes; part 4, not run by
+# default: 1.5 to 2 minutes and 4.5 GiB of memory).
+# Usage: bench/lowering/run.sh   (env: PARTS ("1 2 3"), STEPS, ELEMS, REPS1,
+#   REPS, LOOP_STEPS, REPS3, CID_STEPS, BUILD_DIR, KEEP)
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 BUILD=${BUILD_DIR:-$ROOT/build}
 LLVM=${LLVM_BIN:-/usr/lib/llvm-22/bin}
 STEPS=${STEPS:-1000} ELEMS=${ELEMS:-256} REPS=${REPS:-9} REPS1=${REPS1:-13}
+PARTS=${PARTS:-1 2 3} LOOP_STEPS=${LOOP_STEPS:-1000 10000} REPS3=${REPS3:-9}
+CID_STEPS=${CID_STEPS:-65531 65532}
+part() { [[ " $PARTS " == *" $1 "* ]]; }
+STRAIGHT_STEPS=$STEPS
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1
 
@@ -55,8 +78,8 @@ timed() {  # timed LABEL CMD...: runs CMD, says how long it took
   printf "  built %-20s in %5.1f s\n" "$1" "$(echo "$(now) - $t0" | bc -l)"
 }
 gen() { python3 "$HERE/gen.py" "$@"; }
-build_ours() {  # build_ours NAME SHAPE: the documented command
-  gen ours "$STEPS" "$ELEMS" "$2" > "$1.mlir"
+build_ours() {  # build_ours NAME SHAPE [KIND]: the documented command
+  gen "${3:-ours}" "$STEPS" "$ELEMS" "$2" > "$1.mlir"
   # -lm: the fma lowers to a call to fmaf (baseline x86-64 has no FMA
   # instruction), and mesh-compile does not link libm.
   "$BUILD/bin/mesh-compile" "$1.mlir" -o "$1" -lm --keep
@@ -69,10 +92,15 @@ build_c() {  # build_c NAME KIND SHAPE
 # Upstream: our pass list with convert-shard-to-mpi in place of our conversion.
 # No buffer-deallocation-pipeline: it fails on mpi.allreduce ("ops with unknown
 # memory side effects are not supported"), so upstream's temporaries leak.
-UP_TAIL='func.func(convert-elementwise-to-linalg),canonicalize,one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},func.func(convert-linalg-to-loops),convert-bufferization-to-memref,canonicalize,expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-to-llvm,reconcile-unrealized-casts'
-build_upstream() {  # build_upstream NAME PASSES-BEFORE-THE-TAIL
-  [ -f upstream.mlir ] || gen upstream "$STEPS" "$ELEMS" 2x4 > upstream.mlir
-  "$LLVM/mlir-opt" upstream.mlir --pass-pipeline="builtin.module($2,$UP_TAIL)" -o "$1.llvm.mlir"
+# UP_LOOP: the loop form needs allow-return-allocs-from-loops, as ours does.
+UP_BUF='one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map'
+UP_LOOP=
+up_tail() {
+  echo "func.func(convert-elementwise-to-linalg),canonicalize,$UP_BUF$UP_LOOP},func.func(convert-linalg-to-loops),convert-bufferization-to-memref,canonicalize,expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-to-llvm,reconcile-unrealized-casts"
+}
+build_upstream() {  # build_upstream NAME PASSES-BEFORE-THE-TAIL [KIND]
+  [ -f upstream.mlir ] || gen "${3:-upstream}" "$STEPS" "$ELEMS" 2x4 > upstream.mlir
+  "$LLVM/mlir-opt" upstream.mlir --pass-pipeline="builtin.module($2,$(up_tail))" -o "$1.llvm.mlir"
   # The shard.grid symbol survives the lowering, and mlir-translate rejects it.
   grep -v '^ *shard\.grid ' "$1.llvm.mlir" > "$1.nogrid.mlir"
   "$LLVM/mlir-translate" --mlir-to-llvmir "$1.nogrid.mlir" -o "$1.raw.ll"
@@ -101,6 +129,11 @@ bench() {
 same_sums() {  # same_sums NPROC REF PROGS...: every run of PROGS prints REF's sums
   local np=$1 ref=$2.0.sums ok=1 n=0 p f; shift 2
   [ "$(wc -l < "$ref")" = "$np" ] || { echo "  $ref does not have $np ranks"; ok=0; }
+  if [ "$np" = 8 ]; then  # mesh (2, 4): the closed form too
+    if gen expect "$STEPS" "$ELEMS" 2x4 | cmp -s - "$ref"; then
+      echo "  $ref matches the closed form x_j = j + $STEPS (40a + 10) (gen.py expect)"
+    else echo "  MISMATCH: $ref differs from the closed form (gen.py expect)"; ok=0; fi
+  fi
   for p in "$@"; do
     for f in "$p".*.sums; do
       n=$((n + 1))
@@ -110,6 +143,24 @@ same_sums() {  # same_sums NPROC REF PROGS...: every run of PROGS prints REF's s
   [ $ok = 1 ] && echo "  yes: all $n runs print the same per-rank checksum and sum:" \
     && sed 's/^/    /' "$ref"
   [ $ok = 1 ]
+}
+peak_rss() {  # peak_rss NPROC PROGS...: one run each, the largest of the ranks
+  local np=$1 p kb; shift
+  for p in "$@"; do
+    kb=$(mpirun -n "$np" /usr/bin/time -f 'maxrss_kb %M' "./$p" 2>&1 >/dev/null \
+      | awk '$1 == "maxrss_kb" && $2 > m {m = $2} END {print m}')
+    printf "  %-18s %7d KiB\n" "$p" "$kb"
+  done
+}
+mpi_calls() {  # mpi_calls NPROC PROGS...: MPI calls made, the most of any rank
+  local np=$1 p; shift
+  [ -f mpi_count.so ] || mpicc -O2 -shared -fPIC "$HERE/mpi_count.c" -o mpi_count.so
+  for p in "$@"; do
+    mpirun -x LD_PRELOAD="$PWD/mpi_count.so" -n "$np" "./$p" 2>&1 >/dev/null \
+      | awk -v p="$p" '$1 == "mpi_count" {for (i = 4; i < NF; i += 2) if ($(i+1) > m[$i]) m[$i] = $(i+1)}
+          END {printf "  %-18s MPI_Comm_split %d, MPI_Comm_dup %d, MPI_Comm_free %d, MPI_Comm_rank %d, MPI_Allreduce %d\n",
+               p, m["Comm_split"], m["Comm_dup"], m["Comm_free"], m["Comm_rank"], m["Allreduce"]}'
+  done
 }
 table() {  # table PROGS...: medians of results.tsv, ratios to the first
   python3 - "$STEPS" "$@" <<'EOF'
@@ -139,6 +190,8 @@ EOF
 echo "== $(git -C "$ROOT" log -1 --format='commit %h (%cd)' --date=short 2>/dev/null || echo 'no git');" \
   "mesh-opt $(date -r "$BUILD/bin/mesh-opt" '+%F %T'), libmeshrt $(date -r "$BUILD/lib/libmeshrt.so" '+%F %T')"
 echo "== load average at the start: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine adds noise)"
+ok=1
+if part 1; then
 echo "== part 1: mesh (2, 4), 8 ranks on $(nproc) cores; $STEPS all_reduces of $((ELEMS * 4)) B over axis b"
 timed ours build_ours ours 2x4
 timed upstream build_upstream upstream convert-shard-to-mpi
@@ -159,21 +212,18 @@ MESHRT_STATS=1 mpirun -n 8 ./ours 2>&1 >/dev/null | awk '/stats/ && !n++ {print 
 
 echo "== peak resident memory per rank (one run each, the largest of the 8 ranks)"
 P1=(ours upstream upstream_cse direct)
-for p in "${P1[@]}"; do
-  kb=$(mpirun -n 8 /usr/bin/time -f 'maxrss_kb %M' "./$p" 2>&1 >/dev/null \
-    | awk '$1 == "maxrss_kb" && $2 > m {m = $2} END {print m}')
-  printf "  %-13s %6d KiB\n" "$p" "$kb"
-done
+peak_rss 8 "${P1[@]}"
 
 echo "== running part 1: $REPS1 rounds"
 : > results.tsv
 REPS=$REPS1 bench 8 "${P1[@]}"
 echo "== results identical?"
-ok=1
 same_sums 8 ours "${P1[@]}" || ok=0
 echo "== part 1: medians over $REPS1 rounds (min-max)"
 table "${P1[@]}"
+fi
 
+if part 2; then
 echo "== part 2: mesh (1, 2), 2 ranks, one per core: the cost per call"
 timed ours12 build_ours ours12 1x2
 timed direct12 build_c direct12 direct 1x2
@@ -185,5 +235,73 @@ bench 2 "${P2[@]}"
 same_sums 2 ours12 "${P2[@]}" || ok=0
 echo "== part 2: medians over $REPS rounds (min-max)"
 table "${P2[@]}"
+fi
+
+# Part 3, for one step count N, in the directory loopN.
+loop_part() {
+  local n=$1 P3=(ours upstream upstream_cse upstream_licm direct)
+  mkdir "loop$n" && cd "loop$n"
+  echo "== part 3: the loop form, mesh (2, 4), 8 ranks; scf.for of $n all_reduces of $((ELEMS * 4)) B"
+  timed ours build_ours ours 2x4 ours-loop
+  UP_LOOP=' allow-return-allocs-from-loops'
+  timed upstream build_upstream upstream convert-shard-to-mpi upstream-loop
+  timed upstream_cse build_upstream upstream_cse convert-shard-to-mpi,cse
+  timed upstream_licm build_upstream upstream_licm convert-shard-to-mpi,loop-invariant-code-motion
+  UP_LOOP=
+  timed direct build_c direct direct 2x4
+  echo "  upstream's pipeline: --pass-pipeline='builtin.module(convert-shard-to-mpi[,cse | ,loop-invariant-code-motion],$(UP_LOOP=' allow-return-allocs-from-loops' up_tail))'"
+  echo "  ops in the loop body after upstream's conversion (and cse / licm):"
+  local p pre
+  for p in upstream:convert-shard-to-mpi upstream_cse:convert-shard-to-mpi,cse \
+           upstream_licm:convert-shard-to-mpi,loop-invariant-code-motion; do
+    pre=${p#*:}
+    printf "    %-14s %s\n" "${p%%:*}" "$("$LLVM/mlir-opt" upstream.mlir --pass-pipeline="builtin.module($pre)" \
+      | awk '/scf.for .*tensor<'"$ELEMS"'xf32>/ {f = 1; next} f && /scf.yield/ {exit}
+             f {sub(/^ *(%[^=]*= )?/, ""); sub(/[ ({].*/, ""); printf "%s ", $0}')"
+  done
+  echo "== part 3 ($n): MPI calls made at run time (mpi_count.c, the most of any rank)"
+  mpi_calls 8 "${P3[@]}"
+  echo "== part 3 ($n): peak resident memory per rank (the largest of the 8)"
+  peak_rss 8 "${P3[@]}"
+  echo "== running part 3 ($n): $REPS3 rounds"
+  : > results.tsv
+  REPS=$REPS3 bench 8 "${P3[@]}"
+  same_sums 8 ours "${P3[@]}" || ok=0
+  if [ -f ../ours.0.sums ] && [ "$n" = "$STRAIGHT_STEPS" ]; then
+    if cmp -s ours.0.sums ../ours.0.sums; then echo "  the same as part 1's straight-line programs"
+    else echo "  MISMATCH: loop and straight-line ours differ"; ok=0; fi
+  fi
+  echo "== part 3 ($n): medians over $REPS3 rounds (min-max)"
+  table "${P3[@]}"
+  cd ..
+}
+if part 3; then
+  for n in $LOOP_STEPS; do STEPS=$n loop_part "$n"; done
+fi
+
+# Part 4: how many all_reduces upstream's loop survives.
+if part 4; then
+  echo "== part 4: upstream's loop at $CID_STEPS steps (one leaked communicator per step), ours at the last"
+  mkdir cid && cd cid
+  P4=()
+  for n in $CID_STEPS; do
+    rm -f upstream.mlir
+    UP_LOOP=' allow-return-allocs-from-loops' STEPS=$n timed "upstream$n" build_upstream "upstream$n" convert-shard-to-mpi upstream-loop
+    P4+=("upstream$n")
+  done
+  STEPS=$n timed "ours$n" build_ours "ours$n" 2x4 ours-loop
+  for p in "${P4[@]}" "ours$n"; do
+    n=${p//[a-z]/} rc=0 t0=$(now)
+    mpirun -n 8 /usr/bin/time -f 'maxrss_kb %M' "./$p" > "$p.out" 2> "$p.err" || rc=$?
+    sort -n -k2 "$p.out" | awk '{print $1, $2, $3, $4, $5, $6}' > "$p.sums"
+    printf "  %-15s exit %d after %5.1f s, peak %d KiB per rank, %s\n" "$p" "$rc" \
+      "$(echo "$(now) - $t0" | bc -l)" \
+      "$(awk '$1 == "maxrss_kb" && $2 > m {m = $2} END {print m}' "$p.err")" \
+      "$(if STEPS=$n gen expect "$n" "$ELEMS" 2x4 | cmp -s - "$p.sums"; then echo "all 8 ranks print the closed form";
+         else echo "$(wc -l < "$p.sums") of 8 ranks printed"; fi)"
+    grep -m3 -E '\*\*\* (An error|MPI_ERR)' "$p.err" | sed 's/^/    /' || true
+  done
+  cd ..
+fi
 echo "== load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 [ $ok = 1 ]
