@@ -24,8 +24,6 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
-#include <map>
-
 namespace mlir {
 namespace mesh {
 #define GEN_PASS_DEF_PARTITION
@@ -37,12 +35,6 @@ using namespace mlir;
 using namespace mlir::mesh;
 
 namespace {
-
-/// The layout and mesh a local value currently has.
-struct Placed {
-  ShardingLayout layout;
-  FlatSymbolRefAttr mesh;
-};
 
 /// The shardings of a function's arguments and results, read before any
 /// function is partitioned (partitioning removes them).
@@ -72,8 +64,8 @@ public:
       if (op != fn.getOperation() &&
           !isa<ShardOp, func::ReturnOp, func::CallOp, scf::ForOp, scf::IfOp,
                scf::YieldOp>(op))
-        if (FailureOr<ShardingRule> rule = getShardingRule(op); succeeded(rule))
-          rules.try_emplace(op, std::move(*rule));
+        if (int index = rules.add(op); index >= 0)
+          ruleOf.try_emplace(op, index);
     });
     if (failed(partitionBlock(fn.getFunctionBody().front())))
       return failure();
@@ -94,74 +86,76 @@ public:
 
 private:
   /// Gives `v` (a global tensor) its per-device type for `s` (replicated if
-  /// null) and records its layout.
+  /// null) and records its sharding.
   LogicalResult place(Value v, ShardingAttr s, Operation *where,
-                      const std::string &what) {
+                      const Twine &what) {
     auto type = dyn_cast<RankedTensorType>(v.getType());
     if (!type)
       return success();
-    Placed p{s ? ShardingLayout::get(s) : ShardingLayout::replicated(type.getRank()),
-             s ? s.getMesh() : FlatSymbolRefAttr()};
     if (s) {
-      FailureOr<RankedTensorType> local = localType(where, type, p, what);
+      FailureOr<RankedTensorType> local = localType(where, type, s, what);
       if (failed(local))
         return failure();
       v.setType(*local);
     }
-    placed[v] = std::move(p);
+    placed[v] = s;
     return success();
   }
 
+  /// The per-device type of `global` sharded as `s` (null: replicated).
+  /// Types are cached: a program has few distinct (type, sharding) pairs.
   FailureOr<RankedTensorType> localType(Operation *where,
                                         RankedTensorType global,
-                                        const Placed &p,
-                                        const std::string &what) {
-    if (!p.mesh)
+                                        ShardingAttr s, const Twine &what) {
+    if (!s)
       return global;
-    MeshOp mesh = lookupMesh(where, p.mesh, &tables);
+    auto [it, inserted] = localTypes.try_emplace({global, s}, nullptr);
+    if (!inserted && it->second)
+      return it->second;
+    MeshOp mesh = lookupMesh(where, s.getMesh(), &tables);
     if (!mesh)
-      return where->emitError() << "mesh " << p.mesh << " is not defined",
+      return where->emitError() << "mesh " << s.getMesh()
+                                << " is not defined",
              failure();
     std::string whyNot;
     FailureOr<RankedTensorType> local =
-        getLocalType(mesh, global, p.layout, whyNot);
+        getLocalType(mesh, global, ShardingLayout::get(s), whyNot);
     if (failed(local))
       return where->emitError()
              << "cannot partition " << what << " of type " << global << ": "
              << whyNot,
              failure();
+    it->second = *local;
     return local;
   }
 
-  const Placed &placedOf(Value v) {
-    auto it = placed.find(v);
-    if (it != placed.end())
-      return it->second;
-    auto type = cast<RankedTensorType>(v.getType());
-    placed[v] = Placed{ShardingLayout::replicated(type.getRank()), {}};
-    return placed[v];
-  }
+  /// The sharding `v` has now (null: replicated, on no mesh).
+  ShardingAttr placedOf(Value v) { return placed.lookup(v); }
 
-  /// `v` resharded from its layout to `target` on `mesh`, before `where`.
-  FailureOr<Value> reshard(Value v, const ShardingLayout &target,
+  /// `v` resharded from its sharding to `target` (null: replicated), before
+  /// `where`. `mesh` is the target's mesh when `target` is null.
+  FailureOr<Value> reshard(Value v, ShardingAttr target,
                            FlatSymbolRefAttr mesh, Operation *where,
-                           const std::string &what) {
-    Placed from = placedOf(v);
-    if (from.layout == target)
+                           const Twine &what) {
+    ShardingAttr from = placedOf(v);
+    if (sameLayout(from, target))
       return v;
+    if (target)
+      mesh = target.getMesh();
     // The same value resharded the same way earlier in this block (or in a
     // block around it) is reused: one collective, not one per use.
-    std::string key = layoutKey(target);
-    auto cached = reshardCache.find({v.getAsOpaquePointer(), key});
+    std::pair<Value, Attribute> key{v, target};
+    auto cached = reshardCache.find(key);
     if (cached != reshardCache.end()) {
       Operation *def = cached->second.getDefiningOp();
       if (def && def->getBlock()->findAncestorOpInBlock(*where))
         return cached->second;
     }
-    FlatSymbolRefAttr meshRef = mesh ? mesh : from.mesh;
-    if (from.mesh && mesh && from.mesh != mesh)
+    FlatSymbolRefAttr fromMesh = from ? from.getMesh() : FlatSymbolRefAttr();
+    FlatSymbolRefAttr meshRef = mesh ? mesh : fromMesh;
+    if (fromMesh && mesh && fromMesh != mesh)
       return where->emitError()
-             << "cannot reshard " << what << " from mesh " << from.mesh
+             << "cannot reshard " << what << " from mesh " << fromMesh
              << " to mesh " << mesh << "; resharding stays on one mesh",
              failure();
     MeshOp meshOp = lookupMesh(where, meshRef, &tables);
@@ -169,29 +163,18 @@ private:
       return where->emitError() << "cannot reshard " << what
                                 << ": no mesh is known for it",
              failure();
+    unsigned rank = cast<RankedTensorType>(v.getType()).getRank();
     std::string whyNot;
-    FailureOr<SmallVector<ReshardStep>> steps =
-        planResharding(meshOp, from.layout, target, whyNot);
+    FailureOr<SmallVector<ReshardStep>> steps = planResharding(
+        meshOp, layoutOf(from, rank), layoutOf(target, rank), whyNot);
     if (failed(steps))
       return where->emitError() << "cannot reshard " << what << ": " << whyNot,
              failure();
     OpBuilder b(where);
     Value out = emitResharding(b, where->getLoc(), meshOp, v, *steps);
-    placed[out] = Placed{target, meshRef};
-    reshardCache[{v.getAsOpaquePointer(), key}] = out;
+    placed[out] = target;
+    reshardCache[key] = out;
     return out;
-  }
-
-  static std::string layoutKey(const ShardingLayout &layout) {
-    std::string key;
-    for (const auto &axes : layout.dims) {
-      for (const std::string &a : axes)
-        key += a + ",";
-      key += ";";
-    }
-    for (const std::string &a : layout.partial)
-      key += a + ",";
-    return key + std::to_string(static_cast<int>(layout.partialKind));
   }
 
   static ShardingAttr annotationOf(Operation *op, unsigned result) {
@@ -214,25 +197,15 @@ private:
     return success();
   }
 
-  /// The layout annotated on result `i` of `op` (replicated if none).
-  static std::pair<ShardingLayout, FlatSymbolRefAttr>
-  resultLayout(Operation *op, unsigned i) {
-    if (ShardingAttr s = annotationOf(op, i))
-      return {ShardingLayout::get(s), s.getMesh()};
-    auto type = cast<RankedTensorType>(op->getResult(i).getType());
-    return {ShardingLayout::replicated(type.getRank()), FlatSymbolRefAttr()};
-  }
-
   /// Reshards the tensor operands of `yield` to the layouts of `owner`'s
   /// results.
   LogicalResult reshardYield(Operation *yield, Operation *owner) {
     for (OpOperand &operand : yield->getOpOperands()) {
       if (!isa<RankedTensorType>(operand.get().getType()))
         continue;
-      auto [layout, mesh] = resultLayout(owner, operand.getOperandNumber());
       FailureOr<Value> v =
-          reshard(operand.get(), layout, mesh, yield,
-                  "yielded value " + std::to_string(operand.getOperandNumber()));
+          reshard(operand.get(), annotationOf(owner, operand.getOperandNumber()),
+                  {}, yield, "yielded value " + Twine(operand.getOperandNumber()));
       if (failed(v))
         return failure();
       operand.set(*v);
@@ -245,9 +218,8 @@ private:
     for (OpResult r : op->getResults())
       if (isa<RankedTensorType>(r.getType()))
         if (failed(place(r, annotationOf(op, r.getResultNumber()), op,
-                         "result " + std::to_string(r.getResultNumber()) +
-                             " of '" + op->getName().getStringRef().str() +
-                             "'")))
+                         "result " + Twine(r.getResultNumber()) + " of '" +
+                             op->getName().getStringRef() + "'")))
           return failure();
     return success();
   }
@@ -257,16 +229,15 @@ private:
     for (unsigned i = 0; i < loop.getNumResults(); ++i) {
       if (!isa<RankedTensorType>(loop.getResult(i).getType()))
         continue;
-      auto [layout, mesh] = resultLayout(loop, i);
       OpOperand &init = loop.getInitArgsMutable()[i];
-      FailureOr<Value> v = reshard(init.get(), layout, mesh, loop,
-                                   "loop init " + std::to_string(i));
+      FailureOr<Value> v = reshard(init.get(), annotationOf(loop, i), {}, loop,
+                                   "loop init " + Twine(i));
       if (failed(v))
         return failure();
       init.set(*v);
       BlockArgument arg = loop.getRegionIterArgs()[i];
       if (failed(place(arg, annotationOf(loop, i), loop,
-                       "loop-carried value " + std::to_string(i))))
+                       "loop-carried value " + Twine(i))))
         return failure();
     }
     if (failed(partitionBlock(*loop.getBody())) ||
@@ -300,8 +271,8 @@ private:
       return success(); // Resharded by the owner once its body is done.
     if (auto shard = dyn_cast<ShardOp>(op)) {
       ShardingAttr target = shard.getSharding();
-      FailureOr<Value> v = reshard(shard.getSrc(), ShardingLayout::get(target),
-                                   target.getMesh(), op, "the mesh.shard operand");
+      FailureOr<Value> v = reshard(shard.getSrc(), target, target.getMesh(), op,
+                                   "the mesh.shard operand");
       if (failed(v))
         return failure();
       shard.getResult().replaceAllUsesWith(*v);
@@ -320,20 +291,18 @@ private:
         if (!type)
           continue;
         ShardingAttr s = sig.args[operand.getOperandNumber()];
-        ShardingLayout target =
-            s ? ShardingLayout::get(s) : ShardingLayout::replicated(type.getRank());
         FailureOr<Value> v = reshard(
-            operand.get(), target, s ? s.getMesh() : FlatSymbolRefAttr(), op,
-            "operand " + std::to_string(operand.getOperandNumber()) +
-                " of the call to @" + call.getCallee().str());
+            operand.get(), s, {}, op,
+            "operand " + Twine(operand.getOperandNumber()) +
+                " of the call to @" + call.getCallee());
         if (failed(v))
           return failure();
         operand.set(*v);
       }
       for (OpResult result : op->getResults())
         if (failed(place(result, sig.results[result.getResultNumber()], op,
-                         "result " + std::to_string(result.getResultNumber()) +
-                             " of the call to @" + call.getCallee().str())))
+                         "result " + Twine(result.getResultNumber()) +
+                             " of the call to @" + call.getCallee())))
           return failure();
       return success();
     }
@@ -344,11 +313,9 @@ private:
           continue;
         auto s = fn.getResultAttrOfType<ShardingAttr>(
             operand.getOperandNumber(), MeshDialect::getShardingAttrName());
-        ShardingLayout target =
-            s ? ShardingLayout::get(s) : ShardingLayout::replicated(type.getRank());
-        FailureOr<Value> v =
-            reshard(operand.get(), target, s ? s.getMesh() : FlatSymbolRefAttr(),
-                    op, "result " + std::to_string(operand.getOperandNumber()));
+        FailureOr<Value> v = reshard(operand.get(), s, {}, op,
+                                     "result " +
+                                         Twine(operand.getOperandNumber()));
         if (failed(v))
           return failure();
         operand.set(*v);
@@ -372,13 +339,13 @@ private:
              << "' is already per-device; partition programs written on "
                 "global shapes";
 
-    FailureOr<ShardingRule> rule = failure();
-    if (auto it = rules.find(op); it != rules.end())
-      rule = it->second;
+    const ShardingRule *rule = nullptr;
+    if (auto it = ruleOf.find(op); it != ruleOf.end())
+      rule = &rules[it->second];
     // The factors' axes, from the results' annotations.
     FlatSymbolRefAttr mesh;
     FactorSharding factors;
-    if (succeeded(rule)) {
+    if (rule) {
       factors.resize(rule->factors.size());
       for (auto [r, dims] : llvm::enumerate(rule->resultDims)) {
         ShardingAttr s = annotationOf(op, r);
@@ -388,19 +355,18 @@ private:
           mesh = s.getMesh();
         if (s.getMesh() != mesh)
           continue;
-        for (auto [d, f] : llvm::enumerate(dims))
-          if (f >= 0 && !factors[f] && !rule->factors[f].blocked &&
-              !s.getDimAxes(d).empty()) {
-            SmallVector<std::string> axes;
-            for (StringRef a : s.getDimAxes(d))
-              axes.push_back(a.str());
+        for (auto [d, f] : llvm::enumerate(dims)) {
+          if (f < 0 || factors[f] || rule->factors[f].blocked)
+            continue;
+          auto axes = cast<ArrayAttr>(s.getDims()[d]);
+          if (!axes.empty())
             factors[f] = axes;
-          }
+        }
+        if (!s.isPartial())
+          continue;
         // Reduction factors: the partial axes, found where propagation took
         // them from, on the operands' dims of each reduction factor.
-        SmallVector<std::string> partialLeft;
-        for (StringRef a : s.getPartialAxisNames())
-          partialLeft.push_back(a.str());
+        SmallVector<Attribute> partialLeft(s.getPartialAxes().getValue());
         for (auto [f, factor] : llvm::enumerate(rule->factors)) {
           if (!factor.reduction || factor.blocked || factors[f])
             continue;
@@ -408,17 +374,19 @@ private:
             if (factors[f] || i >= op->getNumOperands() ||
                 !isa<RankedTensorType>(op->getOperand(i).getType()))
               continue;
-            const Placed &p = placedOf(op->getOperand(i));
+            ShardingAttr p = placedOf(op->getOperand(i));
+            if (!p)
+              continue;
             for (auto [d, g] : llvm::enumerate(dims)) {
-              if (g != static_cast<int64_t>(f) || d >= p.layout.dims.size())
+              if (g != static_cast<int64_t>(f) || d >= p.getRank())
                 continue;
-              const auto &axes = p.layout.dims[d];
-              if (axes.empty() || !llvm::all_of(axes, [&](const std::string &a) {
+              auto axes = cast<ArrayAttr>(p.getDims()[d]);
+              if (axes.empty() || !llvm::all_of(axes, [&](Attribute a) {
                     return llvm::is_contained(partialLeft, a);
                   }))
                 continue;
               factors[f] = axes;
-              for (const std::string &a : axes)
+              for (Attribute a : axes)
                 llvm::erase(partialLeft, a);
               break;
             }
@@ -428,7 +396,7 @@ private:
         if (!partialLeft.empty())
           for (auto [f, factor] : llvm::enumerate(rule->factors))
             if (factor.reduction && !factor.blocked && !factors[f]) {
-              factors[f] = partialLeft;
+              factors[f] = ArrayAttr::get(op->getContext(), partialLeft);
               break;
             }
       }
@@ -440,13 +408,13 @@ private:
       if (!type)
         continue;
       unsigned i = operand.getOperandNumber();
-      ShardingLayout target =
-          succeeded(rule) && i < rule->operandDims.size()
-              ? projectFactors(factors, rule->operandDims[i])
-              : ShardingLayout::replicated(type.getRank());
+      ShardingAttr target = mesh && rule && i < rule->operandDims.size()
+                                ? projector.project(mesh, factors,
+                                                    rule->operandDims[i])
+                                : ShardingAttr();
       FailureOr<Value> v = reshard(operand.get(), target, mesh, op,
-                                   "operand " + std::to_string(i) + " of '" +
-                                       op->getName().getStringRef().str() + "'");
+                                   "operand " + Twine(i) + " of '" +
+                                       op->getName().getStringRef() + "'");
       if (failed(v))
         return failure();
       operand.set(*v);
@@ -461,7 +429,9 @@ private:
           continue;
         int64_t f = rule->resultDims[0][d];
         if (f >= 0 && factors[f]) {
-          SmallVector<StringRef> refs(factors[f]->begin(), factors[f]->end());
+          SmallVector<StringRef> refs;
+          for (Attribute a : factors[f])
+            refs.push_back(cast<StringAttr>(a).getValue());
           Value n = groupSize(b, op->getLoc(), meshOp, refs);
           Value local = arith::DivUIOp::create(
               b, op->getLoc(), empty.getDynamicSizes()[k], n);
@@ -476,31 +446,30 @@ private:
       if (!type)
         continue;
       unsigned r = result.getResultNumber();
-      ShardingLayout produced =
-          succeeded(rule) && r < rule->resultDims.size()
-              ? projectResult(*rule, factors, rule->resultDims[r])
-              : ShardingLayout::replicated(type.getRank());
-      Placed p{produced, mesh};
+      ShardingAttr produced =
+          mesh && rule && r < rule->resultDims.size()
+              ? projector.projectResult(mesh, *rule, factors,
+                                        rule->resultDims[r])
+              : ShardingAttr();
       FailureOr<RankedTensorType> local =
-          localType(op, type, p,
-                    "result " + std::to_string(r) + " of '" +
-                        op->getName().getStringRef().str() + "'");
+          localType(op, type, produced,
+                    "result " + Twine(r) + " of '" +
+                        op->getName().getStringRef() + "'");
       if (failed(local))
         return failure();
       result.setType(*local);
-      placed[result] = p;
+      placed[result] = produced;
       // A result annotated otherwise is resharded right after the op.
       ShardingAttr annotated = annotationOf(op, r);
-      if (annotated && ShardingLayout::get(annotated) != produced) {
+      if (annotated && !sameLayout(annotated, produced)) {
         Operation *next = op->getNextNode();
         SmallVector<OpOperand *> uses;
         for (OpOperand &use : result.getUses())
           uses.push_back(&use);
         FailureOr<Value> v =
-            reshard(result, ShardingLayout::get(annotated),
-                    annotated.getMesh(), next,
-                    "result " + std::to_string(r) + " of '" +
-                        op->getName().getStringRef().str() + "'");
+            reshard(result, annotated, {}, next,
+                    "result " + Twine(r) + " of '" +
+                        op->getName().getStringRef() + "'");
         if (failed(v))
           return failure();
         for (OpOperand *use : uses)
@@ -557,10 +526,14 @@ private:
   FunctionOpInterface fn;
   SymbolTableCollection &tables;
   const llvm::StringMap<Signature> &signatures;
-  DenseMap<Value, Placed> placed;
-  DenseMap<Operation *, ShardingRule> rules;
-  /// (value, target layout) -> the value resharded there.
-  std::map<std::pair<const void *, std::string>, Value> reshardCache;
+  /// The sharding of each per-device value (absent or null: replicated).
+  DenseMap<Value, ShardingAttr> placed;
+  ShardingRuleTable rules;
+  DenseMap<Operation *, int> ruleOf;
+  ShardingProjector projector;
+  DenseMap<std::pair<Type, Attribute>, RankedTensorType> localTypes;
+  /// (value, target sharding) -> the value resharded there.
+  DenseMap<std::pair<Value, Attribute>, Value> reshardCache;
 };
 
 struct PartitionPass : public mesh::impl::PartitionBase<PartitionPass> {

@@ -5,7 +5,9 @@
 // changes. A value keeps the first sharding it gets, and within an op the
 // first known value decides each factor, so the result is deterministic, and
 // each sweep costs one visit per op: the pass is linear in the program, also
-// when one value has thousands of users.
+// when one value has thousands of users. Shardings are kept as uniqued
+// attributes and rules in a table of distinct rules, so a visit allocates
+// nothing when it finds what an earlier op found.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,7 +20,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
-#include "llvm/ADT/StringSet.h"
+
+#include <limits>
 
 namespace mlir {
 namespace mesh {
@@ -34,12 +37,10 @@ namespace {
 
 /// What is known of one tensor value.
 struct ValueInfo {
-  ShardingLayout layout;
-  FlatSymbolRefAttr mesh;
-  enum class Source { Annotation, Forward, Backward, Default } source;
+  ShardingAttr sharding;
+  enum class Source : uint8_t { Annotation, Forward, Backward, Default } source;
   /// The op whose rule gave the sharding (Forward/Backward).
   Operation *from = nullptr;
-  bool fixed = false;
 };
 
 bool isRankedTensor(Value v) { return isa<RankedTensorType>(v.getType()); }
@@ -50,34 +51,41 @@ public:
 
   void run() {
     collectAnnotations();
-    SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
-      if (!isa<ModuleOp, MeshOp>(op) && !isa<FunctionOpInterface>(op))
+      if (isa<ModuleOp, MeshOp>(op))
+        return;
+      walked.push_back(op);
+      if (!isa<FunctionOpInterface>(op))
         ops.push_back(op);
     });
-    rules.reserve(ops.size());
-    for (Operation *op : ops)
-      if (!isa<ShardOp, func::ReturnOp, func::CallOp, scf::ForOp, scf::IfOp,
-               scf::YieldOp>(op)) {
-        FailureOr<ShardingRule> rule = getShardingRule(op);
-        if (succeeded(rule))
-          rules.try_emplace(op, std::move(*rule));
-      }
+    ruleOf.reserve(ops.size());
+    size_t values = 0;
+    for (Operation *op : ops) {
+      values += op->getNumResults();
+      bool special = isa<ShardOp, func::ReturnOp, func::CallOp, scf::ForOp,
+                         scf::IfOp, scf::YieldOp>(op);
+      ruleOf.push_back(special ? -1 : rules.add(op));
+    }
+    info.reserve(values + info.size());
+    done.assign(ops.size(), false);
     // Sweeps until nothing changes; a value only ever goes from unknown to
     // known, so this ends, and in practice after two or three sweeps.
     for (int sweep = 0; sweep < 16; ++sweep) {
       bool changed = false;
       bool forward = sweep % 2 == 0;
-      if (forward)
-        for (Operation *op : ops)
-          changed |= visit(op, /*forward=*/true);
-      else
-        for (Operation *op : llvm::reverse(ops))
-          changed |= visit(op, /*forward=*/false);
+      if (forward) {
+        for (size_t i = 0, e = ops.size(); i < e; ++i)
+          if (!done[i])
+            changed |= visitAndMark(i, /*forward=*/true);
+      } else {
+        for (size_t i = ops.size(); i-- > 0;)
+          if (!done[i])
+            changed |= visitAndMark(i, /*forward=*/false);
+      }
       if (!changed && sweep > 0)
         break;
     }
-    warnAboutOpsWithoutRules(ops);
+    warnAboutOpsWithoutRules(ops, ruleOf);
   }
 
   /// Writes the shardings back as annotations; remarks with `explain`.
@@ -87,16 +95,21 @@ public:
       auto it = info.find(v);
       if (it != info.end()) {
         infoOut = &it->second;
-        return it->second.layout.toAttr(it->second.mesh);
+        return it->second.sharding;
       }
       infoOut = nullptr;
       if (!defaultMesh)
         return {};
       auto type = cast<RankedTensorType>(v.getType());
-      return ShardingLayout::replicated(type.getRank()).toAttr(defaultMesh);
+      ShardingAttr &replicated = replicatedByRank[type.getRank()];
+      if (!replicated)
+        replicated = ShardingLayout::replicated(type.getRank())
+                         .toAttr(defaultMesh);
+      return replicated;
     };
     StringRef name = MeshDialect::getShardingAttrName();
-    module.walk([&](Operation *op) {
+    StringAttr nameAttr = StringAttr::get(module.getContext(), name);
+    auto annotateOp = [&](Operation *op) {
       if (auto fn = dyn_cast<FunctionOpInterface>(op)) {
         if (fn.isExternal())
           return;
@@ -146,10 +159,12 @@ public:
       if (!any)
         return;
       if (shardings.size() == 1)
-        op->setAttr(name, shardings.front());
+        op->setAttr(nameAttr, shardings.front());
       else
-        op->setAttr(name, ArrayAttr::get(op->getContext(), shardings));
-    });
+        op->setAttr(nameAttr, ArrayAttr::get(op->getContext(), shardings));
+    };
+    for (Operation *op : walked)
+      annotateOp(op);
   }
 
 private:
@@ -185,9 +200,7 @@ private:
   }
 
   void setFixed(Value v, ShardingAttr s) {
-    ValueInfo vi{ShardingLayout::get(s), s.getMesh(),
-                 ValueInfo::Source::Annotation, nullptr, true};
-    info[v] = std::move(vi);
+    info[v] = ValueInfo{s, ValueInfo::Source::Annotation, nullptr};
   }
 
   void collectAnnotations() {
@@ -222,23 +235,42 @@ private:
   }
 
   /// Gives `v` a sharding if it has none. Returns true if it changed.
-  bool assign(Value v, ShardingLayout layout, FlatSymbolRefAttr mesh,
-              ValueInfo::Source source, Operation *from) {
-    if (!isRankedTensor(v) || info.count(v))
+  bool assign(Value v, ShardingAttr sharding, ValueInfo::Source source,
+              Operation *from) {
+    if (!isRankedTensor(v))
       return false;
-    info[v] = ValueInfo{std::move(layout), mesh, source, from, false};
-    return true;
+    return info.try_emplace(v, ValueInfo{sharding, source, from}).second;
   }
 
-  bool visit(Operation *op, bool forward) {
+  /// Visits op `i`; marks it done once every tensor it touches has a
+  /// sharding, since then no later sweep can change anything through it.
+  bool visitAndMark(size_t i, bool forward) {
+    Operation *op = ops[i];
+    bool changed = visit(op, ruleOf[i], forward);
+    auto known = [&](Value v) { return !isRankedTensor(v) || info.count(v); };
+    if (!isa<scf::ForOp, scf::IfOp>(op) &&
+        llvm::all_of(op->getOperands(), known) &&
+        llvm::all_of(op->getResults(), known))
+      done[i] = true;
+    return changed;
+  }
+
+  /// The mesh `ref` names, seen from `op`; cached per parent op.
+  MeshOp meshFor(Operation *op, FlatSymbolRefAttr ref) {
+    auto [it, inserted] =
+        meshes.try_emplace({op->getParentOp(), ref}, MeshOp());
+    if (inserted)
+      it->second = lookupMesh(op, ref, &symbolTables);
+    return it->second;
+  }
+
+  bool visit(Operation *op, int ruleIndex, bool forward) {
     if (auto shard = dyn_cast<ShardOp>(op)) {
       // The operand takes the target's sharding as a hint (no partial).
       if (forward)
         return false;
       const ValueInfo &target = info[shard.getResult()];
-      ShardingLayout hint = target.layout;
-      hint.partial.clear();
-      return assign(shard.getSrc(), hint, target.mesh,
+      return assign(shard.getSrc(), withoutPartial(target.sharding),
                     ValueInfo::Source::Backward, op);
     }
     if (isa<scf::ForOp, scf::IfOp>(op))
@@ -255,16 +287,12 @@ private:
       if (forward) {
         for (auto [i, v] : llvm::enumerate(call.getResults()))
           if (auto s = callee.getResultAttrOfType<ShardingAttr>(i, name))
-            changed |= assign(v, ShardingLayout::get(s), s.getMesh(),
-                              ValueInfo::Source::Forward, op);
+            changed |= assign(v, s, ValueInfo::Source::Forward, op);
       } else {
         for (auto [i, v] : llvm::enumerate(call.getOperands()))
-          if (auto s = callee.getArgAttrOfType<ShardingAttr>(i, name)) {
-            ShardingLayout layout = ShardingLayout::get(s);
-            layout.partial.clear();
-            changed |= assign(v, layout, s.getMesh(),
+          if (auto s = callee.getArgAttrOfType<ShardingAttr>(i, name))
+            changed |= assign(v, withoutPartial(s),
                               ValueInfo::Source::Backward, op);
-          }
       }
       return changed;
     }
@@ -276,51 +304,50 @@ private:
       for (auto [i, v] : llvm::enumerate(ret.getOperands()))
         if (auto s = fn.getResultAttrOfType<ShardingAttr>(
                 i, MeshDialect::getShardingAttrName()))
-          changed |= assign(v, ShardingLayout::get(s), s.getMesh(),
-                            ValueInfo::Source::Backward, op);
+          changed |= assign(v, s, ValueInfo::Source::Backward, op);
       return changed;
     }
-    auto it = rules.find(op);
-    if (it == rules.end())
+    if (ruleIndex < 0)
       return false;
-    const ShardingRule &rule = it->second;
+    const ShardingRule &rule = rules[ruleIndex];
     MeshOp meshOp;
     FlatSymbolRefAttr mesh;
     FactorSharding factors(rule.factors.size());
-    llvm::StringSet<> used;
+    SmallVector<Attribute, 8> used;
 
     auto consider = [&](Value v, ArrayRef<int64_t> dims) {
       auto vit = info.find(v);
       if (vit == info.end())
         return;
-      const ValueInfo &vi = vit->second;
+      ShardingAttr s = vit->second.sharding;
       if (!mesh) {
-        mesh = vi.mesh;
-        meshOp = lookupMesh(op, mesh, &symbolTables);
+        mesh = s.getMesh();
+        meshOp = meshFor(op, mesh);
         if (!meshOp)
           return;
-      } else if (vi.mesh != mesh) {
+      } else if (s.getMesh() != mesh) {
         return;
       }
+      ArrayAttr valueDims = s.getDims();
       for (auto [d, f] : llvm::enumerate(dims)) {
-        if (f < 0 || d >= vi.layout.dims.size())
+        if (f < 0 || d >= valueDims.size())
           continue;
-        const auto &axes = vi.layout.dims[d];
+        auto axes = cast<ArrayAttr>(valueDims[d]);
         const ShardingFactor &factor = rule.factors[f];
         if (axes.empty() || factors[f] || factor.blocked)
           continue;
-        if (llvm::any_of(axes, [&](const std::string &a) {
-              return used.contains(a) || !meshOp.getAxisIndex(a);
+        if (llvm::any_of(axes, [&](Attribute a) {
+              return llvm::is_contained(used, a);
             }))
           continue;
-        SmallVector<StringRef> refs(axes.begin(), axes.end());
-        int64_t n = meshOp.getGroupSize(refs);
+        int64_t n = groupSize(meshOp, axes);
+        if (n == kUnknownAxis)
+          continue;
         if (!ShapedType::isDynamic(factor.size) && !ShapedType::isDynamic(n) &&
             factor.size % n != 0)
           continue;
         factors[f] = axes;
-        for (const std::string &a : axes)
-          used.insert(a);
+        llvm::append_range(used, axes.getValue());
       }
     };
     auto operandValues = [&]() {
@@ -346,10 +373,12 @@ private:
         forward ? ValueInfo::Source::Forward : ValueInfo::Source::Backward;
     bool changed = false;
     for (auto [v, dims] : llvm::zip(op->getResults(), rule.resultDims))
-      changed |= assign(v, projectResult(rule, factors, dims), mesh, source, op);
+      if (!info.count(v))
+        changed |= assign(v, projector.projectResult(mesh, rule, factors, dims),
+                          source, op);
     for (auto [v, dims] : llvm::zip(op->getOperands(), rule.operandDims))
-      if (isRankedTensor(v))
-        changed |= assign(v, projectFactors(factors, dims), mesh, source, op);
+      if (isRankedTensor(v) && !info.count(v))
+        changed |= assign(v, projector.project(mesh, factors, dims), source, op);
     return changed;
   }
 
@@ -390,20 +419,19 @@ private:
         continue;
       // Loops and branches carry complete values: a pending reduction is
       // finished before the value enters (the partitioner reshards).
-      ShardingLayout layout = known->layout;
-      layout.partial.clear();
-      FlatSymbolRefAttr mesh = known->mesh;
+      ShardingAttr complete = withoutPartial(known->sharding);
       auto source =
           forward ? ValueInfo::Source::Forward : ValueInfo::Source::Backward;
       for (Value v : group)
-        changed |= assign(v, layout, mesh, source, op);
+        changed |= assign(v, complete, source, op);
     }
     return changed;
   }
 
-  void warnAboutOpsWithoutRules(ArrayRef<Operation *> ops) {
-    for (Operation *op : ops) {
-      if (rules.count(op) ||
+  void warnAboutOpsWithoutRules(ArrayRef<Operation *> ops,
+                                ArrayRef<int> ruleIndices) {
+    for (auto [op, ruleIndex] : llvm::zip(ops, ruleIndices)) {
+      if (ruleIndex >= 0 ||
           isa<ShardOp, func::ReturnOp, func::CallOp, scf::ForOp, scf::IfOp,
               scf::YieldOp, CollectiveOpInterface>(op))
         continue;
@@ -418,10 +446,39 @@ private:
     }
   }
 
+  static constexpr int64_t kUnknownAxis = std::numeric_limits<int64_t>::min();
+
+  /// The number of devices of `axes` on `mesh`, or kUnknownAxis when the
+  /// mesh lacks one of them.
+  int64_t groupSize(MeshOp mesh, ArrayAttr axes) {
+    auto [it, inserted] =
+        groupSizes.try_emplace({mesh.getOperation(), axes}, kUnknownAxis);
+    if (inserted) {
+      SmallVector<StringRef> names;
+      for (Attribute a : axes)
+        names.push_back(cast<StringAttr>(a).getValue());
+      if (llvm::all_of(names,
+                       [&](StringRef a) { return mesh.getAxisIndex(a); }))
+        it->second = mesh.getGroupSize(names);
+    }
+    return it->second;
+  }
+
   ModuleOp module;
   SymbolTableCollection symbolTables;
+  /// Every op but the module and meshes, in walk order; and the same
+  /// without functions.
+  SmallVector<Operation *> walked, ops;
+  /// Ops through which nothing more can propagate.
+  std::vector<bool> done;
+  DenseMap<std::pair<Operation *, Attribute>, MeshOp> meshes;
+  ShardingProjector projector;
   DenseMap<Value, ValueInfo> info;
-  DenseMap<Operation *, ShardingRule> rules;
+  ShardingRuleTable rules;
+  /// The rule of each op of `run`'s list, in the same order (-1: none).
+  SmallVector<int> ruleOf;
+  DenseMap<std::pair<Operation *, Attribute>, int64_t> groupSizes;
+  DenseMap<int64_t, ShardingAttr> replicatedByRank;
 };
 
 struct PropagateShardingPass

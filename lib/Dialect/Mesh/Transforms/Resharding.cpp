@@ -56,6 +56,28 @@ ShardingAttr ShardingLayout::toAttr(FlatSymbolRefAttr mesh) const {
   return ShardingAttr::get(mesh, dimRefs, partialRefs, partialKind);
 }
 
+bool mlir::mesh::sameLayout(ShardingAttr a, ShardingAttr b) {
+  if (a == b)
+    return true;
+  if (!a || !b)
+    return (!a || a.isFullyReplicated()) && (!b || b.isFullyReplicated());
+  if (a.getDims() != b.getDims() || a.getPartialAxes() != b.getPartialAxes())
+    return false;
+  return a.getPartialAxes().empty() || a.getPartialKind() == b.getPartialKind();
+}
+
+ShardingAttr mlir::mesh::withoutPartial(ShardingAttr s) {
+  if (!s || !s.isPartial())
+    return s;
+  MLIRContext *ctx = s.getContext();
+  return ShardingAttr::get(ctx, s.getMesh(), s.getDims(),
+                           ArrayAttr::get(ctx, {}), ReductionKind::Sum);
+}
+
+ShardingLayout mlir::mesh::layoutOf(ShardingAttr s, unsigned rank) {
+  return s ? ShardingLayout::get(s) : ShardingLayout::replicated(rank);
+}
+
 /// Length of the common prefix of `a` and `b`.
 static size_t commonPrefix(ArrayRef<std::string> a, ArrayRef<std::string> b) {
   size_t n = 0;

@@ -106,11 +106,14 @@ static FailureOr<ShardingRule> getLinalgRule(linalg::LinalgOp op) {
   if (!op.hasPureTensorSemantics())
     return failure();
   ShardingRule rule;
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  // Named ops build their indexing maps on every call: take them once.
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  std::optional<ReductionKind> kind = getReductionKind(op);
-  for (auto [size, it] : llvm::zip(ranges, iterators)) {
-    ShardingFactor f{size, std::nullopt, false};
+  bool reduces = llvm::is_contained(iterators, utils::IteratorType::reduction);
+  std::optional<ReductionKind> kind =
+      reduces ? getReductionKind(op) : std::nullopt;
+  for (utils::IteratorType it : iterators) {
+    ShardingFactor f{ShapedType::kDynamic, std::nullopt, false};
     if (it == utils::IteratorType::reduction) {
       f.reduction = kind;
       f.blocked = !kind;
@@ -122,10 +125,15 @@ static FailureOr<ShardingRule> getLinalgRule(linalg::LinalgOp op) {
       f.blocked = true;
   auto dimsOf = [&](OpOperand &operand) {
     SmallVector<int64_t> dims;
-    AffineMap map = op.getMatchingIndexingMap(&operand);
-    for (AffineExpr e : map.getResults()) {
+    AffineMap map = maps[operand.getOperandNumber()];
+    auto type = dyn_cast<ShapedType>(operand.get().getType());
+    for (auto [k, e] : llvm::enumerate(map.getResults())) {
       if (auto d = dyn_cast<AffineDimExpr>(e)) {
-        dims.push_back(d.getPosition());
+        unsigned loop = d.getPosition();
+        dims.push_back(loop);
+        // A loop's size is the first static dim indexed by it alone.
+        if (type && ShapedType::isDynamic(rule.factors[loop].size))
+          rule.factors[loop].size = type.getDimSize(k);
         continue;
       }
       dims.push_back(-1);
@@ -230,30 +238,148 @@ static FailureOr<ShardingRule> getSliceRule(OffsetSizeAndStrideOpInterface op,
   return rule;
 }
 
-ShardingLayout mlir::mesh::projectFactors(const FactorSharding &factors,
-                                          ArrayRef<int64_t> dims) {
-  ShardingLayout layout;
+ShardingAttr mlir::mesh::projectFactors(FlatSymbolRefAttr mesh,
+                                        ArrayRef<ArrayAttr> factors,
+                                        ArrayRef<int64_t> dims) {
+  MLIRContext *ctx = mesh.getContext();
+  ArrayAttr none = ArrayAttr::get(ctx, {});
+  SmallVector<Attribute, 4> dimAttrs;
   for (int64_t f : dims)
-    layout.dims.push_back(f >= 0 && factors[f] ? *factors[f]
-                                               : SmallVector<std::string>());
-  return layout;
+    dimAttrs.push_back(f >= 0 && factors[f] ? factors[f] : none);
+  return ShardingAttr::get(ctx, mesh, ArrayAttr::get(ctx, dimAttrs), none,
+                           ReductionKind::Sum);
 }
 
-ShardingLayout mlir::mesh::projectResult(const ShardingRule &rule,
-                                         const FactorSharding &factors,
-                                         ArrayRef<int64_t> dims) {
-  ShardingLayout layout = projectFactors(factors, dims);
+ShardingAttr mlir::mesh::projectResult(FlatSymbolRefAttr mesh,
+                                       const ShardingRule &rule,
+                                       ArrayRef<ArrayAttr> factors,
+                                       ArrayRef<int64_t> dims) {
+  ShardingAttr projected = projectFactors(mesh, factors, dims);
+  SmallVector<Attribute, 4> partial;
+  ReductionKind kind = ReductionKind::Sum;
   for (auto [f, factor] : llvm::enumerate(rule.factors))
     if (factor.reduction && factors[f]) {
-      llvm::append_range(layout.partial, *factors[f]);
-      layout.partialKind = *factor.reduction;
+      llvm::append_range(partial, factors[f].getValue());
+      kind = *factor.reduction;
     }
-  return layout;
+  if (partial.empty())
+    return projected;
+  MLIRContext *ctx = mesh.getContext();
+  return ShardingAttr::get(ctx, mesh, projected.getDims(),
+                           ArrayAttr::get(ctx, partial), kind);
+}
+
+static size_t hashRule(const ShardingRule &rule) {
+  llvm::hash_code h = llvm::hash_value(rule.factors.size());
+  for (const ShardingFactor &f : rule.factors)
+    h = llvm::hash_combine(h, f.size, f.blocked, f.reduction.has_value(),
+                           f.reduction ? static_cast<uint32_t>(*f.reduction)
+                                       : 0u);
+  for (const auto *list : {&rule.operandDims, &rule.resultDims}) {
+    h = llvm::hash_combine(h, list->size());
+    for (const SmallVector<int64_t> &dims : *list)
+      h = llvm::hash_combine(h, llvm::hash_combine_range(dims.begin(),
+                                                         dims.end()));
+  }
+  return static_cast<size_t>(h);
+}
+
+static bool equalRules(const ShardingRule &a, const ShardingRule &b) {
+  if (a.factors.size() != b.factors.size() || a.operandDims != b.operandDims ||
+      a.resultDims != b.resultDims)
+    return false;
+  for (auto [x, y] : llvm::zip(a.factors, b.factors))
+    if (x.size != y.size || x.blocked != y.blocked || x.reduction != y.reduction)
+      return false;
+  return true;
+}
+
+/// True when `op`'s built-in rule depends only on its name and types.
+static bool ruleFollowsFromTypes(Operation *op) {
+  if (isa<ShardingRuleOpInterface>(op))
+    return false;
+  return isa<tensor::EmptyOp, linalg::FillOp, arith::ConstantOp>(op) ||
+         (op->hasTrait<OpTrait::Elementwise>() && !isa<linalg::LinalgOp>(op));
+}
+
+int ShardingRuleTable::add(Operation *op) {
+  if (!ruleFollowsFromTypes(op))
+    return intern(getShardingRule(op));
+  SmallVector<const void *, 8> key;
+  key.push_back(op->getName().getAsOpaquePointer());
+  key.push_back(reinterpret_cast<const void *>(
+      static_cast<uintptr_t>(op->getNumOperands())));
+  for (Type t : op->getOperandTypes())
+    key.push_back(t.getAsOpaquePointer());
+  for (Type t : op->getResultTypes())
+    key.push_back(t.getAsOpaquePointer());
+  auto [it, inserted] = bySignature.try_emplace(std::move(key), -1);
+  if (inserted)
+    it->second = intern(getShardingRule(op));
+  return it->second;
+}
+
+int ShardingRuleTable::intern(FailureOr<ShardingRule> rule) {
+  if (failed(rule))
+    return -1;
+  SmallVector<int, 1> &bucket = byHash[hashRule(*rule)];
+  for (int index : bucket)
+    if (equalRules(rules[index], *rule))
+      return index;
+  rules.push_back(std::move(*rule));
+  bucket.push_back(static_cast<int>(rules.size()) - 1);
+  return bucket.back();
+}
+
+ShardingAttr ShardingProjector::get(FlatSymbolRefAttr mesh,
+                                    const ShardingRule *rule,
+                                    ArrayRef<ArrayAttr> factors,
+                                    ArrayRef<int64_t> dims) {
+  // The key: the mesh, then each dim's axes, then (for a result) the axes
+  // and kinds of the sharded reduction factors.
+  SmallVector<const void *, 8> key;
+  key.push_back(mesh.getAsOpaquePointer());
+  for (int64_t f : dims)
+    key.push_back(f >= 0 && factors[f] ? factors[f].getAsOpaquePointer()
+                                       : nullptr);
+  if (rule)
+    for (auto [f, factor] : llvm::enumerate(rule->factors))
+      if (factor.reduction && factors[f]) {
+        key.push_back(reinterpret_cast<const void *>(
+            static_cast<uintptr_t>(*factor.reduction) + 1));
+        key.push_back(factors[f].getAsOpaquePointer());
+      }
+  size_t h = llvm::hash_combine_range(key.begin(), key.end());
+  Entry &entry = entries[h % kEntries];
+  if (entry.value && entry.key == key)
+    return entry.value;
+  entry.key = std::move(key);
+  entry.value = rule ? mlir::mesh::projectResult(mesh, *rule, factors, dims)
+                     : projectFactors(mesh, factors, dims);
+  return entry.value;
 }
 
 FailureOr<ShardingRule> mlir::mesh::getShardingRule(Operation *op) {
   if (auto iface = dyn_cast<ShardingRuleOpInterface>(op))
     return iface.getShardingRule();
+  if (auto fill = dyn_cast<linalg::FillOp>(op)) {
+    // One parallel factor per dim of the init; the scalar maps to none.
+    // (Its generic indexing maps are rebuilt on every call: skip them.)
+    auto type = dyn_cast<RankedTensorType>(fill.getOutputs()[0].getType());
+    if (!type || !fill.hasPureTensorSemantics())
+      return failure();
+    ShardingRule rule;
+    for (int64_t size : type.getShape())
+      rule.factors.push_back({size, std::nullopt, false});
+    SmallVector<int64_t> identity =
+        llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+    auto scalar = dyn_cast<ShapedType>(fill.getInputs()[0].getType());
+    rule.operandDims.push_back(
+        SmallVector<int64_t>(scalar ? scalar.getRank() : 0, -1));
+    rule.operandDims.push_back(identity);
+    rule.resultDims.push_back(identity);
+    return rule;
+  }
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
     return getLinalgRule(linalgOp);
   if (auto empty = dyn_cast<tensor::EmptyOp>(op)) {

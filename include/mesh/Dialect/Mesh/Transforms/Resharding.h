@@ -49,6 +49,20 @@ struct ShardingLayout {
   bool operator!=(const ShardingLayout &other) const { return !(*this == other); }
 };
 
+/// Shardings as uniqued attributes are what the passes pass around: equal
+/// layouts are then equal pointers. A null ShardingAttr stands for
+/// "replicated, on no mesh in particular".
+
+/// True when `a` and `b` lay a tensor out alike (meshes aside): the same axes
+/// on each dim and the same pending reduction. Null is replicated.
+bool sameLayout(ShardingAttr a, ShardingAttr b);
+
+/// `s` without its pending reduction.
+ShardingAttr withoutPartial(ShardingAttr s);
+
+/// The layout of `s`, or the replicated layout of rank `rank` when null.
+ShardingLayout layoutOf(ShardingAttr s, unsigned rank);
+
 /// Plans the collectives that take a tensor of global shape `globalShape`
 /// from `src` to `dst` on `mesh`. Fails, with a reason in `whyNot`, when the
 /// target adds a pending reduction that the source does not have.
