@@ -144,12 +144,20 @@ same_sums() {  # same_sums NPROC REF PROGS...: every run of PROGS prints REF's s
     && sed 's/^/    /' "$ref"
   [ $ok = 1 ]
 }
+# timed_run NPROC PROG: mpirun, each rank under /usr/bin/time writing its peak
+# memory (KiB) to its own file, PROG.rss.RANK (through mpirun's shared stderr
+# the ranks' lines can interleave).
+timed_run() {
+  rm -f "$2".rss.*
+  # shellcheck disable=SC2016
+  mpirun -n "$1" sh -c '/usr/bin/time -f %M -o "$0.rss.$OMPI_COMM_WORLD_RANK" "./$0"' "$2"
+}
+max_rss() { cat "$1".rss.* | awk '$1 + 0 > m {m = $1 + 0} END {print m + 0}'; }
 peak_rss() {  # peak_rss NPROC PROGS...: one run each, the largest of the ranks
-  local np=$1 p kb; shift
+  local np=$1 p; shift
   for p in "$@"; do
-    kb=$(mpirun -n "$np" /usr/bin/time -f 'maxrss_kb %M' "./$p" 2>&1 >/dev/null \
-      | awk '$1 == "maxrss_kb" && $2 > m {m = $2} END {print m}')
-    printf "  %-18s %7d KiB\n" "$p" "$kb"
+    timed_run "$np" "$p" > /dev/null 2>&1 || true
+    printf "  %-18s %7d KiB\n" "$p" "$(max_rss "$p")"
   done
 }
 mpi_calls() {  # mpi_calls NPROC PROGS...: MPI calls made, the most of any rank
@@ -190,6 +198,10 @@ EOF
 echo "== $(git -C "$ROOT" log -1 --format='commit %h (%cd)' --date=short 2>/dev/null || echo 'no git');" \
   "mesh-opt $(date -r "$BUILD/bin/mesh-opt" '+%F %T'), libmeshrt $(date -r "$BUILD/lib/libmeshrt.so" '+%F %T')"
 echo "== load average at the start: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine adds noise)"
+# CPU time of the whole machine (/proc/stat) and of this script (times), to
+# tell at the end how much other work ran meanwhile.
+busy_s() { awk -v hz="$(getconf CLK_TCK)" '/^cpu / {print ($2 + $3 + $4 + $7 + $8) / hz}' /proc/stat; }
+BUSY0=$(busy_s) START=$(now)
 ok=1
 if part 1; then
 echo "== part 1: mesh (2, 4), 8 ranks on $(nproc) cores; $STEPS all_reduces of $((ELEMS * 4)) B over axis b"
@@ -292,11 +304,11 @@ if part 4; then
   STEPS=$n timed "ours$n" build_ours "ours$n" 2x4 ours-loop
   for p in "${P4[@]}" "ours$n"; do
     n=${p//[a-z]/} rc=0 t0=$(now)
-    mpirun -n 8 /usr/bin/time -f 'maxrss_kb %M' "./$p" > "$p.out" 2> "$p.err" || rc=$?
+    timed_run 8 "$p" > "$p.out" 2> "$p.err" || rc=$?
     sort -n -k2 "$p.out" | awk '{print $1, $2, $3, $4, $5, $6}' > "$p.sums"
     printf "  %-15s exit %d after %5.1f s, peak %d KiB per rank, %s\n" "$p" "$rc" \
       "$(echo "$(now) - $t0" | bc -l)" \
-      "$(awk '$1 == "maxrss_kb" && $2 > m {m = $2} END {print m}' "$p.err")" \
+      "$(max_rss "$p")" \
       "$(if STEPS=$n gen expect "$n" "$ELEMS" 2x4 | cmp -s - "$p.sums"; then echo "all 8 ranks print the closed form";
          else echo "$(wc -l < "$p.sums") of 8 ranks printed"; fi)"
     grep -m3 -E '\*\*\* (An error|MPI_ERR)' "$p.err" | sed 's/^/    /' || true
@@ -304,4 +316,9 @@ if part 4; then
   cd ..
 fi
 echo "== load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+times > times.txt  # in this shell: a $(times) would report the subshell's
+mine=$(awk '{for (i = 1; i <= NF; i++) {split($i, a, /[ms]/); s += a[1] * 60 + a[2]}} END {print s}' times.txt)
+echo "$(busy_s) $BUSY0 $mine $(now) $START" | awk '{all = $1 - $2; wall = $4 - $5;
+  printf "== CPU time during the run (%.0f s): %.0f s in all, %.0f s of it this script'"'"'s;" \
+    " other work: %.0f s (%.2f cores on average)\n", wall, all, $3, all - $3, (all - $3) / wall}'
 [ $ok = 1 ]
