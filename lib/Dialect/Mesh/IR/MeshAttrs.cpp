@@ -9,7 +9,6 @@
 #include "mesh/Dialect/Mesh/IR/MeshOps.h"
 
 #include "mlir/IR/DialectImplementation.h"
-#include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -70,15 +69,23 @@ ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "sharding needs a mesh symbol";
   if (!dims || !partialAxes)
     return emitError() << "sharding needs its dims and partial axes";
-  llvm::SmallSet<StringRef, 8> seen;
-  auto checkAxis = [&](Attribute a, StringRef where) -> LogicalResult {
+  // Axis names are uniqued StringAttrs: compare pointers.
+  SmallVector<Attribute, 8> seen;
+  auto checkAxis = [&](Attribute a, int64_t dim) -> LogicalResult {
     auto name = dyn_cast<StringAttr>(a);
-    if (!name || name.getValue().empty())
-      return emitError() << "sharding axes must be non-empty strings (in "
-                         << where << ")";
-    if (!seen.insert(name.getValue()).second)
+    if (!name || name.getValue().empty()) {
+      InFlightDiagnostic diag = emitError();
+      diag << "sharding axes must be non-empty strings (in ";
+      if (dim < 0)
+        diag << "partial)";
+      else
+        diag << "dim " << dim << ")";
+      return diag;
+    }
+    if (llvm::is_contained(seen, a))
       return emitError() << "mesh axis \"" << name.getValue()
                          << "\" appears more than once in the sharding (S3)";
+    seen.push_back(a);
     return success();
   };
   for (auto [i, dim] : llvm::enumerate(dims)) {
@@ -87,11 +94,11 @@ ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "sharding dim " << i
                          << " must be a list of axis names";
     for (Attribute a : axes)
-      if (failed(checkAxis(a, "dim " + std::to_string(i))))
+      if (failed(checkAxis(a, static_cast<int64_t>(i))))
         return failure();
   }
   for (Attribute a : partialAxes)
-    if (failed(checkAxis(a, "partial")))
+    if (failed(checkAxis(a, -1)))
       return failure();
   return success();
 }

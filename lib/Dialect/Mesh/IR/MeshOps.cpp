@@ -26,10 +26,28 @@ using namespace mlir::mesh;
 // Helpers
 //===----------------------------------------------------------------------===//
 
+/// The mesh named `ref` among the ops of the symbol table nearest to `from`,
+/// found without a symbol table cache: only mesh ops are compared, so the
+/// verifiers of thousands of ops do not read every function's name.
+static MeshOp findMeshInNearestTable(Operation *from, FlatSymbolRefAttr ref) {
+  Operation *table = SymbolTable::getNearestSymbolTable(from);
+  if (!table || table->getNumRegions() != 1 || table->getRegion(0).empty())
+    return {};
+  StringAttr name = ref.getAttr();
+  for (Operation &op : table->getRegion(0).front())
+    if (auto mesh = dyn_cast<MeshOp>(op))
+      if (mesh.getSymNameAttr() == name)
+        return mesh;
+  return {};
+}
+
 MeshOp mlir::mesh::lookupMesh(Operation *from, FlatSymbolRefAttr meshRef,
                               SymbolTableCollection *symbolTables) {
   if (!meshRef)
     return {};
+  if (!symbolTables)
+    if (MeshOp mesh = findMeshInNearestTable(from, meshRef))
+      return mesh;
   Operation *found =
       symbolTables ? symbolTables->lookupNearestSymbolFrom(from, meshRef)
                    : SymbolTable::lookupNearestSymbolFrom(from, meshRef);
@@ -39,6 +57,9 @@ MeshOp mlir::mesh::lookupMesh(Operation *from, FlatSymbolRefAttr meshRef,
 FailureOr<MeshOp>
 mlir::mesh::getMeshOrEmitError(Operation *op, FlatSymbolRefAttr meshRef,
                                SymbolTableCollection *symbolTables) {
+  if (!symbolTables)
+    if (MeshOp mesh = findMeshInNearestTable(op, meshRef))
+      return mesh;
   Operation *found =
       symbolTables ? symbolTables->lookupNearestSymbolFrom(op, meshRef)
                    : SymbolTable::lookupNearestSymbolFrom(op, meshRef);

@@ -46,7 +46,9 @@ class FunctionPartitioner {
 public:
   FunctionPartitioner(FunctionOpInterface fn, SymbolTableCollection &tables,
                       const llvm::StringMap<Signature> &signatures)
-      : fn(fn), tables(tables), signatures(signatures) {}
+      : fn(fn), tables(tables), signatures(signatures),
+        shardingName(StringAttr::get(fn->getContext(),
+                                     MeshDialect::getShardingAttrName())) {}
 
   LogicalResult run() {
     StringRef name = MeshDialect::getShardingAttrName();
@@ -59,22 +61,22 @@ public:
         return failure();
       argTypes.push_back(arg.getType());
     }
-    // Rules describe global shapes: read them all before any type changes.
-    fn.walk([&](Operation *op) {
+    // Rules describe global shapes: read them all before any type changes,
+    // in pre-order, the order in which partitionBlock reaches the ops.
+    fn.walk<WalkOrder::PreOrder>([&](Operation *op) {
       if (op != fn.getOperation() &&
           !isa<ShardOp, func::ReturnOp, func::CallOp, scf::ForOp, scf::IfOp,
                scf::YieldOp>(op))
-        if (int index = rules.add(op); index >= 0)
-          ruleOf.try_emplace(op, index);
+        ruleOf.push_back({op, rules.add(op)});
     });
     if (failed(partitionBlock(fn.getFunctionBody().front())))
       return failure();
     // The signature follows the body.
     SmallVector<Type> resultTypes;
-    fn.walk([&](func::ReturnOp ret) {
-      resultTypes.assign(ret.getOperandTypes().begin(),
-                         ret.getOperandTypes().end());
-    });
+    for (Block &block : fn.getFunctionBody())
+      if (auto ret = dyn_cast<func::ReturnOp>(block.getTerminator()))
+        resultTypes.assign(ret.getOperandTypes().begin(),
+                           ret.getOperandTypes().end());
     if (resultTypes.size() != fn.getNumResults())
       resultTypes.assign(fn.getResultTypes().begin(), fn.getResultTypes().end());
     fn.setType(FunctionType::get(fn.getContext(), argTypes, resultTypes));
@@ -112,7 +114,7 @@ private:
     auto [it, inserted] = localTypes.try_emplace({global, s}, nullptr);
     if (!inserted && it->second)
       return it->second;
-    MeshOp mesh = lookupMesh(where, s.getMesh(), &tables);
+    MeshOp mesh = meshFor(where, s.getMesh());
     if (!mesh)
       return where->emitError() << "mesh " << s.getMesh()
                                 << " is not defined",
@@ -127,6 +129,34 @@ private:
              failure();
     it->second = *local;
     return local;
+  }
+
+  /// The index of `op`'s rule (-1: none). Ops come in the order of
+  /// `ruleOf`, so this is a step or two of a cursor; any other order still
+  /// finds the right entry, by a search.
+  int ruleIndexOf(Operation *op) {
+    auto match = [&](size_t i) {
+      if (ruleOf[i].first != op)
+        return false;
+      ruleCursor = i + 1;
+      return true;
+    };
+    for (size_t i = ruleCursor; i < ruleOf.size(); ++i)
+      if (match(i))
+        return ruleOf[i].second;
+    for (size_t i = 0; i < ruleCursor && i < ruleOf.size(); ++i)
+      if (match(i))
+        return ruleOf[i].second;
+    return -1;
+  }
+
+  /// The mesh `ref` names, seen from `op`; cached per parent op.
+  MeshOp meshFor(Operation *op, FlatSymbolRefAttr ref) {
+    auto [it, inserted] =
+        meshes.try_emplace({op->getParentOp(), ref}, MeshOp());
+    if (inserted)
+      it->second = lookupMesh(op, ref, &tables);
+    return it->second;
   }
 
   /// The sharding `v` has now (null: replicated, on no mesh).
@@ -158,27 +188,35 @@ private:
              << "cannot reshard " << what << " from mesh " << fromMesh
              << " to mesh " << mesh << "; resharding stays on one mesh",
              failure();
-    MeshOp meshOp = lookupMesh(where, meshRef, &tables);
+    MeshOp meshOp = meshFor(where, meshRef);
     if (!meshOp)
       return where->emitError() << "cannot reshard " << what
                                 << ": no mesh is known for it",
              failure();
+    // Plans depend only on the two shardings: most reshards of a program
+    // repeat a few of them.
     unsigned rank = cast<RankedTensorType>(v.getType()).getRank();
-    std::string whyNot;
-    FailureOr<SmallVector<ReshardStep>> steps = planResharding(
-        meshOp, layoutOf(from, rank), layoutOf(target, rank), whyNot);
-    if (failed(steps))
-      return where->emitError() << "cannot reshard " << what << ": " << whyNot,
-             failure();
+    PlanKey planKey{{from, target}, {meshOp.getOperation(), rank}};
+    auto plan = plans.find(planKey);
+    if (plan == plans.end()) {
+      std::string whyNot;
+      FailureOr<SmallVector<ReshardStep>> steps = planResharding(
+          meshOp, layoutOf(from, rank), layoutOf(target, rank), whyNot);
+      if (failed(steps))
+        return where->emitError()
+                   << "cannot reshard " << what << ": " << whyNot,
+               failure();
+      plan = plans.try_emplace(planKey, std::move(*steps)).first;
+    }
     OpBuilder b(where);
-    Value out = emitResharding(b, where->getLoc(), meshOp, v, *steps);
+    Value out = emitResharding(b, where->getLoc(), meshOp, v, plan->second);
     placed[out] = target;
     reshardCache[key] = out;
     return out;
   }
 
-  static ShardingAttr annotationOf(Operation *op, unsigned result) {
-    Attribute attr = op->getAttr(MeshDialect::getShardingAttrName());
+  ShardingAttr annotationOf(Operation *op, unsigned result) {
+    Attribute attr = op->getDiscardableAttr(shardingName);
     if (auto s = dyn_cast_or_null<ShardingAttr>(attr))
       return op->getNumResults() == 1 ? s : ShardingAttr();
     if (auto array = dyn_cast_or_null<ArrayAttr>(attr))
@@ -244,7 +282,7 @@ private:
         failed(reshardYield(loop.getBody()->getTerminator(), loop)) ||
         failed(placeResults(loop)))
       return failure();
-    loop->removeAttr(MeshDialect::getShardingAttrName());
+    loop->removeDiscardableAttr(shardingName);
     return success();
   }
 
@@ -258,7 +296,7 @@ private:
     }
     if (failed(placeResults(branch)))
       return failure();
-    branch->removeAttr(MeshDialect::getShardingAttrName());
+    branch->removeDiscardableAttr(shardingName);
     return success();
   }
 
@@ -340,8 +378,8 @@ private:
                 "global shapes";
 
     const ShardingRule *rule = nullptr;
-    if (auto it = ruleOf.find(op); it != ruleOf.end())
-      rule = &rules[it->second];
+    if (int index = ruleIndexOf(op); index >= 0)
+      rule = &rules[index];
     // The factors' axes, from the results' annotations.
     FlatSymbolRefAttr mesh;
     FactorSharding factors;
@@ -421,7 +459,7 @@ private:
     }
     // tensor.empty's dynamic sizes are global; divide them.
     if (auto empty = dyn_cast<tensor::EmptyOp>(op); empty && mesh) {
-      MeshOp meshOp = lookupMesh(op, mesh, &tables);
+      MeshOp meshOp = meshFor(op, mesh);
       OpBuilder b(op);
       unsigned k = 0;
       for (int64_t d = 0; d < empty.getType().getRank(); ++d) {
@@ -477,7 +515,7 @@ private:
       }
     }
     updateStaticSizes(op);
-    op->removeAttr(MeshDialect::getShardingAttrName());
+    op->removeDiscardableAttr(shardingName);
     return success();
   }
 
@@ -526,11 +564,19 @@ private:
   FunctionOpInterface fn;
   SymbolTableCollection &tables;
   const llvm::StringMap<Signature> &signatures;
+  StringAttr shardingName;
   /// The sharding of each per-device value (absent or null: replicated).
-  DenseMap<Value, ShardingAttr> placed;
+  DenseMap<Value, ShardingAttr, ValueAddressInfo> placed;
   ShardingRuleTable rules;
-  DenseMap<Operation *, int> ruleOf;
+  /// Each op (but the special ones) in pre-order, with its rule index.
+  std::vector<std::pair<Operation *, int>> ruleOf;
+  size_t ruleCursor = 0;
   ShardingProjector projector;
+  DenseMap<std::pair<Operation *, Attribute>, MeshOp> meshes;
+  /// (source, target), (mesh, rank) -> the plan between them.
+  using PlanKey = std::pair<std::pair<Attribute, Attribute>,
+                            std::pair<Operation *, unsigned>>;
+  DenseMap<PlanKey, SmallVector<ReshardStep>> plans;
   DenseMap<std::pair<Type, Attribute>, RankedTensorType> localTypes;
   /// (value, target sharding) -> the value resharded there.
   DenseMap<std::pair<Value, Attribute>, Value> reshardCache;
@@ -542,15 +588,22 @@ struct PartitionPass : public mesh::impl::PartitionBase<PartitionPass> {
     SmallVector<FunctionOpInterface> fns;
     llvm::StringMap<Signature> signatures;
     StringRef name = MeshDialect::getShardingAttrName();
-    getOperation().walk([&](FunctionOpInterface fn) {
+    // Functions do not nest in functions: skip their bodies.
+    getOperation().walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (op->getNumRegions() == 0)
+        return WalkResult::skip();
+      auto fn = dyn_cast<FunctionOpInterface>(op);
+      if (!fn)
+        return WalkResult::advance();
       if (fn.isExternal())
-        return;
+        return WalkResult::skip();
       fns.push_back(fn);
       Signature &sig = signatures[fn.getName()];
       for (unsigned i = 0; i < fn.getNumArguments(); ++i)
         sig.args.push_back(fn.getArgAttrOfType<ShardingAttr>(i, name));
       for (unsigned i = 0; i < fn.getNumResults(); ++i)
         sig.results.push_back(fn.getResultAttrOfType<ShardingAttr>(i, name));
+      return WalkResult::skip();
     });
     for (FunctionOpInterface fn : fns)
       if (failed(FunctionPartitioner(fn, tables, signatures).run()))

@@ -47,25 +47,31 @@ bool isRankedTensor(Value v) { return isa<RankedTensorType>(v.getType()); }
 
 class Propagation {
 public:
-  explicit Propagation(ModuleOp module) : module(module) {}
+  explicit Propagation(ModuleOp module)
+      : module(module),
+        shardingName(StringAttr::get(module.getContext(),
+                                     MeshDialect::getShardingAttrName())) {}
 
   void run() {
-    collectAnnotations();
+    // One walk lists the ops, reads the annotations and finds the rules,
+    // touching each op once.
+    size_t values = 0;
     module.walk([&](Operation *op) {
       if (isa<ModuleOp, MeshOp>(op))
         return;
       walked.push_back(op);
-      if (!isa<FunctionOpInterface>(op))
-        ops.push_back(op);
-    });
-    ruleOf.reserve(ops.size());
-    size_t values = 0;
-    for (Operation *op : ops) {
+      if (op->getNumRegions() != 0)
+        if (auto fn = dyn_cast<FunctionOpInterface>(op)) {
+          collectAnnotations(fn);
+          return;
+        }
+      ops.push_back(op);
+      collectAnnotations(op);
       values += op->getNumResults();
       bool special = isa<ShardOp, func::ReturnOp, func::CallOp, scf::ForOp,
                          scf::IfOp, scf::YieldOp>(op);
       ruleOf.push_back(special ? -1 : rules.add(op));
-    }
+    });
     info.reserve(values + info.size());
     done.assign(ops.size(), false);
     // Sweeps until nothing changes; a value only ever goes from unknown to
@@ -108,9 +114,10 @@ public:
       return replicated;
     };
     StringRef name = MeshDialect::getShardingAttrName();
-    StringAttr nameAttr = StringAttr::get(module.getContext(), name);
+    StringAttr nameAttr = shardingName;
     auto annotateOp = [&](Operation *op) {
-      if (auto fn = dyn_cast<FunctionOpInterface>(op)) {
+      if (auto fn = op->getNumRegions() ? dyn_cast<FunctionOpInterface>(op)
+                                        : FunctionOpInterface()) {
         if (fn.isExternal())
           return;
         editArgAttrs(fn, [&](unsigned i, NamedAttrList &attrs) {
@@ -127,7 +134,9 @@ public:
         });
         // Results take their return value's sharding unless annotated.
         func::ReturnOp ret;
-        fn.walk([&](func::ReturnOp r) { ret = r; });
+        for (Block &block : fn.getFunctionBody())
+          if (auto r = dyn_cast<func::ReturnOp>(block.getTerminator()))
+            ret = r;
         if (ret && ret.getNumOperands() == fn.getNumResults())
           editResultAttrs(fn, [&](unsigned i, NamedAttrList &attrs) {
             Value v = ret.getOperand(i);
@@ -203,35 +212,32 @@ private:
     info[v] = ValueInfo{s, ValueInfo::Source::Annotation, nullptr};
   }
 
-  void collectAnnotations() {
+  void collectAnnotations(FunctionOpInterface fn) {
+    if (fn.isExternal())
+      return;
     StringRef name = MeshDialect::getShardingAttrName();
-    module.walk([&](Operation *op) {
-      if (auto fn = dyn_cast<FunctionOpInterface>(op)) {
-        if (fn.isExternal())
-          return;
-        for (BlockArgument arg : fn.getArguments())
-          if (auto s = fn.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(),
-                                                         name))
-            setFixed(arg, s);
-        return;
-      }
-      if (auto shard = dyn_cast<ShardOp>(op)) {
-        setFixed(shard.getResult(), shard.getSharding());
-        return;
-      }
-      Attribute attr = op->getAttr(name);
-      if (!attr)
-        return;
-      if (auto s = dyn_cast<ShardingAttr>(attr)) {
-        if (op->getNumResults() == 1)
-          setFixed(op->getResult(0), s);
-        return;
-      }
-      if (auto array = dyn_cast<ArrayAttr>(attr))
-        for (auto [r, a] : llvm::zip(op->getResults(), array))
-          if (auto s = dyn_cast<ShardingAttr>(a))
-            setFixed(r, s);
-    });
+    for (BlockArgument arg : fn.getArguments())
+      if (auto s = fn.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(), name))
+        setFixed(arg, s);
+  }
+
+  void collectAnnotations(Operation *op) {
+    if (auto shard = dyn_cast<ShardOp>(op)) {
+      setFixed(shard.getResult(), shard.getSharding());
+      return;
+    }
+    Attribute attr = op->getDiscardableAttr(shardingName);
+    if (!attr)
+      return;
+    if (auto s = dyn_cast<ShardingAttr>(attr)) {
+      if (op->getNumResults() == 1)
+        setFixed(op->getResult(0), s);
+      return;
+    }
+    if (auto array = dyn_cast<ArrayAttr>(attr))
+      for (auto [r, a] : llvm::zip(op->getResults(), array))
+        if (auto s = dyn_cast<ShardingAttr>(a))
+          setFixed(r, s);
   }
 
   /// Gives `v` a sharding if it has none. Returns true if it changed.
@@ -465,6 +471,7 @@ private:
   }
 
   ModuleOp module;
+  StringAttr shardingName;
   SymbolTableCollection symbolTables;
   /// Every op but the module and meshes, in walk order; and the same
   /// without functions.
@@ -473,7 +480,7 @@ private:
   std::vector<bool> done;
   DenseMap<std::pair<Operation *, Attribute>, MeshOp> meshes;
   ShardingProjector projector;
-  DenseMap<Value, ValueInfo> info;
+  DenseMap<Value, ValueInfo, ValueAddressInfo> info;
   ShardingRuleTable rules;
   /// The rule of each op of `run`'s list, in the same order (-1: none).
   SmallVector<int> ruleOf;
