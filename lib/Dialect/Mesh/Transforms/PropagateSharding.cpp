@@ -70,7 +70,10 @@ public:
       values += op->getNumResults();
       bool special = isa<ShardOp, func::ReturnOp, func::CallOp, scf::ForOp,
                          scf::IfOp, scf::YieldOp>(op);
-      ruleOf.push_back(special ? -1 : rules.add(op));
+      int rule = special ? kSpecial : rules.add(op);
+      if (rule == -1 && isa<CollectiveOpInterface>(op))
+        rule = kSpecial; // Already per-device: nothing to propagate.
+      ruleOf.push_back(rule);
     });
     info.reserve(values + info.size());
     done.assign(ops.size(), false);
@@ -252,7 +255,12 @@ private:
   /// sharding, since then no later sweep can change anything through it.
   bool visitAndMark(size_t i, bool forward) {
     Operation *op = ops[i];
-    bool changed = visit(op, ruleOf[i], forward);
+    bool settled = false;
+    bool changed = visit(op, ruleOf[i], forward, settled);
+    if (settled) {
+      done[i] = true;
+      return changed;
+    }
     auto known = [&](Value v) { return !isRankedTensor(v) || info.count(v); };
     if (!isa<scf::ForOp, scf::IfOp>(op) &&
         llvm::all_of(op->getOperands(), known) &&
@@ -270,7 +278,9 @@ private:
     return it->second;
   }
 
-  bool visit(Operation *op, int ruleIndex, bool forward) {
+  /// Propagates through `op`; sets `settled` when every tensor of `op` has
+  /// a sharding afterwards.
+  bool visit(Operation *op, int ruleIndex, bool forward, bool &settled) {
     if (auto shard = dyn_cast<ShardOp>(op)) {
       // The operand takes the target's sharding as a hint (no partial).
       if (forward)
@@ -313,8 +323,13 @@ private:
           changed |= assign(v, s, ValueInfo::Source::Backward, op);
       return changed;
     }
-    if (ruleIndex < 0)
+    if (ruleIndex < 0) {
+      // Ops without tensors are settled at once.
+      settled = ruleIndex == -1 && op->getNumRegions() == 0 &&
+                llvm::none_of(op->getOperands(), isRankedTensor) &&
+                llvm::none_of(op->getResults(), isRankedTensor);
       return false;
+    }
     const ShardingRule &rule = rules[ruleIndex];
     MeshOp meshOp;
     FlatSymbolRefAttr mesh;
@@ -374,6 +389,9 @@ private:
     }
     if (!mesh || !meshOp)
       return false;
+    // Every tensor of the op gets a sharding below, if it has none yet.
+    settled = rule.operandDims.size() >= op->getNumOperands() &&
+              rule.resultDims.size() >= op->getNumResults();
 
     auto source =
         forward ? ValueInfo::Source::Forward : ValueInfo::Source::Backward;
@@ -437,9 +455,7 @@ private:
   void warnAboutOpsWithoutRules(ArrayRef<Operation *> ops,
                                 ArrayRef<int> ruleIndices) {
     for (auto [op, ruleIndex] : llvm::zip(ops, ruleIndices)) {
-      if (ruleIndex >= 0 ||
-          isa<ShardOp, func::ReturnOp, func::CallOp, scf::ForOp, scf::IfOp,
-              scf::YieldOp, CollectiveOpInterface>(op))
+      if (ruleIndex != -1) // A rule, or an op handled without one.
         continue;
       bool touchesTensors =
           llvm::any_of(op->getResultTypes(), [](Type t) {
@@ -482,7 +498,10 @@ private:
   ShardingProjector projector;
   DenseMap<Value, ValueInfo, ValueAddressInfo> info;
   ShardingRuleTable rules;
-  /// The rule of each op of `run`'s list, in the same order (-1: none).
+  /// In `ruleOf`: an op that propagation handles without a rule.
+  static constexpr int kSpecial = -2;
+  /// The rule of each op of `run`'s list, in the same order (-1: none,
+  /// kSpecial: handled without one).
   SmallVector<int> ruleOf;
   DenseMap<std::pair<Operation *, Attribute>, int64_t> groupSizes;
   DenseMap<int64_t, ShardingAttr> replicatedByRank;
