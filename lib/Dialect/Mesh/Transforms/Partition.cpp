@@ -150,13 +150,8 @@ private:
     return -1;
   }
 
-  /// The mesh `ref` names, seen from `op`; cached per parent op.
   MeshOp meshFor(Operation *op, FlatSymbolRefAttr ref) {
-    auto [it, inserted] =
-        meshes.try_emplace({op->getParentOp(), ref}, MeshOp());
-    if (inserted)
-      it->second = lookupMesh(op, ref, &tables);
-    return it->second;
+    return meshCache.get(op, ref);
   }
 
   /// The sharding `v` has now (null: replicated, on no mesh).
@@ -572,7 +567,7 @@ private:
   std::vector<std::pair<Operation *, int>> ruleOf;
   size_t ruleCursor = 0;
   ShardingProjector projector;
-  DenseMap<std::pair<Operation *, Attribute>, MeshOp> meshes;
+  MeshCache meshCache{tables};
   /// (source, target), (mesh, rank) -> the plan between them.
   using PlanKey = std::pair<std::pair<Attribute, Attribute>,
                             std::pair<Operation *, unsigned>>;

@@ -269,13 +269,8 @@ private:
     return changed;
   }
 
-  /// The mesh `ref` names, seen from `op`; cached per parent op.
   MeshOp meshFor(Operation *op, FlatSymbolRefAttr ref) {
-    auto [it, inserted] =
-        meshes.try_emplace({op->getParentOp(), ref}, MeshOp());
-    if (inserted)
-      it->second = lookupMesh(op, ref, &symbolTables);
-    return it->second;
+    return meshCache.get(op, ref);
   }
 
   /// Propagates through `op`; sets `settled` when every tensor of `op` has
@@ -494,7 +489,7 @@ private:
   SmallVector<Operation *> walked, ops;
   /// Ops through which nothing more can propagate.
   std::vector<bool> done;
-  DenseMap<std::pair<Operation *, Attribute>, MeshOp> meshes;
+  MeshCache meshCache{symbolTables};
   ShardingProjector projector;
   DenseMap<Value, ValueInfo, ValueAddressInfo> info;
   ShardingRuleTable rules;

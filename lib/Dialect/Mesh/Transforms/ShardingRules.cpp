@@ -158,17 +158,23 @@ static FailureOr<ShardingRule> getLinalgRule(linalg::LinalgOp op) {
   return rule;
 }
 
+/// One free factor per dim of `type`, and the dims 0, 1, ... mapping to them.
+static std::pair<ShardingRule, SmallVector<int64_t>>
+factorPerDim(RankedTensorType type) {
+  ShardingRule rule;
+  for (int64_t size : type.getShape())
+    rule.factors.push_back({size, std::nullopt, false});
+  return {std::move(rule),
+          llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()))};
+}
+
 static FailureOr<ShardingRule> getElementwiseRule(Operation *op) {
   if (op->getNumResults() == 0)
     return failure();
   auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
   if (!type)
     return failure();
-  ShardingRule rule;
-  for (int64_t size : type.getShape())
-    rule.factors.push_back({size, std::nullopt, false});
-  SmallVector<int64_t> identity =
-      llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+  auto [rule, identity] = factorPerDim(type);
   for (Value operand : op->getOperands()) {
     auto t = dyn_cast<RankedTensorType>(operand.getType());
     if (t && t.getRank() != type.getRank())
@@ -368,11 +374,7 @@ FailureOr<ShardingRule> mlir::mesh::getShardingRule(Operation *op) {
     auto type = dyn_cast<RankedTensorType>(fill.getOutputs()[0].getType());
     if (!type || !fill.hasPureTensorSemantics())
       return failure();
-    ShardingRule rule;
-    for (int64_t size : type.getShape())
-      rule.factors.push_back({size, std::nullopt, false});
-    SmallVector<int64_t> identity =
-        llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+    auto [rule, identity] = factorPerDim(type);
     auto scalar = dyn_cast<ShapedType>(fill.getInputs()[0].getType());
     rule.operandDims.push_back(
         SmallVector<int64_t>(scalar ? scalar.getRank() : 0, -1));
@@ -383,12 +385,9 @@ FailureOr<ShardingRule> mlir::mesh::getShardingRule(Operation *op) {
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
     return getLinalgRule(linalgOp);
   if (auto empty = dyn_cast<tensor::EmptyOp>(op)) {
-    ShardingRule rule;
-    for (int64_t size : empty.getType().getShape())
-      rule.factors.push_back({size, std::nullopt, false});
+    auto [rule, identity] = factorPerDim(empty.getType());
     rule.operandDims.resize(op->getNumOperands());
-    rule.resultDims.push_back(
-        llvm::to_vector(llvm::seq<int64_t>(0, empty.getType().getRank())));
+    rule.resultDims.push_back(identity);
     return rule;
   }
   if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op))

@@ -55,6 +55,23 @@ struct OpAddressInfo : llvm::DenseMapInfo<Operation *> {
   }
 };
 
+/// Mesh lookups by symbol, cached per parent op: the passes ask once per op.
+class MeshCache {
+public:
+  explicit MeshCache(SymbolTableCollection &tables) : tables(tables) {}
+  /// The mesh `ref` names, seen from `op`.
+  MeshOp get(Operation *op, FlatSymbolRefAttr ref) {
+    auto [it, inserted] = meshes.try_emplace({op->getParentOp(), ref}, MeshOp());
+    if (inserted)
+      it->second = lookupMesh(op, ref, &tables);
+    return it->second;
+  }
+
+private:
+  SymbolTableCollection &tables;
+  DenseMap<std::pair<Operation *, Attribute>, MeshOp> meshes;
+};
+
 /// projectFactors and projectResult with a small cache in front: the ops of
 /// a program tend to produce the same few shardings over and over, and a hit
 /// costs a hash of a few pointers instead of two attribute uniquings.
