@@ -21,6 +21,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
+#include "llvm/ADT/PointerIntPair.h"
+
 #include <limits>
 
 namespace mlir {
@@ -35,13 +37,19 @@ using namespace mlir::mesh;
 
 namespace {
 
-/// What is known of one tensor value.
+/// What is known of one tensor value: 16 bytes, so that the map of 50,000
+/// values stays small.
 struct ValueInfo {
+  enum class Source : uint8_t { Annotation, Forward, Backward, Default };
+  ValueInfo(ShardingAttr sharding, Source source, Operation *from)
+      : sharding(sharding), fromAndSource(from, source) {}
   ShardingAttr sharding;
-  enum class Source : uint8_t { Annotation, Forward, Backward, Default } source;
-  /// The op whose rule gave the sharding (Forward/Backward).
-  Operation *from = nullptr;
+  /// The op whose rule gave the sharding (Forward/Backward), and how.
+  llvm::PointerIntPair<Operation *, 2, Source> fromAndSource;
+  Source source() const { return fromAndSource.getInt(); }
+  Operation *from() const { return fromAndSource.getPointer(); }
 };
+static_assert(sizeof(ValueInfo) == 16, "ValueInfo should stay small");
 
 bool isRankedTensor(Value v) { return isa<RankedTensorType>(v.getType()); }
 
@@ -185,16 +193,16 @@ private:
       return "(replicated: nothing constrains it)";
     std::string out;
     llvm::raw_string_ostream os(out);
-    switch (vi->source) {
+    switch (vi->source()) {
     case ValueInfo::Source::Annotation:
       os << "(from the annotation)";
       break;
     case ValueInfo::Source::Forward:
     case ValueInfo::Source::Backward:
       os << "(propagated "
-         << (vi->source == ValueInfo::Source::Forward ? "forward through"
+         << (vi->source() == ValueInfo::Source::Forward ? "forward through"
                                                       : "backward through")
-         << " '" << vi->from->getName() << "' at " << vi->from->getLoc()
+         << " '" << vi->from()->getName() << "' at " << vi->from()->getLoc()
          << ")";
       break;
     case ValueInfo::Source::Default:
@@ -212,7 +220,7 @@ private:
   }
 
   void setFixed(Value v, ShardingAttr s) {
-    info[v] = ValueInfo{s, ValueInfo::Source::Annotation, nullptr};
+    info.insert_or_assign(v, ValueInfo{s, ValueInfo::Source::Annotation, nullptr});
   }
 
   void collectAnnotations(FunctionOpInterface fn) {
@@ -280,8 +288,10 @@ private:
       // The operand takes the target's sharding as a hint (no partial).
       if (forward)
         return false;
-      const ValueInfo &target = info[shard.getResult()];
-      return assign(shard.getSrc(), withoutPartial(target.sharding),
+      auto target = info.find(shard.getResult());
+      if (target == info.end())
+        return false;
+      return assign(shard.getSrc(), withoutPartial(target->second.sharding),
                     ValueInfo::Source::Backward, op);
     }
     if (isa<scf::ForOp, scf::IfOp>(op))
