@@ -108,3 +108,20 @@ func.func @tensor_ops(%x: tensor<8x4x6xi32> {mesh.sharding = #mesh.sharding<@m, 
   %k = tensor.concat dim(0) %i, %c {mesh.sharding = #mesh.sharding<@m, [[], []]>} : (tensor<8x24xi32>, tensor<8x24xi32>) -> tensor<16x24xi32>
   return %k : tensor<16x24xi32>
 }
+
+// -----
+
+mesh.mesh @m(["a" = 2])
+
+// A value resharded to replicated twice, once for an op whose result has no
+// annotation (target: no sharding) and once for a result annotated
+// replicated, is gathered once.
+// CHECK-LABEL: func.func @replicated_twice
+// CHECK-COUNT-1: mesh.all_gather
+// CHECK-NOT: mesh.all_gather
+// CHECK: return
+func.func @replicated_twice(%x: tensor<8xf32> {mesh.sharding = #mesh.sharding<@m, [["a"]]>})
+    -> (tensor<8xf32>, tensor<8xf32> {mesh.sharding = #mesh.sharding<@m, [[]]>}) {
+  %y = math.tanh %x : tensor<8xf32>
+  return %y, %x : tensor<8xf32>, tensor<8xf32>
+}

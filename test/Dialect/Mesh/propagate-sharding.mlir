@@ -90,3 +90,16 @@ func.func @explain(%x: tensor<8xf32> {mesh.sharding = #mesh.sharding<@m, [["b"]]
   %y = math.exp %x : tensor<8xf32>
   return %y : tensor<8xf32>
 }
+
+// -----
+
+mesh.mesh @d(["a" = ?, "b" = 4])
+
+// An axis of unknown size still propagates: divisibility is checked only
+// where both sizes are known.
+// CHECK-LABEL: func.func @dynamic_axis
+// CHECK: math.tanh {{.*}} {mesh.sharding = #mesh.sharding<@d, {{\[\[}}"a"], []]>}
+func.func @dynamic_axis(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@d, [["a"], []]>}) -> tensor<8x16xf32> {
+  %y = math.tanh %x : tensor<8x16xf32>
+  return %y : tensor<8x16xf32>
+}

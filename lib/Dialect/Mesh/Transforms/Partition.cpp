@@ -169,7 +169,10 @@ private:
       mesh = target.getMesh();
     // The same value resharded the same way earlier in this block (or in a
     // block around it) is reused: one collective, not one per use.
-    std::pair<Value, Attribute> key{v, target};
+    // Replicated targets share one key whether spelled or null.
+    Attribute targetKey =
+        !target || target.isFullyReplicated() ? Attribute() : target;
+    std::pair<Value, Attribute> key{v, targetKey};
     auto cached = reshardCache.find(key);
     if (cached != reshardCache.end()) {
       Operation *def = cached->second.getDefiningOp();

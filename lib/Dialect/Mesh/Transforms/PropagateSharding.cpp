@@ -23,7 +23,6 @@
 
 #include "llvm/ADT/PointerIntPair.h"
 
-#include <limits>
 
 namespace mlir {
 namespace mesh {
@@ -473,7 +472,9 @@ private:
     }
   }
 
-  static constexpr int64_t kUnknownAxis = std::numeric_limits<int64_t>::min();
+  /// Not a group size: sizes are positive or ShapedType::kDynamic (a `?`
+  /// axis).
+  static constexpr int64_t kUnknownAxis = 0;
 
   /// The number of devices of `axes` on `mesh`, or kUnknownAxis when the
   /// mesh lacks one of them.

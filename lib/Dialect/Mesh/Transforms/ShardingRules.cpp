@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/BitVector.h"
 
 using namespace mlir;
 using namespace mlir::mesh;
@@ -123,6 +124,7 @@ static FailureOr<ShardingRule> getLinalgRule(linalg::LinalgOp op) {
   if (op.hasIndexSemantics())
     for (ShardingFactor &f : rule.factors)
       f.blocked = true;
+  llvm::BitVector sized(rule.factors.size());
   auto dimsOf = [&](OpOperand &operand) {
     SmallVector<int64_t> dims;
     AffineMap map = maps[operand.getOperandNumber()];
@@ -131,9 +133,12 @@ static FailureOr<ShardingRule> getLinalgRule(linalg::LinalgOp op) {
       if (auto d = dyn_cast<AffineDimExpr>(e)) {
         unsigned loop = d.getPosition();
         dims.push_back(loop);
-        // A loop's size is the first static dim indexed by it alone.
-        if (type && ShapedType::isDynamic(rule.factors[loop].size))
+        // A loop's size is that of the first operand dim indexed by it
+        // alone, as in getStaticLoopRanges (dynamic if that dim is).
+        if (type && !sized.test(loop)) {
           rule.factors[loop].size = type.getDimSize(k);
+          sized.set(loop);
+        }
         continue;
       }
       dims.push_back(-1);
