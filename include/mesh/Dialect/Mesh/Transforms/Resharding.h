@@ -42,11 +42,6 @@ struct ShardingLayout {
   /// The replicated layout of a rank-`rank` tensor.
   static ShardingLayout replicated(unsigned rank);
   ShardingAttr toAttr(FlatSymbolRefAttr mesh) const;
-  bool operator==(const ShardingLayout &other) const {
-    return dims == other.dims && partial == other.partial &&
-           (partial.empty() || partialKind == other.partialKind);
-  }
-  bool operator!=(const ShardingLayout &other) const { return !(*this == other); }
 };
 
 /// Shardings as uniqued attributes are what the passes pass around: equal

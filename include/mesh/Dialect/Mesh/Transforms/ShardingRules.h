@@ -39,7 +39,7 @@ ShardingAttr projectResult(FlatSymbolRefAttr mesh, const ShardingRule &rule,
                            ArrayRef<ArrayAttr> factors,
                            ArrayRef<int64_t> dims);
 
-/// Hashes IR pointers by address, keeping their order: values and ops made
+/// Hashes values by address, keeping their order: values made
 /// one after the other land in nearby buckets, so the maps the passes fill
 /// and read in program order stay in cache on programs of 50,000 ops (the
 /// default hash scatters them over the whole table).
@@ -47,11 +47,6 @@ struct ValueAddressInfo : llvm::DenseMapInfo<Value> {
   static unsigned getHashValue(Value v) {
     return static_cast<unsigned>(
         reinterpret_cast<uintptr_t>(v.getAsOpaquePointer()) >> 4);
-  }
-};
-struct OpAddressInfo : llvm::DenseMapInfo<Operation *> {
-  static unsigned getHashValue(const Operation *op) {
-    return static_cast<unsigned>(reinterpret_cast<uintptr_t>(op) >> 4);
   }
 };
 
