@@ -12,6 +12,7 @@
 #include "mesh/Pipelines/Pipelines.h"
 #include "mesh/Dialect/Mesh/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mesh/Dialect/Mesh/Transforms/Passes.h"
+#include "mesh/Dialect/Mesh/Transforms/ShardingRuleModels.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -65,6 +66,7 @@ void mlir::mesh::registerMeshToolDialects(mlir::DialectRegistry &registry) {
   // Bufferization of the mesh collectives and of the upstream ops a sharded
   // program uses.
   mesh::registerBufferizableOpInterfaceExternalModels(registry);
+  mesh::registerShardingRuleModels(registry);
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(

@@ -9,10 +9,19 @@
 #include "mesh/Dialect/Mesh/IR/MeshOps.h"
 
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/SmallVectorExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::mesh;
+
+// The custom directives of the generated #mesh.sharding parser and printer.
+static ParseResult parseDimAxes(AsmParser &parser,
+                                SmallVector<AxisListAttr> &dims);
+static void printDimAxes(AsmPrinter &printer, ArrayRef<AxisListAttr> dims);
+static ParseResult parseReductionKindKeyword(AsmParser &parser,
+                                             ReductionKind &kind);
+static void printReductionKindKeyword(AsmPrinter &printer, ReductionKind kind);
 
 #define GET_ATTRDEF_CLASSES
 #include "mesh/Dialect/Mesh/IR/MeshAttrs.cpp.inc"
@@ -24,167 +33,167 @@ void MeshDialect::registerAttributes() {
       >();
 }
 
+//===----------------------------------------------------------------------===//
+// Reduction kinds: a bare keyword, inside ops and shardings alike
+//===----------------------------------------------------------------------===//
+
+/// A reduction kind written as a bare keyword (`sum`), with a message that
+/// lists the valid kinds when it is not one.
+static FailureOr<ReductionKind> parseReductionKind(AsmParser &parser) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  std::optional<ReductionKind> kind = symbolizeReductionKind(keyword);
+  if (!kind)
+    return parser.emitError(loc, "unknown reduction kind '")
+           << keyword << "'; expected one of sum, prod, min, max, avg, and, "
+           << "or, xor";
+  return *kind;
+}
+
+static ParseResult parseReductionKindKeyword(AsmParser &parser,
+                                             ReductionKind &kind) {
+  FailureOr<ReductionKind> parsed = parseReductionKind(parser);
+  if (failed(parsed))
+    return failure();
+  kind = *parsed;
+  return success();
+}
+
+static void printReductionKindKeyword(AsmPrinter &printer, ReductionKind kind) {
+  printer << stringifyReductionKind(kind);
+}
+
+//===----------------------------------------------------------------------===//
+// #mesh.axes
+//===----------------------------------------------------------------------===//
+
+AxisListAttr AxisListAttr::get(MLIRContext *context, ArrayRef<StringRef> names) {
+  SmallVector<StringAttr, 4> axes;
+  for (StringRef name : names)
+    axes.push_back(StringAttr::get(context, name));
+  return get(context, axes);
+}
+
+SmallVector<StringRef> AxisListAttr::getNames() const {
+  return llvm::map_to_vector(getAxes(), [](StringAttr a) { return a.getValue(); });
+}
+
+/// `["a", "b"]`, possibly empty.
+Attribute AxisListAttr::parse(AsmParser &parser, Type) {
+  SmallVector<StringAttr, 4> axes;
+  if (parser.parseCommaSeparatedList(
+          AsmParser::Delimiter::Square, [&]() -> ParseResult {
+            std::string name;
+            if (parser.parseString(&name))
+              return failure();
+            axes.push_back(parser.getBuilder().getStringAttr(name));
+            return success();
+          }))
+    return {};
+  return get(parser.getContext(), axes);
+}
+
+void AxisListAttr::print(AsmPrinter &printer) const {
+  printer << '[';
+  llvm::interleaveComma(getAxes(), printer,
+                        [&](StringAttr a) { printer.printString(a.getValue()); });
+  printer << ']';
+}
+
+//===----------------------------------------------------------------------===//
+// #mesh.sharding
+//===----------------------------------------------------------------------===//
+
+/// `[[axes of dim 0], ...]`, possibly empty (a rank-0 tensor).
+static ParseResult parseDimAxes(AsmParser &parser,
+                                SmallVector<AxisListAttr> &dims) {
+  return parser.parseCommaSeparatedList(
+      AsmParser::Delimiter::Square, [&]() -> ParseResult {
+        Attribute axes = AxisListAttr::parse(parser, Type());
+        if (!axes)
+          return failure();
+        dims.push_back(cast<AxisListAttr>(axes));
+        return success();
+      });
+}
+
+static void printDimAxes(AsmPrinter &printer, ArrayRef<AxisListAttr> dims) {
+  printer << '[';
+  llvm::interleaveComma(dims, printer,
+                        [&](AxisListAttr axes) { axes.print(printer); });
+  printer << ']';
+}
+
 ShardingAttr ShardingAttr::get(FlatSymbolRefAttr mesh,
                                ArrayRef<SmallVector<StringRef>> dims,
                                ArrayRef<StringRef> partialAxes,
                                ReductionKind partialKind) {
   MLIRContext *ctx = mesh.getContext();
-  Builder b(ctx);
-  SmallVector<Attribute> dimAttrs;
+  SmallVector<AxisListAttr> dimAttrs;
   for (const SmallVector<StringRef> &axes : dims)
-    dimAttrs.push_back(b.getStrArrayAttr(axes));
-  return ShardingAttr::get(ctx, mesh, b.getArrayAttr(dimAttrs),
-                           b.getStrArrayAttr(partialAxes), partialKind);
-}
-
-SmallVector<StringRef> ShardingAttr::getDimAxes(unsigned dim) const {
-  SmallVector<StringRef> names;
-  for (Attribute a : cast<ArrayAttr>(getDims()[dim]))
-    names.push_back(cast<StringAttr>(a).getValue());
-  return names;
+    dimAttrs.push_back(AxisListAttr::get(ctx, axes));
+  if (partialAxes.empty())
+    return get(ctx, mesh, dimAttrs, AxisListAttr(), ReductionKind::Sum);
+  return get(ctx, mesh, dimAttrs, AxisListAttr::get(ctx, partialAxes),
+             partialKind);
 }
 
 SmallVector<StringRef> ShardingAttr::getPartialAxisNames() const {
-  SmallVector<StringRef> names;
-  for (Attribute a : getPartialAxes())
-    names.push_back(cast<StringAttr>(a).getValue());
-  return names;
+  if (!isPartial())
+    return {};
+  return getPartialAxes().getNames();
 }
 
 bool ShardingAttr::isFullyReplicated() const {
-  if (isPartial())
-    return false;
-  return llvm::all_of(getDims(), [](Attribute d) {
-    return cast<ArrayAttr>(d).empty();
-  });
+  return !isPartial() &&
+         llvm::all_of(getDims(), [](AxisListAttr d) { return d.empty(); });
 }
 
-/// Structural checks, without the mesh: every entry is a list of non-empty
-/// strings and no axis appears twice in the whole sharding (S3).
+/// Structural checks, without the mesh: every dim has a list of non-empty
+/// names, a partial list names at least one axis, and no axis appears twice
+/// in the whole sharding (S3).
 LogicalResult
 ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                     FlatSymbolRefAttr mesh, ArrayAttr dims,
-                     ArrayAttr partialAxes, ReductionKind partialKind) {
+                     FlatSymbolRefAttr mesh, ArrayRef<AxisListAttr> dims,
+                     AxisListAttr partialAxes, ReductionKind partialKind) {
   if (!mesh)
     return emitError() << "sharding needs a mesh symbol";
-  if (!dims || !partialAxes)
-    return emitError() << "sharding needs its dims and partial axes";
+  if (partialAxes && partialAxes.empty())
+    return emitError() << "partial needs at least one axis";
+  if (!partialAxes && partialKind != ReductionKind::Sum)
+    return emitError() << "a partial reduction kind needs partial axes";
   // Axis names are uniqued StringAttrs: compare pointers.
-  SmallVector<Attribute, 8> seen;
-  auto checkAxis = [&](Attribute a, int64_t dim) -> LogicalResult {
-    auto name = dyn_cast<StringAttr>(a);
-    if (!name || name.getValue().empty()) {
-      InFlightDiagnostic diag = emitError();
-      diag << "sharding axes must be non-empty strings (in ";
-      if (dim < 0)
-        diag << "partial)";
-      else
-        diag << "dim " << dim << ")";
-      return diag;
+  SmallVector<StringAttr, 8> seen;
+  auto checkAxes = [&](AxisListAttr axes, int64_t dim) -> LogicalResult {
+    for (StringAttr name : axes) {
+      if (!name || name.getValue().empty()) {
+        InFlightDiagnostic diag = emitError();
+        diag << "sharding axes must be non-empty strings (in ";
+        if (dim < 0)
+          diag << "partial)";
+        else
+          diag << "dim " << dim << ")";
+        return diag;
+      }
+      if (llvm::is_contained(seen, name))
+        return emitError() << "mesh axis \"" << name.getValue()
+                           << "\" appears more than once in the sharding (S3)";
+      seen.push_back(name);
     }
-    if (llvm::is_contained(seen, a))
-      return emitError() << "mesh axis \"" << name.getValue()
-                         << "\" appears more than once in the sharding (S3)";
-    seen.push_back(a);
     return success();
   };
-  for (auto [i, dim] : llvm::enumerate(dims)) {
-    auto axes = dyn_cast<ArrayAttr>(dim);
+  for (auto [i, axes] : llvm::enumerate(dims)) {
     if (!axes)
       return emitError() << "sharding dim " << i
                          << " must be a list of axis names";
-    for (Attribute a : axes)
-      if (failed(checkAxis(a, static_cast<int64_t>(i))))
-        return failure();
-  }
-  for (Attribute a : partialAxes)
-    if (failed(checkAxis(a, -1)))
+    if (failed(checkAxes(axes, static_cast<int64_t>(i))))
       return failure();
+  }
+  if (partialAxes && failed(checkAxes(partialAxes, -1)))
+    return failure();
   return success();
-}
-
-/// Parses `[ "a", "b" ]` into a list of string attributes.
-static ParseResult parseAxisList(AsmParser &parser,
-                                 SmallVectorImpl<Attribute> &axes) {
-  return parser.parseCommaSeparatedList(
-      AsmParser::Delimiter::Square, [&]() -> ParseResult {
-        std::string name;
-        if (parser.parseString(&name))
-          return failure();
-        axes.push_back(parser.getBuilder().getStringAttr(name));
-        return success();
-      });
-}
-
-/// `<@mesh, [[axes], ...] (, partial = kind[axes])?>`
-Attribute ShardingAttr::parse(AsmParser &parser, Type) {
-  MLIRContext *ctx = parser.getContext();
-  Builder b(ctx);
-  FlatSymbolRefAttr mesh;
-  SmallVector<Attribute> dims;
-  SmallVector<Attribute> partial;
-  ReductionKind kind = ReductionKind::Sum;
-  if (parser.parseLess() || parser.parseAttribute(mesh) || parser.parseComma())
-    return {};
-  if (parser.parseCommaSeparatedList(
-          AsmParser::Delimiter::Square, [&]() -> ParseResult {
-            SmallVector<Attribute> axes;
-            if (parseAxisList(parser, axes))
-              return failure();
-            dims.push_back(b.getArrayAttr(axes));
-            return success();
-          }))
-    return {};
-  if (succeeded(parser.parseOptionalComma())) {
-    StringRef keyword;
-    SMLoc kindLoc;
-    if (parser.parseKeyword("partial") || parser.parseEqual())
-      return {};
-    kindLoc = parser.getCurrentLocation();
-    if (parser.parseKeyword(&keyword))
-      return {};
-    std::optional<ReductionKind> parsed = symbolizeReductionKind(keyword);
-    if (!parsed) {
-      parser.emitError(kindLoc, "unknown reduction kind '")
-          << keyword << "'; expected one of sum, prod, min, max, avg, and, "
-          << "or, xor";
-      return {};
-    }
-    kind = *parsed;
-    if (parseAxisList(parser, partial))
-      return {};
-    if (partial.empty()) {
-      parser.emitError(kindLoc, "partial needs at least one axis");
-      return {};
-    }
-  }
-  if (parser.parseGreater())
-    return {};
-  return parser.getChecked<ShardingAttr>(ctx, mesh, b.getArrayAttr(dims),
-                                         b.getArrayAttr(partial), kind);
-}
-
-static void printAxisList(AsmPrinter &printer, ArrayAttr axes) {
-  printer << '[';
-  llvm::interleaveComma(axes, printer, [&](Attribute a) {
-    printer.printString(cast<StringAttr>(a).getValue());
-  });
-  printer << ']';
-}
-
-void ShardingAttr::print(AsmPrinter &printer) const {
-  printer << '<';
-  printer.printAttributeWithoutType(getMesh());
-  printer << ", [";
-  llvm::interleaveComma(getDims(), printer, [&](Attribute d) {
-    printAxisList(printer, cast<ArrayAttr>(d));
-  });
-  printer << ']';
-  if (isPartial()) {
-    printer << ", partial = " << stringifyReductionKind(getPartialKind());
-    printAxisList(printer, getPartialAxes());
-  }
-  printer << '>';
 }
 
 LogicalResult mlir::mesh::verifySharding(Operation *op, ShardingAttr sharding,
@@ -211,9 +220,11 @@ LogicalResult mlir::mesh::verifySharding(Operation *op, ShardingAttr sharding,
                              << " cannot carry a sharding; it needs a ranked "
                                 "tensor";
   }
-  auto checkAxes = [&](ArrayAttr axes) -> LogicalResult {
-    for (Attribute a : axes) {
-      StringRef name = cast<StringAttr>(a).getValue();
+  auto checkAxes = [&](AxisListAttr axes) -> LogicalResult {
+    if (!axes)
+      return success();
+    for (StringAttr axis : axes) {
+      StringRef name = axis.getValue();
       if (!mesh->getAxisIndex(name))
         return op->emitOpError()
                << what << ": sharding names axis \"" << name
@@ -223,8 +234,8 @@ LogicalResult mlir::mesh::verifySharding(Operation *op, ShardingAttr sharding,
     }
     return success();
   };
-  for (Attribute d : sharding.getDims())
-    if (failed(checkAxes(cast<ArrayAttr>(d))))
+  for (AxisListAttr axes : sharding.getDims())
+    if (failed(checkAxes(axes)))
       return failure();
   if (failed(checkAxes(sharding.getPartialAxes())))
     return failure();

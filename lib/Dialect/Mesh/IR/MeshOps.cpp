@@ -103,30 +103,6 @@ mlir::mesh::getStaticGroupSize(CollectiveOpInterface op) {
 }
 
 //===----------------------------------------------------------------------===//
-// Reduction kinds inside ops: `reduction = sum`
-//===----------------------------------------------------------------------===//
-
-static ParseResult parseReduction(OpAsmParser &parser,
-                                  ReductionKindAttr &reduction) {
-  SMLoc loc = parser.getCurrentLocation();
-  StringRef keyword;
-  if (parser.parseKeyword(&keyword))
-    return failure();
-  std::optional<ReductionKind> kind = symbolizeReductionKind(keyword);
-  if (!kind)
-    return parser.emitError(loc, "unknown reduction kind '")
-           << keyword
-           << "'; expected one of sum, prod, min, max, avg, and, or, xor";
-  reduction = ReductionKindAttr::get(parser.getContext(), *kind);
-  return success();
-}
-
-static void printReduction(OpAsmPrinter &printer, Operation *,
-                           ReductionKindAttr reduction) {
-  printer << stringifyReductionKind(reduction.getValue());
-}
-
-//===----------------------------------------------------------------------===//
 // mesh.mesh
 //===----------------------------------------------------------------------===//
 
@@ -299,25 +275,6 @@ static SmallVector<StringRef> toStrings(ArrayAttr axes) {
 // mesh.shard
 //===----------------------------------------------------------------------===//
 
-/// The sharding in full, `#mesh.sharding<...>`, so that it reads the same
-/// inside the op as anywhere else.
-static ParseResult parseShardingRef(OpAsmParser &parser,
-                                    ShardingAttr &sharding) {
-  SMLoc loc = parser.getCurrentLocation();
-  Attribute attr;
-  if (parser.parseAttribute(attr))
-    return failure();
-  sharding = dyn_cast<ShardingAttr>(attr);
-  if (!sharding)
-    return parser.emitError(loc, "expected a #mesh.sharding, got ") << attr;
-  return success();
-}
-
-static void printShardingRef(OpAsmPrinter &printer, ShardOp,
-                             ShardingAttr sharding) {
-  printer.printAttribute(sharding);
-}
-
 LogicalResult ShardOp::verify() {
   ShardingAttr sharding = getSharding();
   if (static_cast<int64_t>(sharding.getRank()) != getSrc().getType().getRank())
@@ -476,77 +433,55 @@ verifyResultShape(Operation *op, int64_t groupSize,
   return success();
 }
 
-/// The part of verifySymbolUses every collective shares; returns the group
-/// size (possibly kDynamic) through `groupSize`.
-template <typename OpTy>
-static LogicalResult verifyCollectiveMesh(OpTy op, SymbolTableCollection &tables,
-                                          int64_t &groupSize) {
-  SmallVector<StringRef> axes = toStrings(op.getAxes());
+/// The part of verifySymbolUses every collective shares (C0, C1): returns the
+/// group size, kDynamic when an axis is `?`.
+static FailureOr<int64_t> verifyCollectiveMesh(CollectiveOpInterface op,
+                                               SymbolTableCollection &tables) {
+  SmallVector<StringRef> axes = op.getAxisNames();
   FailureOr<MeshOp> mesh =
       verifyMeshAndAxes(op, op.getMeshAttr(), axes, tables);
   if (failed(mesh))
     return failure();
-  groupSize = mesh->getGroupSize(axes);
-  return success();
+  return mesh->getGroupSize(axes);
 }
 
-LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &tables) {
-  int64_t g;
-  if (failed(verifyCollectiveMesh(*this, tables, g)))
-    return failure();
-  return verifyResultShape(*this, g, {});
+LogicalResult AllReduceOp::verifyGroupSize(int64_t groupSize) {
+  return verifyResultShape(*this, groupSize, {});
 }
 
-LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &tables) {
-  int64_t g;
-  if (failed(verifyCollectiveMesh(*this, tables, g)))
-    return failure();
-  return verifyResultShape(*this, g,
+LogicalResult AllGatherOp::verifyGroupSize(int64_t groupSize) {
+  return verifyResultShape(*this, groupSize,
                            {{"gather_dim", getGatherDim(), DimChange::Multiply}});
 }
 
-LogicalResult
-ReduceScatterOp::verifySymbolUses(SymbolTableCollection &tables) {
-  int64_t g;
-  if (failed(verifyCollectiveMesh(*this, tables, g)))
-    return failure();
+LogicalResult ReduceScatterOp::verifyGroupSize(int64_t groupSize) {
   return verifyResultShape(
-      *this, g, {{"scatter_dim", getScatterDim(), DimChange::Divide}});
+      *this, groupSize, {{"scatter_dim", getScatterDim(), DimChange::Divide}});
 }
 
-LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &tables) {
-  int64_t g;
-  if (failed(verifyCollectiveMesh(*this, tables, g)))
-    return failure();
+LogicalResult AllToAllOp::verifyGroupSize(int64_t groupSize) {
   return verifyResultShape(
-      *this, g,
+      *this, groupSize,
       {{"split_dim", getSplitDim(), DimChange::Divide},
        {"concat_dim", getConcatDim(), DimChange::Multiply}});
 }
 
-LogicalResult AllSliceOp::verifySymbolUses(SymbolTableCollection &tables) {
-  int64_t g;
-  if (failed(verifyCollectiveMesh(*this, tables, g)))
-    return failure();
-  return verifyResultShape(*this, g,
+LogicalResult AllSliceOp::verifyGroupSize(int64_t groupSize) {
+  return verifyResultShape(*this, groupSize,
                            {{"slice_dim", getSliceDim(), DimChange::Divide}});
 }
 
-LogicalResult BroadcastOp::verifySymbolUses(SymbolTableCollection &tables) {
-  int64_t g;
-  if (failed(verifyCollectiveMesh(*this, tables, g)))
-    return failure();
-  if (!ShapedType::isDynamic(g) && static_cast<int64_t>(getRoot()) >= g)
+LogicalResult BroadcastOp::verifyGroupSize(int64_t groupSize) {
+  if (!ShapedType::isDynamic(groupSize) &&
+      static_cast<int64_t>(getRoot()) >= groupSize)
     return emitOpError() << "root " << getRoot()
-                         << " is not a member of a group of " << g << " (C8)";
-  return verifyResultShape(*this, g, {});
+                         << " is not a member of a group of " << groupSize
+                         << " (C8)";
+  return verifyResultShape(*this, groupSize, {});
 }
 
-LogicalResult PermuteOp::verifySymbolUses(SymbolTableCollection &tables) {
-  int64_t g;
-  if (failed(verifyCollectiveMesh(*this, tables, g)))
-    return failure();
-  return verifyResultShape(*this, g, {});
+LogicalResult PermuteOp::verifyGroupSize(int64_t groupSize) {
+  return verifyResultShape(*this, groupSize, {});
 }
 
 LogicalResult BarrierOp::verifySymbolUses(SymbolTableCollection &tables) {
@@ -566,6 +501,7 @@ LogicalResult AxisSizeOp::verifySymbolUses(SymbolTableCollection &tables) {
 // input and allocate and write the result.
 //===----------------------------------------------------------------------===//
 
+/// The effects of every collective (see Mesh_CollectiveOp in MeshOps.td).
 static void getCollectiveEffects(
     Operation *op,
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
@@ -598,20 +534,6 @@ void BarrierOp::getEffects(
                        CommunicationResource::get());
 }
 
-#define MESH_COLLECTIVE_EFFECTS(OP)                                            \
-  void OP::getEffects(                                                         \
-      SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>      \
-          &effects) {                                                          \
-    getCollectiveEffects(*this, effects);                                      \
-  }
-MESH_COLLECTIVE_EFFECTS(AllReduceOp)
-MESH_COLLECTIVE_EFFECTS(AllGatherOp)
-MESH_COLLECTIVE_EFFECTS(ReduceScatterOp)
-MESH_COLLECTIVE_EFFECTS(AllToAllOp)
-MESH_COLLECTIVE_EFFECTS(AllSliceOp)
-MESH_COLLECTIVE_EFFECTS(BroadcastOp)
-MESH_COLLECTIVE_EFFECTS(PermuteOp)
-#undef MESH_COLLECTIVE_EFFECTS
 
 #define GET_OP_CLASSES
 #include "mesh/Dialect/Mesh/IR/MeshOps.cpp.inc"

@@ -7,22 +7,21 @@
 // and its results come out sharded that way, partial over the axes of
 // sharded reduction factors. A result whose annotation differs from what the
 // op produces is resharded after it. `mesh.shard` becomes the resharding it
-// asks for, and `return` reshards to the function's result shardings.
+// asks for, a function's return reshards to its result shardings, a call
+// reshards to its callee's, and the tied values of a region op (a loop's
+// init, argument, yielded value and result) take its result's sharding.
+// Ops are seen through interfaces only (see ShardingSupport.h).
 //
 //===----------------------------------------------------------------------===//
+
+#include "ShardingSupport.h"
 
 #include "mesh/Dialect/Mesh/IR/MeshOps.h"
 #include "mesh/Dialect/Mesh/Transforms/FunctionAttrs.h"
 #include "mesh/Dialect/Mesh/Transforms/Passes.h"
 #include "mesh/Dialect/Mesh/Transforms/Resharding.h"
-#include "mesh/Dialect/Mesh/Transforms/ShardingRules.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/Interfaces/FunctionInterfaces.h"
 
 namespace mlir {
 namespace mesh {
@@ -36,539 +35,97 @@ using namespace mlir::mesh;
 
 namespace {
 
+bool hasTensors(Operation *op) {
+  auto isTensor = [](Type t) { return isa<RankedTensorType>(t); };
+  return llvm::any_of(op->getOperandTypes(), isTensor) ||
+         llvm::any_of(op->getResultTypes(), isTensor);
+}
+
 /// The shardings of a function's arguments and results, read before any
 /// function is partitioned (partitioning removes them).
 struct Signature {
   SmallVector<ShardingAttr> args, results;
 };
 
+/// The rule of an op, when it has one.
+struct RuleOf {
+  Operation *op;
+  std::optional<unsigned> rule;
+};
+
 class FunctionPartitioner {
 public:
   FunctionPartitioner(FunctionOpInterface fn, SymbolTableCollection &tables,
-                      const llvm::StringMap<Signature> &signatures)
+                      const DenseMap<Operation *, Signature> &signatures)
       : fn(fn), tables(tables), signatures(signatures),
         shardingName(StringAttr::get(fn->getContext(),
                                      MeshDialect::getShardingAttrName())) {}
 
-  LogicalResult run() {
-    StringRef name = MeshDialect::getShardingAttrName();
-    // Arguments: per-device types.
-    SmallVector<Type> argTypes;
-    for (BlockArgument arg : fn.getArguments()) {
-      auto s = fn.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(), name);
-      if (failed(place(arg, s, fn, "argument " + std::to_string(
-                                                     arg.getArgNumber()))))
-        return failure();
-      argTypes.push_back(arg.getType());
-    }
-    // Rules describe global shapes: read them all before any type changes,
-    // in pre-order, the order in which partitionBlock reaches the ops.
-    fn.walk<WalkOrder::PreOrder>([&](Operation *op) {
-      if (op != fn.getOperation() &&
-          !isa<ShardOp, func::ReturnOp, func::CallOp, scf::ForOp, scf::IfOp,
-               scf::YieldOp>(op))
-        ruleOf.push_back({op, rules.add(op)});
-    });
-    if (failed(partitionBlock(fn.getFunctionBody().front())))
-      return failure();
-    // The signature follows the body.
-    SmallVector<Type> resultTypes;
-    for (Block &block : fn.getFunctionBody())
-      if (auto ret = dyn_cast<func::ReturnOp>(block.getTerminator()))
-        resultTypes.assign(ret.getOperandTypes().begin(),
-                           ret.getOperandTypes().end());
-    if (resultTypes.size() != fn.getNumResults())
-      resultTypes.assign(fn.getResultTypes().begin(), fn.getResultTypes().end());
-    fn.setType(FunctionType::get(fn.getContext(), argTypes, resultTypes));
-    auto drop = [&](unsigned, NamedAttrList &attrs) { attrs.erase(name); };
-    editArgAttrs(fn, drop);
-    editResultAttrs(fn, drop);
-    return success();
-  }
+  /// Partitions the body, then the signature.
+  LogicalResult run();
 
 private:
-  /// Gives `v` (a global tensor) its per-device type for `s` (replicated if
-  /// null) and records its sharding.
+  // Values and their per-device types.
   LogicalResult place(Value v, ShardingAttr s, Operation *where,
-                      const Twine &what) {
-    auto type = dyn_cast<RankedTensorType>(v.getType());
-    if (!type)
-      return success();
-    if (s) {
-      FailureOr<RankedTensorType> local = localType(where, type, s, what);
-      if (failed(local))
-        return failure();
-      v.setType(*local);
-    }
-    placed[v] = s;
-    return success();
-  }
-
-  /// The per-device type of `global` sharded as `s` (null: replicated).
-  /// Types are cached: a program has few distinct (type, sharding) pairs.
+                      const Twine &what);
   FailureOr<RankedTensorType> localType(Operation *where,
                                         RankedTensorType global,
-                                        ShardingAttr s, const Twine &what) {
-    if (!s)
-      return global;
-    auto [it, inserted] = localTypes.try_emplace({global, s}, nullptr);
-    if (!inserted && it->second)
-      return it->second;
-    MeshOp mesh = meshFor(where, s.getMesh());
-    if (!mesh)
-      return where->emitError() << "mesh " << s.getMesh()
-                                << " is not defined",
-             failure();
-    std::string whyNot;
-    FailureOr<RankedTensorType> local =
-        getLocalType(mesh, global, ShardingLayout::get(s), whyNot);
-    if (failed(local))
-      return where->emitError()
-             << "cannot partition " << what << " of type " << global << ": "
-             << whyNot,
-             failure();
-    it->second = *local;
-    return local;
-  }
-
-  /// The index of `op`'s rule (-1: none). Ops come in the order of
-  /// `ruleOf`, so this is a step or two of a cursor; any other order still
-  /// finds the right entry, by a search.
-  int ruleIndexOf(Operation *op) {
-    auto match = [&](size_t i) {
-      if (ruleOf[i].first != op)
-        return false;
-      ruleCursor = i + 1;
-      return true;
-    };
-    for (size_t i = ruleCursor; i < ruleOf.size(); ++i)
-      if (match(i))
-        return ruleOf[i].second;
-    for (size_t i = 0; i < ruleCursor && i < ruleOf.size(); ++i)
-      if (match(i))
-        return ruleOf[i].second;
-    return -1;
-  }
-
+                                        ShardingAttr s, const Twine &what);
+  /// The sharding `v` has now (null: replicated, on no mesh).
+  ShardingAttr placedOf(Value v) { return placed.lookup(v); }
   MeshOp meshFor(Operation *op, FlatSymbolRefAttr ref) {
     return meshCache.get(op, ref);
   }
 
-  /// The sharding `v` has now (null: replicated, on no mesh).
-  ShardingAttr placedOf(Value v) { return placed.lookup(v); }
-
-  /// `v` resharded from its sharding to `target` (null: replicated), before
-  /// `where`. `mesh` is the target's mesh when `target` is null.
+  // Resharding.
   FailureOr<Value> reshard(Value v, ShardingAttr target,
                            FlatSymbolRefAttr mesh, Operation *where,
-                           const Twine &what) {
-    ShardingAttr from = placedOf(v);
-    if (sameLayout(from, target))
-      return v;
-    if (target)
-      mesh = target.getMesh();
-    // The same value resharded the same way earlier in this block (or in a
-    // block around it) is reused: one collective, not one per use.
-    // Replicated targets share one key whether spelled or null.
-    Attribute targetKey =
-        !target || target.isFullyReplicated() ? Attribute() : target;
-    std::pair<Value, Attribute> key{v, targetKey};
-    auto cached = reshardCache.find(key);
-    if (cached != reshardCache.end()) {
-      Operation *def = cached->second.getDefiningOp();
-      if (def && def->getBlock()->findAncestorOpInBlock(*where))
-        return cached->second;
-    }
-    FlatSymbolRefAttr fromMesh = from ? from.getMesh() : FlatSymbolRefAttr();
-    FlatSymbolRefAttr meshRef = mesh ? mesh : fromMesh;
-    if (fromMesh && mesh && fromMesh != mesh)
-      return where->emitError()
-             << "cannot reshard " << what << " from mesh " << fromMesh
-             << " to mesh " << mesh << "; resharding stays on one mesh",
-             failure();
-    MeshOp meshOp = meshFor(where, meshRef);
-    if (!meshOp)
-      return where->emitError() << "cannot reshard " << what
-                                << ": no mesh is known for it",
-             failure();
-    // Plans depend only on the two shardings: most reshards of a program
-    // repeat a few of them.
-    unsigned rank = cast<RankedTensorType>(v.getType()).getRank();
-    PlanKey planKey{{from, target}, {meshOp.getOperation(), rank}};
-    auto plan = plans.find(planKey);
-    if (plan == plans.end()) {
-      std::string whyNot;
-      FailureOr<SmallVector<ReshardStep>> steps = planResharding(
-          meshOp, layoutOf(from, rank), layoutOf(target, rank), whyNot);
-      if (failed(steps))
-        return where->emitError()
-                   << "cannot reshard " << what << ": " << whyNot,
-               failure();
-      plan = plans.try_emplace(planKey, std::move(*steps)).first;
-    }
-    OpBuilder b(where);
-    Value out = emitResharding(b, where->getLoc(), meshOp, v, plan->second);
-    placed[out] = target;
-    reshardCache[key] = out;
-    return out;
-  }
+                           const Twine &what);
+  LogicalResult reshardOperand(OpOperand &operand, ShardingAttr target,
+                               FlatSymbolRefAttr mesh, Operation *where,
+                               const Twine &what);
+  Value findReshard(Value v, Attribute targetKey, Operation *where);
+  FailureOr<ArrayRef<ReshardStep>> getPlan(MeshOp mesh, ShardingAttr from,
+                                           ShardingAttr target, unsigned rank,
+                                           Operation *where,
+                                           const Twine &what);
 
-  ShardingAttr annotationOf(Operation *op, unsigned result) {
-    Attribute attr = op->getDiscardableAttr(shardingName);
-    if (auto s = dyn_cast_or_null<ShardingAttr>(attr))
-      return op->getNumResults() == 1 ? s : ShardingAttr();
-    if (auto array = dyn_cast_or_null<ArrayAttr>(attr))
-      if (result < array.size())
-        return dyn_cast<ShardingAttr>(array[result]);
-    return {};
-  }
+  // Ops, by role.
+  LogicalResult partitionBlock(Block &block);
+  LogicalResult partition(Operation *op);
+  LogicalResult partitionShard(ShardOp shard);
+  LogicalResult partitionCall(CallOpInterface call);
+  LogicalResult partitionReturn(Operation *ret);
+  LogicalResult partitionRegionBranch(RegionBranchOpInterface op,
+                                      ArrayRef<TiedGroup> groups);
+  LogicalResult placeResults(Operation *op);
+  LogicalResult partitionRuleOp(Operation *op);
 
-  LogicalResult partitionBlock(Block &block) {
-    SmallVector<Operation *> ops;
-    for (Operation &op : block)
-      ops.push_back(&op);
-    for (Operation *op : ops)
-      if (failed(partition(op)))
-        return failure();
-    return success();
-  }
-
-  /// Reshards the tensor operands of `yield` to the layouts of `owner`'s
-  /// results.
-  LogicalResult reshardYield(Operation *yield, Operation *owner) {
-    for (OpOperand &operand : yield->getOpOperands()) {
-      if (!isa<RankedTensorType>(operand.get().getType()))
-        continue;
-      FailureOr<Value> v =
-          reshard(operand.get(), annotationOf(owner, operand.getOperandNumber()),
-                  {}, yield, "yielded value " + Twine(operand.getOperandNumber()));
-      if (failed(v))
-        return failure();
-      operand.set(*v);
-    }
-    return success();
-  }
-
-  /// Gives `op`'s tensor results their annotated per-device types.
-  LogicalResult placeResults(Operation *op) {
-    for (OpResult r : op->getResults())
-      if (isa<RankedTensorType>(r.getType()))
-        if (failed(place(r, annotationOf(op, r.getResultNumber()), op,
-                         "result " + Twine(r.getResultNumber()) + " of '" +
-                             op->getName().getStringRef() + "'")))
-          return failure();
-    return success();
-  }
-
-  LogicalResult partitionFor(scf::ForOp loop) {
-    // Inits take the loop's layouts; so do the iteration arguments.
-    for (unsigned i = 0; i < loop.getNumResults(); ++i) {
-      if (!isa<RankedTensorType>(loop.getResult(i).getType()))
-        continue;
-      OpOperand &init = loop.getInitArgsMutable()[i];
-      FailureOr<Value> v = reshard(init.get(), annotationOf(loop, i), {}, loop,
-                                   "loop init " + Twine(i));
-      if (failed(v))
-        return failure();
-      init.set(*v);
-      BlockArgument arg = loop.getRegionIterArgs()[i];
-      if (failed(place(arg, annotationOf(loop, i), loop,
-                       "loop-carried value " + Twine(i))))
-        return failure();
-    }
-    if (failed(partitionBlock(*loop.getBody())) ||
-        failed(reshardYield(loop.getBody()->getTerminator(), loop)) ||
-        failed(placeResults(loop)))
-      return failure();
-    loop->removeDiscardableAttr(shardingName);
-    return success();
-  }
-
-  LogicalResult partitionIf(scf::IfOp branch) {
-    for (Region *region : {&branch.getThenRegion(), &branch.getElseRegion()}) {
-      if (region->empty())
-        continue;
-      if (failed(partitionBlock(region->front())) ||
-          failed(reshardYield(region->front().getTerminator(), branch)))
-        return failure();
-    }
-    if (failed(placeResults(branch)))
-      return failure();
-    branch->removeDiscardableAttr(shardingName);
-    return success();
-  }
-
-  LogicalResult partition(Operation *op) {
-    if (auto loop = dyn_cast<scf::ForOp>(op))
-      return partitionFor(loop);
-    if (auto branch = dyn_cast<scf::IfOp>(op))
-      return partitionIf(branch);
-    if (isa<scf::YieldOp>(op))
-      return success(); // Resharded by the owner once its body is done.
-    if (auto shard = dyn_cast<ShardOp>(op)) {
-      ShardingAttr target = shard.getSharding();
-      FailureOr<Value> v = reshard(shard.getSrc(), target, target.getMesh(), op,
-                                   "the mesh.shard operand");
-      if (failed(v))
-        return failure();
-      shard.getResult().replaceAllUsesWith(*v);
-      op->erase();
-      return success();
-    }
-    if (auto call = dyn_cast<func::CallOp>(op)) {
-      auto it = signatures.find(call.getCallee());
-      if (it == signatures.end())
-        return op->emitError() << "cannot partition a call to @"
-                               << call.getCallee()
-                               << ", which has no body in this module";
-      const Signature &sig = it->second;
-      for (OpOperand &operand : op->getOpOperands()) {
-        auto type = dyn_cast<RankedTensorType>(operand.get().getType());
-        if (!type)
-          continue;
-        ShardingAttr s = sig.args[operand.getOperandNumber()];
-        FailureOr<Value> v = reshard(
-            operand.get(), s, {}, op,
-            "operand " + Twine(operand.getOperandNumber()) +
-                " of the call to @" + call.getCallee());
-        if (failed(v))
-          return failure();
-        operand.set(*v);
-      }
-      for (OpResult result : op->getResults())
-        if (failed(place(result, sig.results[result.getResultNumber()], op,
-                         "result " + Twine(result.getResultNumber()) +
-                             " of the call to @" + call.getCallee())))
-          return failure();
-      return success();
-    }
-    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      for (OpOperand &operand : ret->getOpOperands()) {
-        auto type = dyn_cast<RankedTensorType>(operand.get().getType());
-        if (!type)
-          continue;
-        auto s = fn.getResultAttrOfType<ShardingAttr>(
-            operand.getOperandNumber(), MeshDialect::getShardingAttrName());
-        FailureOr<Value> v = reshard(operand.get(), s, {}, op,
-                                     "result " +
-                                         Twine(operand.getOperandNumber()));
-        if (failed(v))
-          return failure();
-        operand.set(*v);
-      }
-      return success();
-    }
-    bool hasTensors =
-        llvm::any_of(op->getOperandTypes(),
-                     [](Type t) { return isa<RankedTensorType>(t); }) ||
-        llvm::any_of(op->getResultTypes(),
-                     [](Type t) { return isa<RankedTensorType>(t); });
-    if (!hasTensors)
-      return success();
-    if (op->getNumRegions() && !op->hasTrait<OpTrait::IsIsolatedFromAbove>() &&
-        !isa<linalg::LinalgOp>(op))
-      return op->emitError() << "partitioning '" << op->getName()
-                             << "' (an op with regions) is not supported yet";
-    if (isa<CollectiveOpInterface>(op))
-      return op->emitError()
-             << "'" << op->getName()
-             << "' is already per-device; partition programs written on "
-                "global shapes";
-
-    const ShardingRule *rule = nullptr;
-    if (int index = ruleIndexOf(op); index >= 0)
-      rule = &rules[index];
-    // The factors' axes, from the results' annotations.
-    FlatSymbolRefAttr mesh;
-    FactorSharding factors;
-    if (rule) {
-      factors.resize(rule->factors.size());
-      for (auto [r, dims] : llvm::enumerate(rule->resultDims)) {
-        ShardingAttr s = annotationOf(op, r);
-        if (!s)
-          continue;
-        if (!mesh)
-          mesh = s.getMesh();
-        if (s.getMesh() != mesh)
-          continue;
-        for (auto [d, f] : llvm::enumerate(dims)) {
-          if (f < 0 || factors[f] || rule->factors[f].blocked)
-            continue;
-          auto axes = cast<ArrayAttr>(s.getDims()[d]);
-          if (!axes.empty())
-            factors[f] = axes;
-        }
-        if (!s.isPartial())
-          continue;
-        // Reduction factors: the partial axes, found where propagation took
-        // them from, on the operands' dims of each reduction factor.
-        SmallVector<Attribute> partialLeft(s.getPartialAxes().getValue());
-        for (auto [f, factor] : llvm::enumerate(rule->factors)) {
-          if (!factor.reduction || factor.blocked || factors[f])
-            continue;
-          for (auto [i, dims] : llvm::enumerate(rule->operandDims)) {
-            if (factors[f] || i >= op->getNumOperands() ||
-                !isa<RankedTensorType>(op->getOperand(i).getType()))
-              continue;
-            ShardingAttr p = placedOf(op->getOperand(i));
-            if (!p)
-              continue;
-            for (auto [d, g] : llvm::enumerate(dims)) {
-              if (g != static_cast<int64_t>(f) || d >= p.getRank())
-                continue;
-              auto axes = cast<ArrayAttr>(p.getDims()[d]);
-              if (axes.empty() || !llvm::all_of(axes, [&](Attribute a) {
-                    return llvm::is_contained(partialLeft, a);
-                  }))
-                continue;
-              factors[f] = axes;
-              for (Attribute a : axes)
-                llvm::erase(partialLeft, a);
-              break;
-            }
-          }
-        }
-        // Whatever is left goes to the first free reduction factor.
-        if (!partialLeft.empty())
-          for (auto [f, factor] : llvm::enumerate(rule->factors))
-            if (factor.reduction && !factor.blocked && !factors[f]) {
-              factors[f] = ArrayAttr::get(op->getContext(), partialLeft);
-              break;
-            }
-      }
-    }
-
-    // Operands: resharded to what the op needs.
-    for (OpOperand &operand : op->getOpOperands()) {
-      auto type = dyn_cast<RankedTensorType>(operand.get().getType());
-      if (!type)
-        continue;
-      unsigned i = operand.getOperandNumber();
-      ShardingAttr target = mesh && rule && i < rule->operandDims.size()
-                                ? projector.project(mesh, factors,
-                                                    rule->operandDims[i])
-                                : ShardingAttr();
-      FailureOr<Value> v = reshard(operand.get(), target, mesh, op,
-                                   "operand " + Twine(i) + " of '" +
-                                       op->getName().getStringRef() + "'");
-      if (failed(v))
-        return failure();
-      operand.set(*v);
-    }
-    // tensor.empty's dynamic sizes are global; divide them.
-    if (auto empty = dyn_cast<tensor::EmptyOp>(op); empty && mesh) {
-      MeshOp meshOp = meshFor(op, mesh);
-      OpBuilder b(op);
-      unsigned k = 0;
-      for (int64_t d = 0; d < empty.getType().getRank(); ++d) {
-        if (!empty.getType().isDynamicDim(d))
-          continue;
-        int64_t f = rule->resultDims[0][d];
-        if (f >= 0 && factors[f]) {
-          SmallVector<StringRef> refs;
-          for (Attribute a : factors[f])
-            refs.push_back(cast<StringAttr>(a).getValue());
-          Value n = groupSize(b, op->getLoc(), meshOp, refs);
-          Value local = arith::DivUIOp::create(
-              b, op->getLoc(), empty.getDynamicSizes()[k], n);
-          op->setOperand(k, local);
-        }
-        ++k;
-      }
-    }
-    // Results: per-device types of what the op produces.
-    for (OpResult result : op->getResults()) {
-      auto type = dyn_cast<RankedTensorType>(result.getType());
-      if (!type)
-        continue;
-      unsigned r = result.getResultNumber();
-      ShardingAttr produced =
-          mesh && rule && r < rule->resultDims.size()
-              ? projector.projectResult(mesh, *rule, factors,
-                                        rule->resultDims[r])
-              : ShardingAttr();
-      FailureOr<RankedTensorType> local =
-          localType(op, type, produced,
-                    "result " + Twine(r) + " of '" +
-                        op->getName().getStringRef() + "'");
-      if (failed(local))
-        return failure();
-      result.setType(*local);
-      placed[result] = produced;
-      // A result annotated otherwise is resharded right after the op.
-      ShardingAttr annotated = annotationOf(op, r);
-      if (annotated && !sameLayout(annotated, produced)) {
-        Operation *next = op->getNextNode();
-        SmallVector<OpOperand *> uses;
-        for (OpOperand &use : result.getUses())
-          uses.push_back(&use);
-        FailureOr<Value> v =
-            reshard(result, annotated, {}, next,
-                    "result " + Twine(r) + " of '" +
-                        op->getName().getStringRef() + "'");
-        if (failed(v))
-          return failure();
-        for (OpOperand *use : uses)
-          use->set(*v);
-      }
-    }
-    updateStaticSizes(op);
-    op->removeDiscardableAttr(shardingName);
-    return success();
-  }
-
-  /// Ops that spell sizes in attributes get the per-device ones.
-  static void updateStaticSizes(Operation *op) {
-    Builder b(op->getContext());
-    if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
-      expand.setStaticOutputShape(expand.getResultType().getShape());
-      return;
-    }
-    // Slices: a dim taken whole takes the whole local dim.
-    auto fixSizes = [&](OffsetSizeAndStrideOpInterface slice,
-                        RankedTensorType full, RankedTensorType part,
-                        StringRef attrName) {
-      SmallVector<int64_t> sizes(slice.getStaticSizes());
-      for (int64_t d = 0; d < part.getRank(); ++d)
-        if (!part.isDynamicDim(d) && !ShapedType::isDynamic(sizes[d]) &&
-            sizes[d] != part.getDimSize(d))
-          sizes[d] = part.getDimSize(d);
-      (void)full;
-      op->setAttr(attrName, b.getDenseI64ArrayAttr(sizes));
-    };
-    if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op))
-      fixSizes(extract, extract.getSourceType(), extract.getType(),
-               "static_sizes");
-    else if (auto insert = dyn_cast<tensor::InsertSliceOp>(op))
-      fixSizes(insert, insert.getDestType(), insert.getSourceType(),
-               "static_sizes");
-  }
-
+  // The steps of partitionRuleOp.
+  const ShardingRule *ruleOf(Operation *op);
+  FactorAssignment assignFactors(Operation *op, const ShardingRule &rule);
+  LogicalResult reshardOperands(Operation *op, const ShardingRule *rule,
+                                const FactorAssignment *assignment);
+  LogicalResult typeResults(Operation *op, const ShardingRule *rule,
+                            const FactorAssignment *assignment);
+  void updateSizes(Operation *op, const ShardingRule &rule,
+                   const FactorAssignment &assignment);
   static Value groupSize(OpBuilder &b, Location loc, MeshOp mesh,
-                         ArrayRef<StringRef> axes) {
-    int64_t n = mesh.getGroupSize(axes);
-    if (!ShapedType::isDynamic(n))
-      return arith::ConstantIndexOp::create(b, loc, n);
-    Value total = arith::ConstantIndexOp::create(b, loc, 1);
-    FlatSymbolRefAttr ref = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
-    for (StringRef axis : axes) {
-      Value size = AxisSizeOp::create(b, loc, b.getIndexType(), ref,
-                                      b.getStringAttr(axis));
-      total = arith::MulIOp::create(b, loc, total, size);
-    }
-    return total;
-  }
+                         ArrayRef<StringRef> axes);
 
   FunctionOpInterface fn;
   SymbolTableCollection &tables;
-  const llvm::StringMap<Signature> &signatures;
+  const DenseMap<Operation *, Signature> &signatures;
   StringAttr shardingName;
   /// The sharding of each per-device value (absent or null: replicated).
   DenseMap<Value, ShardingAttr, ValueAddressInfo> placed;
   ShardingRuleTable rules;
-  /// Each op (but the special ones) in pre-order, with its rule index.
-  std::vector<std::pair<Operation *, int>> ruleOf;
+  /// Each op with a rule role, in pre-order, with its rule, and a cursor:
+  /// partitioning reaches the ops in that order.
+  SmallVector<RuleOf> rulesInOrder;
   size_t ruleCursor = 0;
+  /// The tied values of each region-branch op, read before types change.
+  DenseMap<Operation *, SmallVector<TiedGroup>> tiedGroups;
   ShardingProjector projector;
   MeshCache meshCache{tables};
   /// (source, target), (mesh, rank) -> the plan between them.
@@ -580,11 +137,537 @@ private:
   DenseMap<std::pair<Value, Attribute>, Value> reshardCache;
 };
 
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// The function
+//===----------------------------------------------------------------------===//
+
+LogicalResult FunctionPartitioner::run() {
+  StringRef name = MeshDialect::getShardingAttrName();
+  // Rules and tied values describe global shapes: read them all before any
+  // type changes (the arguments' first), in pre-order, the order in which
+  // partitionBlock reaches the ops.
+  fn.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (op == fn.getOperation())
+      return;
+    OpRole role = classifyOp(op);
+    if (role == OpRole::Rule)
+      rulesInOrder.push_back({op, rules.add(op)});
+    if (role != OpRole::RegionBranch)
+      return;
+    FailureOr<SmallVector<TiedGroup>> groups =
+        getTiedValueGroups(cast<RegionBranchOpInterface>(op));
+    if (succeeded(groups))
+      tiedGroups[op] = std::move(*groups);
+    else
+      rulesInOrder.push_back({op, std::nullopt});
+  });
+  // Arguments: per-device types.
+  SmallVector<Type> argTypes;
+  for (BlockArgument arg : fn.getArguments()) {
+    auto s = fn.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(), name);
+    if (failed(place(arg, s, fn, "argument " + Twine(arg.getArgNumber()))))
+      return failure();
+    argTypes.push_back(arg.getType());
+  }
+  if (failed(partitionBlock(fn.getFunctionBody().front())))
+    return failure();
+  // The signature follows the body.
+  SmallVector<Type> resultTypes;
+  for (Block &block : fn.getFunctionBody())
+    if (block.mightHaveTerminator() &&
+        block.getTerminator()->hasTrait<OpTrait::ReturnLike>())
+      resultTypes.assign(block.getTerminator()->getOperandTypes().begin(),
+                         block.getTerminator()->getOperandTypes().end());
+  if (resultTypes.size() != fn.getNumResults())
+    resultTypes.assign(fn.getResultTypes().begin(), fn.getResultTypes().end());
+  fn.setType(FunctionType::get(fn.getContext(), argTypes, resultTypes));
+  auto drop = [&](unsigned, NamedAttrList &attrs) { attrs.erase(name); };
+  editArgAttrs(fn, drop);
+  editResultAttrs(fn, drop);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Values and their per-device types
+//===----------------------------------------------------------------------===//
+
+/// Gives `v` (a global tensor) its per-device type for `s` (replicated if
+/// null) and records its sharding.
+LogicalResult FunctionPartitioner::place(Value v, ShardingAttr s,
+                                         Operation *where, const Twine &what) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!type)
+    return success();
+  if (s) {
+    FailureOr<RankedTensorType> local = localType(where, type, s, what);
+    if (failed(local))
+      return failure();
+    v.setType(*local);
+  }
+  placed[v] = s;
+  return success();
+}
+
+/// The per-device type of `global` sharded as `s` (null: replicated).
+/// Types are cached: a program has few distinct (type, sharding) pairs.
+FailureOr<RankedTensorType>
+FunctionPartitioner::localType(Operation *where, RankedTensorType global,
+                               ShardingAttr s, const Twine &what) {
+  if (!s)
+    return global;
+  auto [it, inserted] = localTypes.try_emplace({global, s}, nullptr);
+  if (!inserted && it->second)
+    return it->second;
+  MeshOp mesh = meshFor(where, s.getMesh());
+  if (!mesh)
+    return where->emitError() << "mesh " << s.getMesh() << " is not defined",
+           failure();
+  std::string whyNot;
+  FailureOr<RankedTensorType> local =
+      getLocalType(mesh, global, ShardingLayout::get(s), whyNot);
+  if (failed(local))
+    return where->emitError() << "cannot partition " << what << " of type "
+                              << global << ": " << whyNot,
+           failure();
+  it->second = *local;
+  return local;
+}
+
+//===----------------------------------------------------------------------===//
+// Resharding
+//===----------------------------------------------------------------------===//
+
+/// `v` resharded from its sharding to `target` (null: replicated), before
+/// `where`. `mesh` is the target's mesh when `target` is null.
+FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
+                                              FlatSymbolRefAttr mesh,
+                                              Operation *where,
+                                              const Twine &what) {
+  ShardingAttr from = placedOf(v);
+  if (sameLayout(from, target))
+    return v;
+  if (target)
+    mesh = target.getMesh();
+  // Replicated targets share one key whether spelled or null.
+  Attribute targetKey =
+      !target || target.isFullyReplicated() ? Attribute() : target;
+  if (Value cached = findReshard(v, targetKey, where))
+    return cached;
+  FlatSymbolRefAttr fromMesh = from ? from.getMesh() : FlatSymbolRefAttr();
+  FlatSymbolRefAttr meshRef = mesh ? mesh : fromMesh;
+  if (fromMesh && mesh && fromMesh != mesh)
+    return where->emitError()
+               << "cannot reshard " << what << " from mesh " << fromMesh
+               << " to mesh " << mesh << "; resharding stays on one mesh",
+           failure();
+  MeshOp meshOp = meshFor(where, meshRef);
+  if (!meshOp)
+    return where->emitError()
+               << "cannot reshard " << what << ": no mesh is known for it",
+           failure();
+  unsigned rank = cast<RankedTensorType>(v.getType()).getRank();
+  FailureOr<ArrayRef<ReshardStep>> plan =
+      getPlan(meshOp, from, target, rank, where, what);
+  if (failed(plan))
+    return failure();
+  OpBuilder b(where);
+  Value out = emitResharding(b, where->getLoc(), meshOp, v, *plan);
+  placed[out] = target;
+  reshardCache[{v, targetKey}] = out;
+  return out;
+}
+
+/// The same value resharded the same way earlier in this block (or in a
+/// block around it): one collective, not one per use.
+Value FunctionPartitioner::findReshard(Value v, Attribute targetKey,
+                                       Operation *where) {
+  auto cached = reshardCache.find({v, targetKey});
+  if (cached == reshardCache.end())
+    return {};
+  Operation *def = cached->second.getDefiningOp();
+  if (def && def->getBlock()->findAncestorOpInBlock(*where))
+    return cached->second;
+  return {};
+}
+
+/// Plans depend only on the two shardings: most reshards of a program
+/// repeat a few of them.
+FailureOr<ArrayRef<ReshardStep>>
+FunctionPartitioner::getPlan(MeshOp mesh, ShardingAttr from,
+                             ShardingAttr target, unsigned rank,
+                             Operation *where, const Twine &what) {
+  PlanKey key{{from, target}, {mesh.getOperation(), rank}};
+  auto plan = plans.find(key);
+  if (plan == plans.end()) {
+    std::string whyNot;
+    FailureOr<SmallVector<ReshardStep>> steps = planResharding(
+        mesh, layoutOf(from, rank), layoutOf(target, rank), whyNot);
+    if (failed(steps))
+      return where->emitError() << "cannot reshard " << what << ": " << whyNot,
+             failure();
+    plan = plans.try_emplace(key, std::move(*steps)).first;
+  }
+  return ArrayRef<ReshardStep>(plan->second);
+}
+
+/// Reshards `operand` to `target` before `where` and uses the result.
+LogicalResult FunctionPartitioner::reshardOperand(OpOperand &operand,
+                                                  ShardingAttr target,
+                                                  FlatSymbolRefAttr mesh,
+                                                  Operation *where,
+                                                  const Twine &what) {
+  if (!isa<RankedTensorType>(operand.get().getType()))
+    return success();
+  FailureOr<Value> v = reshard(operand.get(), target, mesh, where, what);
+  if (failed(v))
+    return failure();
+  operand.set(*v);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Ops, by role
+//===----------------------------------------------------------------------===//
+
+LogicalResult FunctionPartitioner::partitionBlock(Block &block) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : block)
+    ops.push_back(&op);
+  for (Operation *op : ops)
+    if (failed(partition(op)))
+      return failure();
+  return success();
+}
+
+LogicalResult FunctionPartitioner::partition(Operation *op) {
+  switch (classifyOp(op)) {
+  case OpRole::Shard:
+    return partitionShard(cast<ShardOp>(op));
+  case OpRole::Call:
+    return partitionCall(cast<CallOpInterface>(op));
+  case OpRole::FunctionReturn:
+    return partitionReturn(op);
+  case OpRole::RegionBranch:
+    if (auto it = tiedGroups.find(op); it != tiedGroups.end())
+      return partitionRegionBranch(cast<RegionBranchOpInterface>(op),
+                                   it->second);
+    return partitionRuleOp(op); // Its values do not tie up: refused there.
+  case OpRole::RegionTerminator:
+    return success(); // Resharded by the owner once its region is done.
+  case OpRole::PerDevice:
+    if (!hasTensors(op))
+      return success();
+    return op->emitError()
+           << "'" << op->getName()
+           << "' is already per-device; partition programs written on "
+              "global shapes";
+  case OpRole::Rule:
+  case OpRole::NoRule:
+    return partitionRuleOp(op);
+  }
+  llvm_unreachable("unknown op role");
+}
+
+/// `mesh.shard` becomes the resharding it asks for.
+LogicalResult FunctionPartitioner::partitionShard(ShardOp shard) {
+  ShardingAttr target = shard.getSharding();
+  FailureOr<Value> v = reshard(shard.getSrc(), target, target.getMesh(), shard,
+                               "the mesh.shard operand");
+  if (failed(v))
+    return failure();
+  shard.getResult().replaceAllUsesWith(*v);
+  shard->erase();
+  return success();
+}
+
+/// Arguments are resharded to the callee's argument shardings; results take
+/// its result shardings.
+LogicalResult FunctionPartitioner::partitionCall(CallOpInterface call) {
+  FunctionOpInterface callee = getCallee(call, tables);
+  auto it = callee ? signatures.find(callee) : signatures.end();
+  if (it == signatures.end()) {
+    InFlightDiagnostic diag = call->emitError() << "cannot partition a call to ";
+    if (auto symbol = dyn_cast<SymbolRefAttr>(call.getCallableForCallee()))
+      diag << symbol << ", which has no body in this module";
+    else
+      diag << "a function value; only direct calls are partitioned";
+    return diag;
+  }
+  const Signature &sig = it->second;
+  std::string calleeName = "@" + callee.getName().str();
+  for (auto [i, operand] : llvm::enumerate(call.getArgOperandsMutable()))
+    if (failed(reshardOperand(operand, sig.args[i], {}, call,
+                              "operand " + Twine(i) + " of the call to " +
+                                  calleeName)))
+      return failure();
+  for (OpResult result : call->getResults())
+    if (failed(place(result, sig.results[result.getResultNumber()], call,
+                     "result " + Twine(result.getResultNumber()) +
+                         " of the call to " + calleeName)))
+      return failure();
+  return success();
+}
+
+/// Returned values are resharded to the function's result shardings.
+LogicalResult FunctionPartitioner::partitionReturn(Operation *ret) {
+  StringRef name = MeshDialect::getShardingAttrName();
+  for (OpOperand &operand : ret->getOpOperands()) {
+    unsigned i = operand.getOperandNumber();
+    if (failed(reshardOperand(operand,
+                              fn.getResultAttrOfType<ShardingAttr>(i, name),
+                              {}, ret, "result " + Twine(i))))
+      return failure();
+  }
+  return success();
+}
+
+/// Each tied group takes the sharding of its result (replicated when it has
+/// none): operands passed in are resharded to it before the op, region
+/// arguments are placed in it, and the values terminators pass on are
+/// resharded to it once their region is partitioned.
+LogicalResult
+FunctionPartitioner::partitionRegionBranch(RegionBranchOpInterface op,
+                                           ArrayRef<TiedGroup> groups) {
+  StringRef opName = op->getName().getStringRef();
+  DenseMap<OpOperand *, ShardingAttr> targetOf;
+  for (const TiedGroup &group : groups) {
+    ShardingAttr target;
+    for (Value input : group.inputs)
+      if (auto result = dyn_cast<OpResult>(input))
+        target = getResultAnnotation(op, result.getResultNumber());
+    for (OpOperand *operand : group.operands) {
+      if (operand->getOwner() != op) {
+        targetOf[operand] = target;
+        continue;
+      }
+      if (failed(reshardOperand(*operand, target, {}, op,
+                                "operand " +
+                                    Twine(operand->getOperandNumber()) +
+                                    " of '" + opName + "'")))
+        return failure();
+    }
+    for (Value input : group.inputs)
+      if (auto arg = dyn_cast<BlockArgument>(input))
+        if (failed(place(arg, target, op,
+                         "region argument " + Twine(arg.getArgNumber()) +
+                             " of '" + opName + "'")))
+          return failure();
+  }
+  for (Region &region : op->getRegions()) {
+    for (Block &block : region) {
+      if (failed(partitionBlock(block)))
+        return failure();
+      if (!block.mightHaveTerminator())
+        continue;
+      Operation *terminator = block.getTerminator();
+      for (OpOperand &operand : terminator->getOpOperands()) {
+        auto it = targetOf.find(&operand);
+        if (it != targetOf.end() &&
+            failed(reshardOperand(operand, it->second, {}, terminator,
+                                  "value " +
+                                      Twine(operand.getOperandNumber()) +
+                                      " passed on by '" +
+                                      terminator->getName().getStringRef() +
+                                      "'")))
+          return failure();
+      }
+    }
+  }
+  if (failed(placeResults(op)))
+    return failure();
+  op->removeDiscardableAttr(shardingName);
+  return success();
+}
+
+/// Gives `op`'s tensor results their annotated per-device types.
+LogicalResult FunctionPartitioner::placeResults(Operation *op) {
+  for (OpResult r : op->getResults())
+    if (failed(place(r, getResultAnnotation(op, r.getResultNumber()), op,
+                     "result " + Twine(r.getResultNumber()) + " of '" +
+                         op->getName().getStringRef() + "'")))
+      return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Ops with a sharding rule (or none)
+//===----------------------------------------------------------------------===//
+
+/// Operands are resharded to the projection of the op's factors, results
+/// typed as the op produces them and resharded where annotated otherwise,
+/// and the sizes the op spells made per-device.
+LogicalResult FunctionPartitioner::partitionRuleOp(Operation *op) {
+  if (!hasTensors(op))
+    return success();
+  const ShardingRule *rule = ruleOf(op);
+  // An op with regions is only run replicated when it describes itself (its
+  // rule may still fail, as for a linalg op on buffers).
+  if (op->getNumRegions() && !op->hasTrait<OpTrait::IsIsolatedFromAbove>() &&
+      !isa<ShardingRuleOpInterface>(op))
+    return op->emitError() << "partitioning '" << op->getName()
+                           << "' (an op with regions) is not supported yet";
+  std::optional<FactorAssignment> assignment;
+  if (rule)
+    assignment.emplace(assignFactors(op, *rule));
+  const FactorAssignment *factors = assignment ? &*assignment : nullptr;
+  if (failed(reshardOperands(op, rule, factors)) ||
+      failed(typeResults(op, rule, factors)))
+    return failure();
+  if (rule)
+    updateSizes(op, *rule, *assignment);
+  op->removeDiscardableAttr(shardingName);
+  return success();
+}
+
+/// The rule of `op`, if it has one. Ops come in the order of
+/// `rulesInOrder`, so this is a step or two of a cursor; any other order
+/// still finds the right entry, by a search.
+const ShardingRule *FunctionPartitioner::ruleOf(Operation *op) {
+  auto found = [&](size_t i) -> const ShardingRule * {
+    ruleCursor = i + 1;
+    return rulesInOrder[i].rule ? &rules[*rulesInOrder[i].rule] : nullptr;
+  };
+  for (size_t i = ruleCursor; i < rulesInOrder.size(); ++i)
+    if (rulesInOrder[i].op == op)
+      return found(i);
+  for (size_t i = 0; i < ruleCursor && i < rulesInOrder.size(); ++i)
+    if (rulesInOrder[i].op == op)
+      return found(i);
+  return nullptr;
+}
+
+/// The factors' axes, from the results' annotations; the axes of pending
+/// reductions go to the reduction factors whose operand dims are sharded
+/// over them.
+FactorAssignment FunctionPartitioner::assignFactors(Operation *op,
+                                                    const ShardingRule &rule) {
+  FactorAssignment assignment(rule, op, meshCache);
+  auto operandSharding = [&](unsigned i) -> ShardingAttr {
+    if (i >= op->getNumOperands() ||
+        !isa<RankedTensorType>(op->getOperand(i).getType()))
+      return {};
+    return placedOf(op->getOperand(i));
+  };
+  for (auto [r, dims] : llvm::enumerate(rule.resultDims)) {
+    ShardingAttr s = getResultAnnotation(op, r);
+    if (!s)
+      continue;
+    assignment.takeDims(s, dims);
+    assignment.takePartial(s, operandSharding);
+  }
+  return assignment;
+}
+
+/// Operands: resharded to what the op needs (replicated without a rule).
+LogicalResult
+FunctionPartitioner::reshardOperands(Operation *op, const ShardingRule *rule,
+                                     const FactorAssignment *assignment) {
+  FlatSymbolRefAttr mesh = assignment ? assignment->getMesh() : nullptr;
+  for (OpOperand &operand : op->getOpOperands()) {
+    unsigned i = operand.getOperandNumber();
+    ShardingAttr target =
+        mesh && i < rule->operandDims.size()
+            ? projector.project(mesh, assignment->getFactors(),
+                                rule->operandDims[i])
+            : ShardingAttr();
+    if (failed(reshardOperand(operand, target, mesh, op,
+                              "operand " + Twine(i) + " of '" +
+                                  op->getName().getStringRef() + "'")))
+      return failure();
+  }
+  return success();
+}
+
+/// Results: per-device types of what the op produces; a result annotated
+/// otherwise is resharded right after the op.
+LogicalResult
+FunctionPartitioner::typeResults(Operation *op, const ShardingRule *rule,
+                                 const FactorAssignment *assignment) {
+  FlatSymbolRefAttr mesh = assignment ? assignment->getMesh() : nullptr;
+  for (OpResult result : op->getResults()) {
+    auto type = dyn_cast<RankedTensorType>(result.getType());
+    if (!type)
+      continue;
+    unsigned r = result.getResultNumber();
+    std::string what = ("result " + Twine(r) + " of '" +
+                        op->getName().getStringRef() + "'")
+                           .str();
+    ShardingAttr produced =
+        mesh && r < rule->resultDims.size()
+            ? projector.projectResult(mesh, *rule, assignment->getFactors(),
+                                      rule->resultDims[r])
+            : ShardingAttr();
+    FailureOr<RankedTensorType> local = localType(op, type, produced, what);
+    if (failed(local))
+      return failure();
+    result.setType(*local);
+    placed[result] = produced;
+    ShardingAttr annotated = getResultAnnotation(op, r);
+    if (!annotated || sameLayout(annotated, produced))
+      continue;
+    SmallVector<OpOperand *> uses;
+    for (OpOperand &use : result.getUses())
+      uses.push_back(&use);
+    FailureOr<Value> v = reshard(result, annotated, {}, op->getNextNode(), what);
+    if (failed(v))
+      return failure();
+    for (OpOperand *use : uses)
+      use->set(*v);
+  }
+  return success();
+}
+
+/// Lets the op rewrite the sizes it spells for its per-device types.
+void FunctionPartitioner::updateSizes(Operation *op, const ShardingRule &rule,
+                                      const FactorAssignment &assignment) {
+  auto iface = dyn_cast<ShardingRuleOpInterface>(op);
+  if (!iface)
+    return;
+  FlatSymbolRefAttr mesh = assignment.getMesh();
+  auto devicesAlong = [&](OpBuilder &b, unsigned result,
+                          unsigned dim) -> Value {
+    if (!mesh || result >= rule.resultDims.size())
+      return {};
+    int64_t f = rule.resultDims[result][dim];
+    if (f < 0 || !assignment.getFactors()[f])
+      return {};
+    return groupSize(b, op->getLoc(), meshFor(op, mesh),
+                     assignment.getFactors()[f].getNames());
+  };
+  iface.updateSizesForLocalTypes(devicesAlong);
+}
+
+/// The number of devices of `axes` as an index value.
+Value FunctionPartitioner::groupSize(OpBuilder &b, Location loc, MeshOp mesh,
+                                     ArrayRef<StringRef> axes) {
+  int64_t n = mesh.getGroupSize(axes);
+  if (!ShapedType::isDynamic(n))
+    return arith::ConstantIndexOp::create(b, loc, n);
+  Value total = arith::ConstantIndexOp::create(b, loc, 1);
+  FlatSymbolRefAttr ref = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+  for (StringRef axis : axes) {
+    Value size = AxisSizeOp::create(b, loc, b.getIndexType(), ref,
+                                    b.getStringAttr(axis));
+    total = arith::MulIOp::create(b, loc, total, size);
+  }
+  return total;
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+namespace {
 struct PartitionPass : public mesh::impl::PartitionBase<PartitionPass> {
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registerShardingRuleModels(registry);
+  }
   void runOnOperation() override {
     SymbolTableCollection tables;
     SmallVector<FunctionOpInterface> fns;
-    llvm::StringMap<Signature> signatures;
+    DenseMap<Operation *, Signature> signatures;
     StringRef name = MeshDialect::getShardingAttrName();
     // Functions do not nest in functions: skip their bodies.
     getOperation().walk<WalkOrder::PreOrder>([&](Operation *op) {
@@ -596,7 +679,7 @@ struct PartitionPass : public mesh::impl::PartitionBase<PartitionPass> {
       if (fn.isExternal())
         return WalkResult::skip();
       fns.push_back(fn);
-      Signature &sig = signatures[fn.getName()];
+      Signature &sig = signatures[fn];
       for (unsigned i = 0; i < fn.getNumArguments(); ++i)
         sig.args.push_back(fn.getArgAttrOfType<ShardingAttr>(i, name));
       for (unsigned i = 0; i < fn.getNumResults(); ++i)
@@ -608,5 +691,4 @@ struct PartitionPass : public mesh::impl::PartitionBase<PartitionPass> {
         return signalPassFailure();
   }
 };
-
 } // namespace

@@ -32,8 +32,8 @@ ShardingLayout ShardingLayout::get(ShardingAttr sharding) {
   ShardingLayout layout;
   for (unsigned d = 0; d < sharding.getRank(); ++d) {
     SmallVector<std::string> axes;
-    for (StringRef a : sharding.getDimAxes(d))
-      axes.push_back(a.str());
+    for (StringAttr a : sharding.getDimAxes(d))
+      axes.push_back(a.getValue().str());
     layout.dims.push_back(std::move(axes));
   }
   for (StringRef a : sharding.getPartialAxisNames())
@@ -63,15 +63,15 @@ bool mlir::mesh::sameLayout(ShardingAttr a, ShardingAttr b) {
     return (!a || a.isFullyReplicated()) && (!b || b.isFullyReplicated());
   if (a.getDims() != b.getDims() || a.getPartialAxes() != b.getPartialAxes())
     return false;
-  return a.getPartialAxes().empty() || a.getPartialKind() == b.getPartialKind();
+  return !a.isPartial() || a.getPartialKind() == b.getPartialKind();
 }
 
 ShardingAttr mlir::mesh::withoutPartial(ShardingAttr s) {
   if (!s || !s.isPartial())
     return s;
   MLIRContext *ctx = s.getContext();
-  return ShardingAttr::get(ctx, s.getMesh(), s.getDims(),
-                           ArrayAttr::get(ctx, {}), ReductionKind::Sum);
+  return ShardingAttr::get(ctx, s.getMesh(), s.getDims(), AxisListAttr(),
+                           ReductionKind::Sum);
 }
 
 ShardingLayout mlir::mesh::layoutOf(ShardingAttr s, unsigned rank) {

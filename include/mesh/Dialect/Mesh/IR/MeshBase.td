@@ -90,6 +90,12 @@ def Mesh_ReductionKind : I32EnumAttr<"ReductionKind",
   let cppNamespace = "::mlir::mesh";
 }
 
+/// The pending reduction of a sharding; `sum` when none is pending.
+def Mesh_PartialKindParameter
+    : DefaultValuedParameter<"::mlir::mesh::ReductionKind",
+                             "::mlir::mesh::ReductionKind::Sum",
+                             "the pending reduction">;
+
 def Mesh_ReductionKindAttr
     : EnumAttr<Mesh_Dialect, Mesh_ReductionKind, "reduction"> {
   let summary = "A reduction kind: sum, prod, min, max, avg, and, or, xor";
@@ -97,14 +103,57 @@ def Mesh_ReductionKindAttr
     How a collective combines the values of a group. `sum`, `prod`, `min`,
     `max` and `avg` apply to integers and floats (`avg` of integers truncates
     toward zero, as NCCL's `ncclAvg`); `and`, `or` and `xor` are bitwise and
-    apply to integers only. Inside an op it is written bare:
+    apply to integers only. It is written as the bare kind, inside an op and
+    on its own:
 
     ```mlir
     %r = mesh.all_reduce %x on @world axes = ["shard"] reduction = max
         : tensor<8xi32> -> tensor<8xi32>
     ```
   }];
-  let assemblyFormat = "`<` $value `>`";
+  // The keyword through a directive of ours, so that an unknown kind gets one
+  // message that lists the valid ones.
+  let assemblyFormat = "custom<ReductionKindKeyword>($value)";
+}
+
+//===----------------------------------------------------------------------===//
+// Axis lists
+//===----------------------------------------------------------------------===//
+
+def Mesh_AxisListAttr : AttrDef<Mesh_Dialect, "AxisList"> {
+  let mnemonic = "axes";
+  let summary = "An ordered list of mesh axis names";
+  let description = [{
+    The axes that split one dimension of a `#mesh.sharding`, or that hold its
+    pending reduction, major to minor. Inside a sharding it is written as the
+    bracketed list alone; on its own it is `#mesh.axes[...]`. Being uniqued,
+    two equal lists are one attribute, which the passes compare by pointer.
+
+    ```mlir
+    #mesh.axes["replicate", "shard"]
+    #mesh.sharding<@world, [["replicate", "shard"], []]>
+    ```
+  }];
+  let parameters = (ins OptionalArrayRefParameter<"::mlir::StringAttr",
+                                                  "axis names">:$axes);
+  let hasCustomAssemblyFormat = 1;
+  let extraClassDeclaration = [{
+    /// True when the list names no axis.
+    bool empty() const { return getAxes().empty(); }
+    /// Number of axes.
+    size_t size() const { return getAxes().size(); }
+    ::llvm::ArrayRef<::mlir::StringAttr>::iterator begin() const {
+      return getAxes().begin();
+    }
+    ::llvm::ArrayRef<::mlir::StringAttr>::iterator end() const {
+      return getAxes().end();
+    }
+    /// The axis names as strings.
+    ::llvm::SmallVector<::llvm::StringRef> getNames() const;
+    /// The list of `names`.
+    static AxisListAttr get(::mlir::MLIRContext *context,
+                            ::llvm::ArrayRef<::llvm::StringRef> names);
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -138,14 +187,19 @@ def Mesh_ShardingAttr : AttrDef<Mesh_Dialect, "Sharding"> {
   }];
   let parameters = (ins
     AttrParameter<"::mlir::FlatSymbolRefAttr", "the mesh">:$mesh,
-    AttrParameter<"::mlir::ArrayAttr",
-                  "for each tensor dim, an array of axis names">:$dims,
-    AttrParameter<"::mlir::ArrayAttr",
-                  "axes with a pending reduction (may be empty)">:$partialAxes,
-    AttrParameter<"::mlir::mesh::ReductionKind",
-                  "the pending reduction">:$partialKind
+    ArrayRefParameter<"::mlir::mesh::AxisListAttr",
+                      "for each tensor dim, the axes that split it">:$dims,
+    OptionalParameter<"::mlir::mesh::AxisListAttr",
+                      "axes with a pending reduction (null: none)">:$partialAxes,
+    Mesh_PartialKindParameter:$partialKind
   );
-  let hasCustomAssemblyFormat = 1;
+  // The dims list may be empty (a rank-0 tensor), which the generated list
+  // parser does not accept, and a defaulted kind would be left out when it is
+  // `sum`: each has a small directive of its own.
+  let assemblyFormat = [{
+    `<` $mesh `,` custom<DimAxes>($dims)
+    (`,` `partial` `=` custom<ReductionKindKeyword>($partialKind) `` $partialAxes^)? `>`
+  }];
   let genVerifyDecl = 1;
   let builders = [
     AttrBuilderWithInferredContext<(ins
@@ -158,14 +212,16 @@ def Mesh_ShardingAttr : AttrDef<Mesh_Dialect, "Sharding"> {
   let extraClassDeclaration = [{
     /// Number of tensor dimensions this sharding describes.
     unsigned getRank() const { return getDims().size(); }
-    /// The axis names that split tensor dimension `dim`, major to minor.
-    ::llvm::SmallVector<::llvm::StringRef> getDimAxes(unsigned dim) const;
-    /// The names of the axes with a pending reduction.
+    /// The axes that split tensor dimension `dim`, major to minor.
+    ::mlir::mesh::AxisListAttr getDimAxes(unsigned dim) const {
+      return getDims()[dim];
+    }
+    /// The names of the axes with a pending reduction (none if not partial).
     ::llvm::SmallVector<::llvm::StringRef> getPartialAxisNames() const;
     /// True when no dimension is split and nothing is pending.
     bool isFullyReplicated() const;
     /// True when some axis holds a pending reduction.
-    bool isPartial() const { return !getPartialAxes().empty(); }
+    bool isPartial() const { return static_cast<bool>(getPartialAxes()); }
   }];
 }
 

@@ -26,10 +26,8 @@ def Mesh_CollectiveOpInterface : OpInterface<"CollectiveOpInterface"> {
     InterfaceMethod<"The axis names as strings, in group order.",
       "::llvm::SmallVector<::llvm::StringRef>", "getAxisNames", (ins), [{}],
       [{
-        ::llvm::SmallVector<::llvm::StringRef> names;
-        for (::mlir::Attribute a : $_op.getAxesAttr())
-          names.push_back(::llvm::cast<::mlir::StringAttr>(a).getValue());
-        return names;
+        return ::llvm::to_vector(
+            $_op.getAxesAttr().template getAsValueRange<::mlir::StringAttr>());
       }]>
   ];
 }
@@ -40,13 +38,32 @@ def Mesh_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
     Lets an op of any dialect describe how sharding flows through it, as a
     `ShardingRule`: factors (loop dims, some of them reductions), and the
     factor of each operand and result dim. Sharding propagation and
-    partitioning use it before their built-in rules (linalg structured ops
-    from their indexing maps, elementwise ops, `tensor.empty`). Attach it to
-    another dialect's ops as an external model.
+    partitioning see ops only through it (ops with the `Elementwise` trait
+    that lack it get the elementwise rule). The rules of linalg, tensor and
+    arith ops are external models, registered by
+    `registerShardingRuleModels`; attach it to another dialect's ops the same
+    way.
   }];
   let methods = [
     InterfaceMethod<"The op's sharding rule, or failure if it has none.",
-      "::mlir::FailureOr<::mlir::mesh::ShardingRule>", "getShardingRule">
+      "::mlir::FailureOr<::mlir::mesh::ShardingRule>", "getShardingRule">,
+    InterfaceMethod<[{
+        True when the rule depends on nothing but the op's name and its
+        operand and result types, so that ops with the same signature may
+        share one rule without asking each op again.
+      }],
+      "bool", "isRuleFixedByTypes", (ins), [{}], [{ return false; }]>,
+    InterfaceMethod<[{
+        Called by partitioning once the op's operands and results have their
+        per-device types: rewrites the sizes the op spells (static sizes in
+        attributes, an output shape, dynamic size operands) to per-device
+        ones. `devicesAlong(builder, result, dim)` builds, before the op, the
+        number of devices that split dim `dim` of result `result`, or returns
+        null when none do.
+      }],
+      "void", "updateSizesForLocalTypes",
+      (ins "::llvm::function_ref<::mlir::Value(::mlir::OpBuilder &, unsigned, "
+           "unsigned)>":$devicesAlong), [{}], [{ return; }]>
   ];
 }
 

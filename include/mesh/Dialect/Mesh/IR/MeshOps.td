@@ -91,7 +91,7 @@ def Mesh_ShardOp : Mesh_Op<"shard", [
   let arguments = (ins AnyRankedTensor:$src, Mesh_ShardingAttr:$sharding);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $src `:` type($result) `to` custom<ShardingRef>($sharding) attr-dict
+    $src `:` type($result) `to` qualified($sharding) attr-dict
   }];
   let hasVerifier = 1;
   let hasFolder = 1;
@@ -101,17 +101,44 @@ def Mesh_ShardOp : Mesh_Op<"shard", [
 // Collectives
 //===----------------------------------------------------------------------===//
 
-class Mesh_CollectiveOp<string mnemonic, list<Trait> traits = []>
+/// A collective: `input` communicated on `mesh` within the groups that
+/// `axes` form, plus the op's own arguments (`extraArgs`). The memory effects
+/// and the checks against the mesh (C0, C1, and the group size through each
+/// op's verifyGroupSize) are defined once here for every collective.
+class Mesh_CollectiveOp<string mnemonic, dag extraArgs, list<Trait> traits = []>
     : Mesh_Op<mnemonic, !listconcat(traits, [
         Mesh_CollectiveOpInterface,
         DeclareOpInterfaceMethods<SymbolUserOpInterface>,
         DeclareOpInterfaceMethods<MemoryEffectsOpInterface>])> {
+  let arguments = !con((ins Mesh_TensorOrMemRef:$input,
+                            FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes),
+                       extraArgs);
   let results = (outs Mesh_TensorOrMemRef:$result);
   let hasVerifier = 1;
   let hasFolder = 1;
+  let extraClassDeclaration = [{
+    /// The checks of this collective that need its group size (kDynamic when
+    /// an axis is `?`), once the mesh and axes are known to be valid.
+    ::llvm::LogicalResult verifyGroupSize(int64_t groupSize);
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult
+    $cppClass::verifySymbolUses(::mlir::SymbolTableCollection &tables) {
+      ::mlir::FailureOr<int64_t> groupSize =
+          verifyCollectiveMesh(*this, tables);
+      if (::mlir::failed(groupSize))
+        return ::mlir::failure();
+      return verifyGroupSize(*groupSize);
+    }
+    void $cppClass::getEffects(
+        ::llvm::SmallVectorImpl<::mlir::SideEffects::EffectInstance<
+            ::mlir::MemoryEffects::Effect>> &effects) {
+      getCollectiveEffects(*this, effects);
+    }
+  }];
 }
 
-def Mesh_AllReduceOp : Mesh_CollectiveOp<"all_reduce"> {
+def Mesh_AllReduceOp : Mesh_CollectiveOp<"all_reduce", (ins Mesh_ReductionKindAttr:$reduction)> {
   let summary = "Reduces over the groups of the given axes; every member gets the result";
   let description = [{
     Combines `input` elementwise over each group formed by `axes` with
@@ -124,15 +151,13 @@ def Mesh_AllReduceOp : Mesh_CollectiveOp<"all_reduce"> {
         : tensor<16x128xf32> -> tensor<16x128xf32>
     ```
   }];
-  let arguments = (ins Mesh_TensorOrMemRef:$input, FlatSymbolRefAttr:$mesh,
-                   StrArrayAttr:$axes, Mesh_ReductionKindAttr:$reduction);
   let assemblyFormat = [{
-    $input `on` $mesh `axes` `=` $axes `reduction` `=` custom<Reduction>($reduction) attr-dict
+    $input `on` $mesh `axes` `=` $axes `reduction` `=` `` $reduction attr-dict
     `:` type($input) `->` type($result)
   }];
 }
 
-def Mesh_AllGatherOp : Mesh_CollectiveOp<"all_gather"> {
+def Mesh_AllGatherOp : Mesh_CollectiveOp<"all_gather", (ins I64Attr:$gather_dim)> {
   let summary = "Concatenates the members' tensors along a dimension";
   let description = [{
     Concatenates the `input` of every member of the group along `gather_dim`,
@@ -145,15 +170,14 @@ def Mesh_AllGatherOp : Mesh_CollectiveOp<"all_gather"> {
         : tensor<16x128xf32> -> tensor<64x128xf32>
     ```
   }];
-  let arguments = (ins Mesh_TensorOrMemRef:$input, FlatSymbolRefAttr:$mesh,
-                   StrArrayAttr:$axes, I64Attr:$gather_dim);
   let assemblyFormat = [{
     $input `on` $mesh `axes` `=` $axes `gather_dim` `=` $gather_dim attr-dict
     `:` type($input) `->` type($result)
   }];
 }
 
-def Mesh_ReduceScatterOp : Mesh_CollectiveOp<"reduce_scatter"> {
+def Mesh_ReduceScatterOp : Mesh_CollectiveOp<"reduce_scatter", (ins I64Attr:$scatter_dim,
+                                 Mesh_ReductionKindAttr:$reduction)> {
   let summary = "Reduces over the group, then gives each member one slice";
   let description = [{
     Combines `input` elementwise over the group with `reduction`, then splits
@@ -166,16 +190,14 @@ def Mesh_ReduceScatterOp : Mesh_CollectiveOp<"reduce_scatter"> {
         reduction = sum : tensor<64x128xf32> -> tensor<16x128xf32>
     ```
   }];
-  let arguments = (ins Mesh_TensorOrMemRef:$input, FlatSymbolRefAttr:$mesh,
-                   StrArrayAttr:$axes, I64Attr:$scatter_dim,
-                   Mesh_ReductionKindAttr:$reduction);
   let assemblyFormat = [{
     $input `on` $mesh `axes` `=` $axes `scatter_dim` `=` $scatter_dim
-    `reduction` `=` custom<Reduction>($reduction) attr-dict `:` type($input) `->` type($result)
+    `reduction` `=` `` $reduction attr-dict `:` type($input) `->` type($result)
   }];
 }
 
-def Mesh_AllToAllOp : Mesh_CollectiveOp<"all_to_all"> {
+def Mesh_AllToAllOp : Mesh_CollectiveOp<"all_to_all", (ins I64Attr:$split_dim,
+                                     I64Attr:$concat_dim)> {
   let summary = "Splits along one dimension, exchanges, concatenates along another";
   let description = [{
     Each member splits `input` along `split_dim` into as many equal blocks as
@@ -190,15 +212,13 @@ def Mesh_AllToAllOp : Mesh_CollectiveOp<"all_to_all"> {
         split_dim = 1 concat_dim = 0 : tensor<8x64xf32> -> tensor<32x16xf32>
     ```
   }];
-  let arguments = (ins Mesh_TensorOrMemRef:$input, FlatSymbolRefAttr:$mesh,
-                   StrArrayAttr:$axes, I64Attr:$split_dim, I64Attr:$concat_dim);
   let assemblyFormat = [{
     $input `on` $mesh `axes` `=` $axes `split_dim` `=` $split_dim
     `concat_dim` `=` $concat_dim attr-dict `:` type($input) `->` type($result)
   }];
 }
 
-def Mesh_AllSliceOp : Mesh_CollectiveOp<"all_slice"> {
+def Mesh_AllSliceOp : Mesh_CollectiveOp<"all_slice", (ins I64Attr:$slice_dim)> {
   let summary = "Keeps this member's slice of a replicated tensor (no communication)";
   let description = [{
     The inverse of `all_gather` for a value that is the same on every member:
@@ -211,15 +231,13 @@ def Mesh_AllSliceOp : Mesh_CollectiveOp<"all_slice"> {
         : tensor<16x128xf32> -> tensor<16x32xf32>
     ```
   }];
-  let arguments = (ins Mesh_TensorOrMemRef:$input, FlatSymbolRefAttr:$mesh,
-                   StrArrayAttr:$axes, I64Attr:$slice_dim);
   let assemblyFormat = [{
     $input `on` $mesh `axes` `=` $axes `slice_dim` `=` $slice_dim attr-dict
     `:` type($input) `->` type($result)
   }];
 }
 
-def Mesh_BroadcastOp : Mesh_CollectiveOp<"broadcast"> {
+def Mesh_BroadcastOp : Mesh_CollectiveOp<"broadcast", (ins I64Attr:$root)> {
   let summary = "Copies the root member's tensor to every member of its group";
   let description = [{
     Every member of a group gets the `input` of the member whose index in the
@@ -231,15 +249,13 @@ def Mesh_BroadcastOp : Mesh_CollectiveOp<"broadcast"> {
         : tensor<16x128xf32> -> tensor<16x128xf32>
     ```
   }];
-  let arguments = (ins Mesh_TensorOrMemRef:$input, FlatSymbolRefAttr:$mesh,
-                   StrArrayAttr:$axes, I64Attr:$root);
   let assemblyFormat = [{
     $input `on` $mesh `axes` `=` $axes `root` `=` $root attr-dict
     `:` type($input) `->` type($result)
   }];
 }
 
-def Mesh_PermuteOp : Mesh_CollectiveOp<"permute"> {
+def Mesh_PermuteOp : Mesh_CollectiveOp<"permute", (ins I64Attr:$offset, UnitAttr:$rotate)> {
   let summary = "Shifts tensors by a fixed offset along the group (ring or open chain)";
   let description = [{
     Member `i` of each group sends its `input` to member `i + offset`. With
@@ -253,8 +269,6 @@ def Mesh_PermuteOp : Mesh_CollectiveOp<"permute"> {
         : tensor<16x128xf32> -> tensor<16x128xf32>
     ```
   }];
-  let arguments = (ins Mesh_TensorOrMemRef:$input, FlatSymbolRefAttr:$mesh,
-                   StrArrayAttr:$axes, I64Attr:$offset, UnitAttr:$rotate);
   let assemblyFormat = [{
     $input `on` $mesh `axes` `=` $axes `offset` `=` $offset (`rotate` $rotate^)?
     attr-dict `:` type($input) `->` type($result)

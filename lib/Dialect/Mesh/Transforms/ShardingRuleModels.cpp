@@ -1,0 +1,490 @@
+//===- ShardingRuleModels.cpp - sharding rules of upstream ops ------------===//
+//
+// Each rule is a ShardingRuleOpInterface model attached to the op.
+//
+// Linalg structured ops: one factor per loop. An operand dim whose index is a
+// plain loop dim maps to that loop's factor; a dim indexed by anything else
+// (a convolution's `d0 + d3`) maps to no factor, and every loop in that
+// expression is blocked, since sharding it would misplace the window. Ops
+// that read loop indices (linalg.index) block every factor. A reduction loop
+// is a reduction factor whose kind comes from the combiner in the body; it
+// may only be sharded when every accumulator starts from the kind's neutral
+// value (or the kind is idempotent, max or min), else each device would add
+// the initial value once more.
+//
+// Elementwise ops (the trait; no model needed) map each dim of each same-rank
+// operand to the result's. tensor.empty has one free factor per dim;
+// constants are replicated; reshapes, slices and concat keep the factors of
+// the dims they do not change.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mesh/Dialect/Mesh/Transforms/ShardingRuleModels.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/BitVector.h"
+
+using namespace mlir;
+using namespace mlir::mesh;
+
+//===----------------------------------------------------------------------===//
+// Rules
+//===----------------------------------------------------------------------===//
+
+/// The reduction kind of a combiner op, if it is one we know.
+static std::optional<ReductionKind> getCombinerKind(Operation *op) {
+  if (isa<arith::AddFOp, arith::AddIOp>(op))
+    return ReductionKind::Sum;
+  if (isa<arith::MulFOp, arith::MulIOp>(op))
+    return ReductionKind::Prod;
+  if (isa<arith::MaximumFOp, arith::MaxNumFOp, arith::MaxSIOp>(op))
+    return ReductionKind::Max;
+  if (isa<arith::MinimumFOp, arith::MinNumFOp, arith::MinSIOp>(op))
+    return ReductionKind::Min;
+  if (isa<arith::AndIOp>(op))
+    return ReductionKind::And;
+  if (isa<arith::OrIOp>(op))
+    return ReductionKind::Or;
+  if (isa<arith::XOrIOp>(op))
+    return ReductionKind::Xor;
+  return std::nullopt;
+}
+
+/// The one reduction kind of a linalg op's body, if every yielded value is
+/// `combiner(accumulator, x)` with the same known combiner.
+static std::optional<ReductionKind> getReductionKind(linalg::LinalgOp op) {
+  Block *body = op.getBlock();
+  auto yield = dyn_cast<linalg::YieldOp>(body->getTerminator());
+  if (!yield)
+    return std::nullopt;
+  std::optional<ReductionKind> kind;
+  for (auto [i, value] : llvm::enumerate(yield.getOperands())) {
+    Operation *combiner = value.getDefiningOp();
+    if (!combiner || combiner->getNumOperands() != 2)
+      return std::nullopt;
+    BlockArgument acc =
+        op.getMatchingBlockArgument(op.getDpsInitOperand(i));
+    if (combiner->getOperand(0) != acc && combiner->getOperand(1) != acc)
+      return std::nullopt;
+    std::optional<ReductionKind> k = getCombinerKind(combiner);
+    if (!k || (kind && *kind != *k))
+      return std::nullopt;
+    kind = k;
+  }
+  return kind;
+}
+
+/// True when `init` starts from the neutral value of `kind`.
+static bool startsNeutral(Value init, ReductionKind kind) {
+  if (kind == ReductionKind::Max || kind == ReductionKind::Min)
+    return true; // Idempotent: combining the initial value again is harmless.
+  auto fill = init.getDefiningOp<linalg::FillOp>();
+  if (!fill)
+    return false;
+  Attribute value;
+  if (!matchPattern(fill.getInputs()[0], m_Constant(&value)))
+    return false;
+  if (auto f = dyn_cast<FloatAttr>(value)) {
+    double v = f.getValueAsDouble();
+    return kind == ReductionKind::Sum ? v == 0.0
+           : kind == ReductionKind::Prod ? v == 1.0
+                                          : false;
+  }
+  if (auto i = dyn_cast<IntegerAttr>(value)) {
+    APInt v = i.getValue();
+    switch (kind) {
+    case ReductionKind::Sum:
+    case ReductionKind::Or:
+    case ReductionKind::Xor:
+      return v.isZero();
+    case ReductionKind::Prod:
+      return v.isOne();
+    case ReductionKind::And:
+      return v.isAllOnes();
+    default:
+      return false;
+    }
+  }
+  return false;
+}
+
+static FailureOr<ShardingRule> getLinalgRule(linalg::LinalgOp op) {
+  if (!op.hasPureTensorSemantics())
+    return failure();
+  ShardingRule rule;
+  // Named ops build their indexing maps on every call: take them once.
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  bool reduces = llvm::is_contained(iterators, utils::IteratorType::reduction);
+  std::optional<ReductionKind> kind =
+      reduces ? getReductionKind(op) : std::nullopt;
+  for (utils::IteratorType it : iterators) {
+    ShardingFactor f{ShapedType::kDynamic, std::nullopt, false};
+    if (it == utils::IteratorType::reduction) {
+      f.reduction = kind;
+      f.blocked = !kind;
+    }
+    rule.factors.push_back(f);
+  }
+  if (op.hasIndexSemantics())
+    for (ShardingFactor &f : rule.factors)
+      f.blocked = true;
+  llvm::BitVector sized(rule.factors.size());
+  auto dimsOf = [&](OpOperand &operand) {
+    SmallVector<int64_t> dims;
+    AffineMap map = maps[operand.getOperandNumber()];
+    auto type = dyn_cast<ShapedType>(operand.get().getType());
+    for (auto [k, e] : llvm::enumerate(map.getResults())) {
+      if (auto d = dyn_cast<AffineDimExpr>(e)) {
+        unsigned loop = d.getPosition();
+        dims.push_back(loop);
+        // A loop's size is that of the first operand dim indexed by it
+        // alone, as in getStaticLoopRanges (dynamic if that dim is).
+        if (type && !sized.test(loop)) {
+          rule.factors[loop].size = type.getDimSize(k);
+          sized.set(loop);
+        }
+        continue;
+      }
+      dims.push_back(-1);
+      e.walk([&](AffineExpr sub) {
+        if (auto d = dyn_cast<AffineDimExpr>(sub))
+          rule.factors[d.getPosition()].blocked = true;
+      });
+    }
+    return dims;
+  };
+  for (OpOperand &operand : op->getOpOperands())
+    rule.operandDims.push_back(dimsOf(operand));
+  for (OpOperand &init : op.getDpsInitsMutable())
+    rule.resultDims.push_back(dimsOf(init));
+  // Reductions may only be split when every accumulator starts neutral.
+  if (kind && !llvm::all_of(op.getDpsInits(), [&](Value init) {
+        return startsNeutral(init, *kind);
+      }))
+    for (ShardingFactor &f : rule.factors)
+      if (f.reduction)
+        f.blocked = true;
+  return rule;
+}
+
+/// One free factor per dim of `type`, and the dims 0, 1, ... mapping to them.
+static std::pair<ShardingRule, SmallVector<int64_t>>
+factorPerDim(RankedTensorType type) {
+  ShardingRule rule;
+  for (int64_t size : type.getShape())
+    rule.factors.push_back({size, std::nullopt, false});
+  return {std::move(rule),
+          llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()))};
+}
+
+static FailureOr<ShardingRule> getElementwiseRule(Operation *op) {
+  if (op->getNumResults() == 0)
+    return failure();
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!type)
+    return failure();
+  auto [rule, identity] = factorPerDim(type);
+  for (Value operand : op->getOperands()) {
+    auto t = dyn_cast<RankedTensorType>(operand.getType());
+    if (t && t.getRank() != type.getRank())
+      return failure();
+    rule.operandDims.push_back(t ? identity : SmallVector<int64_t>());
+  }
+  for (Value result : op->getResults()) {
+    auto t = dyn_cast<RankedTensorType>(result.getType());
+    if (!t || t.getRank() != type.getRank())
+      return failure();
+    rule.resultDims.push_back(identity);
+  }
+  return rule;
+}
+
+/// collapse_shape and expand_shape: a group of dims on the wide side maps to
+/// one dim on the narrow side; only the group's major dim shares its factor
+/// with the narrow dim (a block of the narrow dim is then a block of the
+/// major dim), the group's other dims get factors that stay unsharded.
+static FailureOr<ShardingRule>
+getReshapeRule(RankedTensorType wide, RankedTensorType narrow,
+               ArrayRef<ReassociationIndices> groups, bool wideIsOperand) {
+  ShardingRule rule;
+  SmallVector<int64_t> wideDims(wide.getRank(), -1), narrowDims;
+  for (auto [j, group] : llvm::enumerate(groups)) {
+    for (auto [k, d] : llvm::enumerate(group)) {
+      wideDims[d] = rule.factors.size();
+      rule.factors.push_back({wide.getDimSize(d), std::nullopt, k != 0});
+    }
+    narrowDims.push_back(wideDims[group.front()]);
+  }
+  rule.operandDims.push_back(wideIsOperand ? wideDims : narrowDims);
+  rule.resultDims.push_back(wideIsOperand ? narrowDims : wideDims);
+  return rule;
+}
+
+/// extract_slice / insert_slice: a dim taken whole (offset 0, full size,
+/// stride 1) keeps one factor on both sides; a sliced dim belongs to none and
+/// stays unsharded. Rank-reducing slices have no rule.
+static FailureOr<ShardingRule> getSliceRule(OffsetSizeAndStrideOpInterface op,
+                                            RankedTensorType full,
+                                            RankedTensorType part) {
+  if (full.getRank() != part.getRank())
+    return failure();
+  ShardingRule rule;
+  SmallVector<int64_t> dims;
+  for (int64_t d = 0; d < full.getRank(); ++d) {
+    bool whole = op.isDynamicOffset(d) == false && op.getStaticOffset(d) == 0 &&
+                 !op.isDynamicSize(d) && op.getStaticSize(d) == full.getDimSize(d) &&
+                 !full.isDynamicDim(d) && !op.isDynamicStride(d) &&
+                 op.getStaticStride(d) == 1;
+    if (whole) {
+      dims.push_back(rule.factors.size());
+      rule.factors.push_back({full.getDimSize(d), std::nullopt, false});
+    } else {
+      dims.push_back(-1);
+    }
+  }
+  Operation *raw = op.getOperation();
+  for (Value operand : raw->getOperands())
+    rule.operandDims.push_back(isa<RankedTensorType>(operand.getType())
+                                   ? dims
+                                   : SmallVector<int64_t>());
+  rule.resultDims.push_back(dims);
+  return rule;
+}
+
+
+static FailureOr<ShardingRule> getFillRule(linalg::FillOp fill) {
+  // One parallel factor per dim of the init; the scalar maps to none.
+  // (Its generic indexing maps are rebuilt on every call: skip them.)
+  auto type = dyn_cast<RankedTensorType>(fill.getOutputs()[0].getType());
+  if (!type || !fill.hasPureTensorSemantics())
+    return failure();
+  auto [rule, identity] = factorPerDim(type);
+  auto scalar = dyn_cast<ShapedType>(fill.getInputs()[0].getType());
+  rule.operandDims.push_back(
+      SmallVector<int64_t>(scalar ? scalar.getRank() : 0, -1));
+  rule.operandDims.push_back(identity);
+  rule.resultDims.push_back(identity);
+  return rule;
+}
+
+static FailureOr<ShardingRule> getEmptyRule(tensor::EmptyOp empty) {
+  auto [rule, identity] = factorPerDim(empty.getType());
+  rule.operandDims.resize(empty->getNumOperands());
+  rule.resultDims.push_back(identity);
+  return rule;
+}
+
+/// The dim concatenated along belongs to no factor; the others keep one.
+static FailureOr<ShardingRule> getConcatRule(tensor::ConcatOp concat) {
+  RankedTensorType type = concat.getResultType();
+  ShardingRule rule;
+  SmallVector<int64_t> dims;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    if (d == static_cast<int64_t>(concat.getDim())) {
+      dims.push_back(-1);
+      continue;
+    }
+    dims.push_back(rule.factors.size());
+    rule.factors.push_back({type.getDimSize(d), std::nullopt, false});
+  }
+  rule.operandDims.assign(concat->getNumOperands(), dims);
+  rule.resultDims.push_back(dims);
+  return rule;
+}
+
+static FailureOr<ShardingRule> getConstantRule(arith::ConstantOp constant) {
+  auto type = dyn_cast<RankedTensorType>(constant.getType());
+  if (!type)
+    return failure();
+  ShardingRule rule;
+  rule.resultDims.push_back(SmallVector<int64_t>(type.getRank(), -1));
+  return rule;
+}
+
+/// A slice's static sizes after partitioning: a dim taken whole takes the
+/// whole per-device dim of `part` (the slice side, now local).
+static void setLocalSliceSizes(OffsetSizeAndStrideOpInterface slice,
+                               RankedTensorType part,
+                               function_ref<void(ArrayRef<int64_t>)> set) {
+  SmallVector<int64_t> sizes(slice.getStaticSizes());
+  for (int64_t d = 0; d < part.getRank(); ++d)
+    if (!part.isDynamicDim(d) && !ShapedType::isDynamic(sizes[d]) &&
+        sizes[d] != part.getDimSize(d))
+      sizes[d] = part.getDimSize(d);
+  set(sizes);
+}
+
+//===----------------------------------------------------------------------===//
+// Models
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Every linalg structured op but fill: the rule of its indexing maps.
+struct LinalgRuleModel
+    : public ShardingRuleOpInterface::FallbackModel<LinalgRuleModel> {
+  FailureOr<ShardingRule> getShardingRule(Operation *op) const {
+    return getLinalgRule(cast<linalg::LinalgOp>(op));
+  }
+  bool isRuleFixedByTypes(Operation *) const { return false; }
+  void updateSizesForLocalTypes(
+      Operation *,
+      function_ref<Value(OpBuilder &, unsigned, unsigned)>) const {}
+};
+
+struct FillRuleModel
+    : public ShardingRuleOpInterface::ExternalModel<FillRuleModel,
+                                                    linalg::FillOp> {
+  FailureOr<ShardingRule> getShardingRule(Operation *op) const {
+    return getFillRule(cast<linalg::FillOp>(op));
+  }
+  bool isRuleFixedByTypes(Operation *) const { return true; }
+};
+
+struct EmptyRuleModel
+    : public ShardingRuleOpInterface::ExternalModel<EmptyRuleModel,
+                                                    tensor::EmptyOp> {
+  FailureOr<ShardingRule> getShardingRule(Operation *op) const {
+    return getEmptyRule(cast<tensor::EmptyOp>(op));
+  }
+  bool isRuleFixedByTypes(Operation *) const { return true; }
+  /// Dynamic sizes are global: each is divided by the devices along its dim.
+  void updateSizesForLocalTypes(
+      Operation *op,
+      function_ref<Value(OpBuilder &, unsigned, unsigned)> devicesAlong) const {
+    auto empty = cast<tensor::EmptyOp>(op);
+    OpBuilder b(op);
+    unsigned k = 0;
+    for (int64_t d = 0; d < empty.getType().getRank(); ++d) {
+      if (!empty.getType().isDynamicDim(d))
+        continue;
+      if (Value n = devicesAlong(b, 0, d))
+        op->setOperand(k, arith::DivUIOp::create(b, op->getLoc(),
+                                                 empty.getDynamicSizes()[k], n));
+      ++k;
+    }
+  }
+};
+
+struct ConstantRuleModel
+    : public ShardingRuleOpInterface::ExternalModel<ConstantRuleModel,
+                                                    arith::ConstantOp> {
+  FailureOr<ShardingRule> getShardingRule(Operation *op) const {
+    return getConstantRule(cast<arith::ConstantOp>(op));
+  }
+  bool isRuleFixedByTypes(Operation *) const { return true; }
+};
+
+struct CollapseShapeRuleModel
+    : public ShardingRuleOpInterface::ExternalModel<CollapseShapeRuleModel,
+                                                    tensor::CollapseShapeOp> {
+  FailureOr<ShardingRule> getShardingRule(Operation *op) const {
+    auto collapse = cast<tensor::CollapseShapeOp>(op);
+    return getReshapeRule(collapse.getSrcType(), collapse.getResultType(),
+                          collapse.getReassociationIndices(),
+                          /*wideIsOperand=*/true);
+  }
+};
+
+struct ExpandShapeRuleModel
+    : public ShardingRuleOpInterface::ExternalModel<ExpandShapeRuleModel,
+                                                    tensor::ExpandShapeOp> {
+  FailureOr<ShardingRule> getShardingRule(Operation *op) const {
+    auto expand = cast<tensor::ExpandShapeOp>(op);
+    if (!expand.getOutputShape().empty())
+      return failure(); // Dynamic output sizes: not handled yet.
+    return getReshapeRule(expand.getResultType(), expand.getSrcType(),
+                          expand.getReassociationIndices(),
+                          /*wideIsOperand=*/false);
+  }
+  /// The output shape follows the per-device result type.
+  void updateSizesForLocalTypes(
+      Operation *op, function_ref<Value(OpBuilder &, unsigned, unsigned)>) const {
+    auto expand = cast<tensor::ExpandShapeOp>(op);
+    expand.setStaticOutputShape(expand.getResultType().getShape());
+  }
+};
+
+struct ExtractSliceRuleModel
+    : public ShardingRuleOpInterface::ExternalModel<ExtractSliceRuleModel,
+                                                    tensor::ExtractSliceOp> {
+  FailureOr<ShardingRule> getShardingRule(Operation *op) const {
+    auto extract = cast<tensor::ExtractSliceOp>(op);
+    return getSliceRule(extract, extract.getSourceType(), extract.getType());
+  }
+  void updateSizesForLocalTypes(
+      Operation *op, function_ref<Value(OpBuilder &, unsigned, unsigned)>) const {
+    auto extract = cast<tensor::ExtractSliceOp>(op);
+    setLocalSliceSizes(extract, extract.getType(), [&](ArrayRef<int64_t> s) {
+      extract.setStaticSizes(s);
+    });
+  }
+};
+
+struct InsertSliceRuleModel
+    : public ShardingRuleOpInterface::ExternalModel<InsertSliceRuleModel,
+                                                    tensor::InsertSliceOp> {
+  FailureOr<ShardingRule> getShardingRule(Operation *op) const {
+    auto insert = cast<tensor::InsertSliceOp>(op);
+    return getSliceRule(insert, insert.getDestType(), insert.getSourceType());
+  }
+  void updateSizesForLocalTypes(
+      Operation *op, function_ref<Value(OpBuilder &, unsigned, unsigned)>) const {
+    auto insert = cast<tensor::InsertSliceOp>(op);
+    setLocalSliceSizes(insert, insert.getSourceType(),
+                       [&](ArrayRef<int64_t> s) { insert.setStaticSizes(s); });
+  }
+};
+
+struct ConcatRuleModel
+    : public ShardingRuleOpInterface::ExternalModel<ConcatRuleModel,
+                                                    tensor::ConcatOp> {
+  FailureOr<ShardingRule> getShardingRule(Operation *op) const {
+    return getConcatRule(cast<tensor::ConcatOp>(op));
+  }
+};
+
+} // namespace
+
+void mlir::mesh::registerShardingRuleModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, linalg::LinalgDialect *linalg) {
+    linalg::FillOp::attachInterface<FillRuleModel>(*ctx);
+    // Every structured op of the dialect, named or generic, present or added
+    // later to upstream: they all describe themselves through LinalgOp.
+    for (RegisteredOperationName name : ctx->getRegisteredOperations())
+      if (&name.getDialect() == linalg &&
+          name.hasInterface<linalg::LinalgOp>() &&
+          !name.hasInterface<ShardingRuleOpInterface>())
+        name.attachInterface<LinalgRuleModel>();
+  });
+  registry.addExtension(+[](MLIRContext *ctx, tensor::TensorDialect *) {
+    tensor::EmptyOp::attachInterface<EmptyRuleModel>(*ctx);
+    tensor::CollapseShapeOp::attachInterface<CollapseShapeRuleModel>(*ctx);
+    tensor::ExpandShapeOp::attachInterface<ExpandShapeRuleModel>(*ctx);
+    tensor::ExtractSliceOp::attachInterface<ExtractSliceRuleModel>(*ctx);
+    tensor::InsertSliceOp::attachInterface<InsertSliceRuleModel>(*ctx);
+    tensor::ConcatOp::attachInterface<ConcatRuleModel>(*ctx);
+  });
+  registry.addExtension(+[](MLIRContext *ctx, arith::ArithDialect *) {
+    arith::ConstantOp::attachInterface<ConstantRuleModel>(*ctx);
+  });
+}
+
+FailureOr<ShardingRule> mlir::mesh::getShardingRule(Operation *op) {
+  if (auto iface = dyn_cast<ShardingRuleOpInterface>(op))
+    return iface.getShardingRule();
+  if (op->hasTrait<OpTrait::Elementwise>())
+    return getElementwiseRule(op);
+  return failure();
+}
+
+bool mlir::mesh::isShardingRuleFixedByTypes(Operation *op) {
+  if (auto iface = dyn_cast<ShardingRuleOpInterface>(op))
+    return iface.isRuleFixedByTypes();
+  return op->hasTrait<OpTrait::Elementwise>();
+}

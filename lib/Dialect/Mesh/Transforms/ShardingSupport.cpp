@@ -1,0 +1,386 @@
+//===- ShardingSupport.cpp - what propagation and partitioning share ------===//
+
+#include "ShardingSupport.h"
+
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/EquivalenceClasses.h"
+
+using namespace mlir;
+using namespace mlir::mesh;
+
+//===----------------------------------------------------------------------===//
+// Op roles
+//===----------------------------------------------------------------------===//
+
+/// True when `op` passes values on to a successor of its region-branch
+/// parent, which then handles it.
+static bool isRegionTerminator(Operation *op) {
+  return isa<RegionBranchTerminatorOpInterface>(op) &&
+         isa_and_nonnull<RegionBranchOpInterface>(op->getParentOp());
+}
+
+OpRole mlir::mesh::classifyOp(Operation *op) {
+  if (isa<ShardOp>(op))
+    return OpRole::Shard;
+  if (isa<CollectiveOpInterface>(op))
+    return OpRole::PerDevice;
+  if (isa<CallOpInterface>(op))
+    return OpRole::Call;
+  if (op->hasTrait<OpTrait::ReturnLike>() &&
+      isa_and_nonnull<FunctionOpInterface>(op->getParentOp()))
+    return OpRole::FunctionReturn;
+  if (isRegionTerminator(op))
+    return OpRole::RegionTerminator;
+  if (isa<RegionBranchOpInterface>(op) && !isa<ShardingRuleOpInterface>(op))
+    return OpRole::RegionBranch;
+  return OpRole::Rule;
+}
+
+FunctionOpInterface mlir::mesh::getCallee(CallOpInterface call,
+                                          SymbolTableCollection &tables) {
+  return dyn_cast_or_null<FunctionOpInterface>(
+      call.resolveCallableInTable(&tables));
+}
+
+ShardingAttr mlir::mesh::getResultAnnotation(Operation *op, unsigned result) {
+  Attribute attr = op->getDiscardableAttr(MeshDialect::getShardingAttrName());
+  if (auto s = dyn_cast_or_null<ShardingAttr>(attr))
+    return op->getNumResults() == 1 ? s : ShardingAttr();
+  if (auto array = dyn_cast_or_null<ArrayAttr>(attr))
+    if (result < array.size())
+      return dyn_cast<ShardingAttr>(array[result]);
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Tied values of region-branch ops
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Builds the groups of getTiedValueGroups. A value a successor receives (a
+/// region argument or a result) is an *input*; inputs that receive the same
+/// operand of the same branch point are one group, and each forwarded
+/// operand belongs to the group of the inputs it reaches. Operands are
+/// tracked by position, not value: a value yielded twice belongs to two
+/// groups.
+class TiedGroups {
+public:
+  explicit TiedGroups(RegionBranchOpInterface op) : op(op) {}
+
+  LogicalResult build() {
+    for (RegionBranchPoint point : op.getAllRegionBranchPoints()) {
+      SmallVector<RegionSuccessor> successors;
+      op.getSuccessorRegions(point, successors);
+      for (const RegionSuccessor &successor : successors) {
+        OperandRange operands = op.getSuccessorOperands(point, successor);
+        ValueRange inputs = successor.getSuccessorInputs();
+        if (operands.size() != inputs.size())
+          return failure();
+        // The range is a slice of some op's operands: link by position.
+        for (auto [k, input] : llvm::enumerate(inputs))
+          link(operands.getBase() + k, input);
+      }
+    }
+    return success();
+  }
+
+  /// The groups, each in the canonical order of its members.
+  FailureOr<SmallVector<TiedGroup>> collect() {
+    SmallVector<TiedGroup> groups;
+    DenseMap<Value, unsigned> groupOf; // Leader input -> index in `groups`.
+    auto groupFor = [&](Value input) -> TiedGroup & {
+      Value leader = inputs.getLeaderValue(input);
+      auto [it, inserted] = groupOf.try_emplace(leader, groups.size());
+      if (inserted)
+        groups.emplace_back();
+      return groups[it->second];
+    };
+    auto addOperand = [&](OpOperand &operand) {
+      auto it = inputOf.find(&operand);
+      if (it == inputOf.end())
+        return;
+      TiedGroup &group = groupFor(it->second);
+      group.values.push_back(operand.get());
+      group.operands.push_back(&operand);
+    };
+    auto addInput = [&](Value v) -> LogicalResult {
+      if (!inputs.contains(v))
+        // A tensor nothing flows into has no layout to share.
+        return failure(isa<RankedTensorType>(v.getType()));
+      TiedGroup &group = groupFor(v);
+      group.values.push_back(v);
+      group.inputs.push_back(v);
+      return success();
+    };
+    for (OpOperand &operand : op->getOpOperands())
+      addOperand(operand);
+    for (Region &region : op->getRegions()) {
+      for (Block &block : region) {
+        for (BlockArgument arg : block.getArguments())
+          if (failed(addInput(arg)))
+            return failure();
+        if (block.mightHaveTerminator())
+          for (OpOperand &operand : block.getTerminator()->getOpOperands())
+            addOperand(operand);
+      }
+    }
+    for (Value result : op->getResults())
+      if (failed(addInput(result)))
+        return failure();
+    return groups;
+  }
+
+private:
+  void link(OpOperand *operand, Value input) {
+    inputs.insert(input);
+    auto [it, inserted] = inputOf.try_emplace(operand, input);
+    if (!inserted)
+      inputs.unionSets(it->second, input);
+  }
+
+  RegionBranchOpInterface op;
+  llvm::EquivalenceClasses<Value> inputs;
+  /// Each forwarded operand -> the first input it reaches.
+  DenseMap<OpOperand *, Value> inputOf;
+};
+} // namespace
+
+FailureOr<SmallVector<TiedGroup>>
+mlir::mesh::getTiedValueGroups(RegionBranchOpInterface op) {
+  TiedGroups groups(op);
+  if (failed(groups.build()))
+    return failure();
+  return groups.collect();
+}
+
+//===----------------------------------------------------------------------===//
+// Projections
+//===----------------------------------------------------------------------===//
+
+ShardingAttr mlir::mesh::projectFactors(FlatSymbolRefAttr mesh,
+                                        ArrayRef<AxisListAttr> factors,
+                                        ArrayRef<int64_t> dims) {
+  MLIRContext *ctx = mesh.getContext();
+  AxisListAttr none = AxisListAttr::get(ctx, ArrayRef<StringAttr>());
+  SmallVector<AxisListAttr, 4> dimAxes;
+  for (int64_t f : dims)
+    dimAxes.push_back(f >= 0 && factors[f] ? factors[f] : none);
+  return ShardingAttr::get(ctx, mesh, dimAxes, AxisListAttr(),
+                           ReductionKind::Sum);
+}
+
+ShardingAttr mlir::mesh::projectResult(FlatSymbolRefAttr mesh,
+                                       const ShardingRule &rule,
+                                       ArrayRef<AxisListAttr> factors,
+                                       ArrayRef<int64_t> dims) {
+  ShardingAttr projected = projectFactors(mesh, factors, dims);
+  SmallVector<StringAttr, 4> partial;
+  ReductionKind kind = ReductionKind::Sum;
+  for (auto [f, factor] : llvm::enumerate(rule.factors))
+    if (factor.reduction && factors[f]) {
+      llvm::append_range(partial, factors[f].getAxes());
+      kind = *factor.reduction;
+    }
+  if (partial.empty())
+    return projected;
+  MLIRContext *ctx = mesh.getContext();
+  return ShardingAttr::get(ctx, mesh, projected.getDims(),
+                           AxisListAttr::get(ctx, partial), kind);
+}
+
+ShardingAttr ShardingProjector::get(FlatSymbolRefAttr mesh,
+                                    const ShardingRule *rule,
+                                    ArrayRef<AxisListAttr> factors,
+                                    ArrayRef<int64_t> dims) {
+  // The key: the mesh, then each dim's axes, then (for a result) the axes
+  // and kinds of the sharded reduction factors.
+  SmallVector<const void *, 8> key;
+  key.push_back(mesh.getAsOpaquePointer());
+  for (int64_t f : dims)
+    key.push_back(f >= 0 && factors[f] ? factors[f].getAsOpaquePointer()
+                                       : nullptr);
+  if (rule)
+    for (auto [f, factor] : llvm::enumerate(rule->factors))
+      if (factor.reduction && factors[f]) {
+        key.push_back(reinterpret_cast<const void *>(
+            static_cast<uintptr_t>(*factor.reduction) + 1));
+        key.push_back(factors[f].getAsOpaquePointer());
+      }
+  size_t h = llvm::hash_combine_range(key.begin(), key.end());
+  Entry &entry = entries[h % kEntries];
+  if (entry.value && entry.key == key)
+    return entry.value;
+  entry.key = std::move(key);
+  entry.value = rule ? mlir::mesh::projectResult(mesh, *rule, factors, dims)
+                     : projectFactors(mesh, factors, dims);
+  return entry.value;
+}
+
+//===----------------------------------------------------------------------===//
+// Caches
+//===----------------------------------------------------------------------===//
+
+MeshOp MeshCache::get(Operation *op, FlatSymbolRefAttr ref) {
+  auto [it, inserted] = meshes.try_emplace({op->getParentOp(), ref}, MeshOp());
+  if (inserted)
+    it->second = lookupMesh(op, ref, &tables);
+  return it->second;
+}
+
+std::optional<int64_t> MeshCache::getGroupSize(MeshOp mesh,
+                                               AxisListAttr axes) {
+  auto [it, inserted] =
+      groupSizes.try_emplace({mesh.getOperation(), axes}, std::nullopt);
+  if (inserted) {
+    SmallVector<StringRef> names = axes.getNames();
+    if (llvm::all_of(names, [&](StringRef a) { return mesh.getAxisIndex(a); }))
+      it->second = mesh.getGroupSize(names);
+  }
+  return it->second;
+}
+
+static unsigned hashRule(const ShardingRule &rule) {
+  llvm::hash_code h = llvm::hash_value(rule.factors.size());
+  for (const ShardingFactor &f : rule.factors)
+    h = llvm::hash_combine(h, f.size, f.blocked, f.reduction.has_value(),
+                           f.reduction ? static_cast<uint32_t>(*f.reduction)
+                                       : 0u);
+  for (const auto *list : {&rule.operandDims, &rule.resultDims}) {
+    h = llvm::hash_combine(h, list->size());
+    for (const SmallVector<int64_t> &dims : *list)
+      h = llvm::hash_combine(h, llvm::hash_combine_range(dims.begin(),
+                                                         dims.end()));
+  }
+  return static_cast<unsigned>(h);
+}
+
+static bool equalRules(const ShardingRule &a, const ShardingRule &b) {
+  if (a.factors.size() != b.factors.size() || a.operandDims != b.operandDims ||
+      a.resultDims != b.resultDims)
+    return false;
+  for (auto [x, y] : llvm::zip(a.factors, b.factors))
+    if (x.size != y.size || x.blocked != y.blocked || x.reduction != y.reduction)
+      return false;
+  return true;
+}
+
+std::optional<unsigned> ShardingRuleTable::add(Operation *op) {
+  if (!isShardingRuleFixedByTypes(op))
+    return intern(getShardingRule(op));
+  SmallVector<const void *, 8> key;
+  key.push_back(op->getName().getAsOpaquePointer());
+  key.push_back(reinterpret_cast<const void *>(
+      static_cast<uintptr_t>(op->getNumOperands())));
+  for (Type t : op->getOperandTypes())
+    key.push_back(t.getAsOpaquePointer());
+  for (Type t : op->getResultTypes())
+    key.push_back(t.getAsOpaquePointer());
+  unsigned h = static_cast<unsigned>(
+      llvm::hash_combine_range(key.begin(), key.end()));
+  SmallVector<SignatureEntry, 1> &bucket = bySignature[h];
+  for (const SignatureEntry &entry : bucket)
+    if (entry.key == key)
+      return entry.rule;
+  std::optional<unsigned> rule = intern(getShardingRule(op));
+  bucket.push_back({std::move(key), rule});
+  return rule;
+}
+
+std::optional<unsigned>
+ShardingRuleTable::intern(FailureOr<ShardingRule> rule) {
+  if (failed(rule))
+    return std::nullopt;
+  SmallVector<unsigned, 1> &bucket = byHash[hashRule(*rule)];
+  for (unsigned index : bucket)
+    if (equalRules(rules[index], *rule))
+      return index;
+  rules.push_back(std::move(*rule));
+  bucket.push_back(rules.size() - 1);
+  return bucket.back();
+}
+
+//===----------------------------------------------------------------------===//
+// FactorAssignment
+//===----------------------------------------------------------------------===//
+
+bool FactorAssignment::onMesh(ShardingAttr s) {
+  if (!mesh) {
+    mesh = s.getMesh();
+    meshOp = meshes.get(op, mesh);
+  }
+  return meshOp && s.getMesh() == mesh;
+}
+
+bool FactorAssignment::isUsed(AxisListAttr axes) const {
+  return llvm::any_of(axes,
+                      [&](StringAttr a) { return llvm::is_contained(used, a); });
+}
+
+void FactorAssignment::assign(unsigned factor, AxisListAttr axes) {
+  factors[factor] = axes;
+  llvm::append_range(used, axes.getAxes());
+}
+
+void FactorAssignment::takeDims(ShardingAttr s, ArrayRef<int64_t> dims) {
+  if (!onMesh(s))
+    return;
+  ArrayRef<AxisListAttr> valueDims = s.getDims();
+  for (auto [d, f] : llvm::enumerate(dims)) {
+    if (f < 0 || d >= valueDims.size())
+      continue;
+    AxisListAttr axes = valueDims[d];
+    const ShardingFactor &factor = rule.factors[f];
+    if (axes.empty() || factors[f] || factor.blocked || isUsed(axes))
+      continue;
+    std::optional<int64_t> n = meshes.getGroupSize(meshOp, axes);
+    if (!n)
+      continue;
+    if (!ShapedType::isDynamic(factor.size) && !ShapedType::isDynamic(*n) &&
+        factor.size % *n != 0)
+      continue;
+    assign(f, axes);
+  }
+}
+
+void FactorAssignment::takePartial(
+    ShardingAttr s, function_ref<ShardingAttr(unsigned)> operandSharding) {
+  if (!s.isPartial() || !onMesh(s))
+    return;
+  SmallVector<StringAttr> pending(s.getPartialAxes().getAxes());
+  auto allPending = [&](AxisListAttr axes) {
+    return llvm::all_of(
+        axes, [&](StringAttr a) { return llvm::is_contained(pending, a); });
+  };
+  // Each reduction factor takes the axes one of its operand dims is sharded
+  // over, when they are all pending: where propagation took them from.
+  for (auto [f, factor] : llvm::enumerate(rule.factors)) {
+    if (!factor.reduction || factor.blocked || factors[f])
+      continue;
+    for (auto [i, dims] : llvm::enumerate(rule.operandDims)) {
+      if (factors[f])
+        break;
+      ShardingAttr p = operandSharding(i);
+      if (!p)
+        continue;
+      for (auto [d, g] : llvm::enumerate(dims)) {
+        if (g != static_cast<int64_t>(f) || d >= p.getRank())
+          continue;
+        AxisListAttr axes = p.getDimAxes(d);
+        if (axes.empty() || !allPending(axes))
+          continue;
+        assign(f, axes);
+        for (StringAttr a : axes)
+          llvm::erase(pending, a);
+        break;
+      }
+    }
+  }
+  // Whatever is left goes to the first free reduction factor.
+  if (pending.empty())
+    return;
+  for (auto [f, factor] : llvm::enumerate(rule.factors))
+    if (factor.reduction && !factor.blocked && !factors[f]) {
+      assign(f, AxisListAttr::get(op->getContext(), pending));
+      return;
+    }
+}

@@ -1,0 +1,237 @@
+//===- ShardingSupport.h - what propagation and partitioning share -*- C++ -*-===//
+//
+// Private to the two passes: how they see an op (by interface, never by
+// name), the tied values of region ops, the rules of many ops kept once,
+// caches of meshes and projections, and the one derivation of an op's factor
+// assignment from the shardings of its values.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESH_LIB_DIALECT_MESH_TRANSFORMS_SHARDINGSUPPORT_H
+#define MESH_LIB_DIALECT_MESH_TRANSFORMS_SHARDINGSUPPORT_H
+
+#include "mesh/Dialect/Mesh/IR/MeshOps.h"
+#include "mesh/Dialect/Mesh/Transforms/ShardingRuleModels.h"
+
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <optional>
+
+namespace mlir {
+namespace mesh {
+
+//===----------------------------------------------------------------------===//
+// How the passes see an op
+//===----------------------------------------------------------------------===//
+
+/// The part an op plays for propagation and partitioning.
+enum class OpRole : uint8_t {
+  /// Has a sharding rule (ShardingRuleOpInterface or the Elementwise trait).
+  Rule,
+  /// Has none: its tensors are replicated.
+  NoRule,
+  /// `mesh.shard`: a constraint, resharded to.
+  Shard,
+  /// A call (CallOpInterface): its callee's signature is the contract.
+  Call,
+  /// The ReturnLike terminator of a function.
+  FunctionReturn,
+  /// A RegionBranchOpInterface op whose forwarded values all tie up.
+  RegionBranch,
+  /// A terminator that forwards values of a region-branch op: handled with
+  /// its owner.
+  RegionTerminator,
+  /// A collective: already per device.
+  PerDevice,
+};
+
+/// The role of `op`, and for OpRole::Rule the role comes with a rule (see
+/// ShardingRuleTable).
+OpRole classifyOp(Operation *op);
+
+/// Values of a region-branch op that must share one layout: an operand
+/// passed in, the region arguments that receive it, the values terminators
+/// pass on, and the results.
+struct TiedGroup {
+  /// Every member, in the order of the op's operands, then each region's
+  /// arguments and terminator operands, then the results (an operand as its
+  /// value; a value passed twice appears twice).
+  SmallVector<Value> values;
+  /// The forwarded operands: the op's own, then its terminators'.
+  SmallVector<OpOperand *> operands;
+  /// The region arguments and results that receive them.
+  SmallVector<Value> inputs;
+};
+
+/// The tied groups of `op`, in the order of their first member. Fails when
+/// a tensor region argument or result receives nothing the interface
+/// describes.
+FailureOr<SmallVector<TiedGroup>> getTiedValueGroups(RegionBranchOpInterface op);
+
+/// The function `call` calls, if it can be found.
+FunctionOpInterface getCallee(CallOpInterface call,
+                              SymbolTableCollection &tables);
+
+/// The annotation of result `result` of `op` (`mesh.sharding`: one
+/// sharding, or an array with one per result), or null.
+ShardingAttr getResultAnnotation(Operation *op, unsigned result);
+
+//===----------------------------------------------------------------------===//
+// Factors and projections
+//===----------------------------------------------------------------------===//
+
+/// The axes each factor of a rule is sharded over (null: not sharded).
+using FactorSharding = SmallVector<AxisListAttr, 8>;
+
+/// The sharding on `mesh` of a value whose dims map to the factors `dims`
+/// (-1: none).
+ShardingAttr projectFactors(FlatSymbolRefAttr mesh,
+                            ArrayRef<AxisListAttr> factors,
+                            ArrayRef<int64_t> dims);
+
+/// The sharding of an op result: the projection, partial over the axes of
+/// the sharded reduction factors.
+ShardingAttr projectResult(FlatSymbolRefAttr mesh, const ShardingRule &rule,
+                           ArrayRef<AxisListAttr> factors,
+                           ArrayRef<int64_t> dims);
+
+/// projectFactors and projectResult with a small cache in front: the ops of
+/// a program tend to produce the same few shardings over and over, and a hit
+/// costs a hash of a few pointers instead of two attribute uniquings.
+class ShardingProjector {
+public:
+  /// projectFactors, cached.
+  ShardingAttr project(FlatSymbolRefAttr mesh, ArrayRef<AxisListAttr> factors,
+                       ArrayRef<int64_t> dims) {
+    return get(mesh, nullptr, factors, dims);
+  }
+  /// projectResult, cached.
+  ShardingAttr projectResult(FlatSymbolRefAttr mesh, const ShardingRule &rule,
+                             ArrayRef<AxisListAttr> factors,
+                             ArrayRef<int64_t> dims) {
+    return get(mesh, &rule, factors, dims);
+  }
+
+private:
+  ShardingAttr get(FlatSymbolRefAttr mesh, const ShardingRule *rule,
+                   ArrayRef<AxisListAttr> factors, ArrayRef<int64_t> dims);
+  struct Entry {
+    SmallVector<const void *, 8> key;
+    ShardingAttr value;
+  };
+  static constexpr unsigned kEntries = 64;
+  Entry entries[kEntries];
+};
+
+//===----------------------------------------------------------------------===//
+// Caches
+//===----------------------------------------------------------------------===//
+
+/// Hashes values by address, keeping their order: values made one after the
+/// other land in nearby buckets, so the maps the passes fill and read in
+/// program order stay in cache on programs of 50,000 ops (the default hash
+/// scatters them over the whole table).
+struct ValueAddressInfo : llvm::DenseMapInfo<Value> {
+  static unsigned getHashValue(Value v) {
+    return static_cast<unsigned>(
+        reinterpret_cast<uintptr_t>(v.getAsOpaquePointer()) >> 4);
+  }
+};
+
+/// Mesh lookups by symbol, cached per parent op (the passes ask once per
+/// op), and group sizes per (mesh, axes).
+class MeshCache {
+public:
+  explicit MeshCache(SymbolTableCollection &tables) : tables(tables) {}
+  /// The mesh `ref` names, seen from `op` (null if there is none).
+  MeshOp get(Operation *op, FlatSymbolRefAttr ref);
+  /// The number of devices of `axes` on `mesh` (ShapedType::kDynamic when
+  /// one is `?`), or std::nullopt when the mesh lacks one of them.
+  std::optional<int64_t> getGroupSize(MeshOp mesh, AxisListAttr axes);
+
+private:
+  SymbolTableCollection &tables;
+  DenseMap<std::pair<Operation *, Attribute>, MeshOp> meshes;
+  DenseMap<std::pair<Operation *, Attribute>, std::optional<int64_t>>
+      groupSizes;
+};
+
+/// The rules of many ops, each distinct rule stored once: a chain of 50,000
+/// elementwise ops on one shape has one rule. Ops whose rule is fixed by
+/// their name and types are looked up by those without deriving it again.
+class ShardingRuleTable {
+public:
+  /// The index of `op`'s rule, or std::nullopt when it has none.
+  std::optional<unsigned> add(Operation *op);
+  /// The rule at `index`.
+  const ShardingRule &operator[](unsigned index) const { return rules[index]; }
+
+private:
+  std::optional<unsigned> intern(FailureOr<ShardingRule> rule);
+  SmallVector<ShardingRule, 0> rules;
+  /// Hash of a rule -> indices of the rules with that hash.
+  DenseMap<unsigned, SmallVector<unsigned, 1>> byHash;
+  /// A signature (op name, operand types, result types) and its rule.
+  struct SignatureEntry {
+    SmallVector<const void *, 8> key;
+    std::optional<unsigned> rule;
+  };
+  /// Hash of a signature -> its entries.
+  DenseMap<unsigned, SmallVector<SignatureEntry, 1>> bySignature;
+};
+
+//===----------------------------------------------------------------------===//
+// The factor assignment of an op
+//===----------------------------------------------------------------------===//
+
+/// Which axes shard each factor of one op's rule, derived from the shardings
+/// of its values: propagation gives it the shardings it knows, partitioning
+/// the annotations of the op's results. The first sharding decides the mesh;
+/// values on other meshes are ignored. A factor takes the axes of the first
+/// dim mapped to it, unless it is blocked, one of the axes already shards
+/// another factor, the mesh lacks one, or its size does not divide by the
+/// axes' group size.
+class FactorAssignment {
+public:
+  FactorAssignment(const ShardingRule &rule, Operation *op, MeshCache &meshes)
+      : rule(rule), op(op), meshes(meshes), factors(rule.factors.size()) {}
+
+  /// Takes the axes of the dims of a value sharded as `s` whose dims map to
+  /// the factors `dims`.
+  void takeDims(ShardingAttr s, ArrayRef<int64_t> dims);
+
+  /// Gives the reduction factors the pending axes of a result sharded as
+  /// `s`: each to the reduction factor one of whose operand dims is sharded
+  /// over axes all pending in `s` (`operandSharding` gives the operands'
+  /// shardings), the rest to the first free reduction factor.
+  void takePartial(ShardingAttr s,
+                   function_ref<ShardingAttr(unsigned)> operandSharding);
+
+  /// The mesh, once a sharding on an existing mesh was taken.
+  FlatSymbolRefAttr getMesh() const { return meshOp ? mesh : nullptr; }
+  /// The axes of each factor.
+  ArrayRef<AxisListAttr> getFactors() const { return factors; }
+
+private:
+  /// Decides the mesh on the first sharding; false for any other mesh.
+  bool onMesh(ShardingAttr s);
+  bool isUsed(AxisListAttr axes) const;
+  void assign(unsigned factor, AxisListAttr axes);
+
+  const ShardingRule &rule;
+  Operation *op;
+  MeshCache &meshes;
+  FlatSymbolRefAttr mesh;
+  MeshOp meshOp;
+  FactorSharding factors;
+  /// Axes already given to a factor.
+  SmallVector<StringAttr, 8> used;
+};
+
+} // namespace mesh
+} // namespace mlir
+
+#endif // MESH_LIB_DIALECT_MESH_TRANSFORMS_SHARDINGSUPPORT_H
