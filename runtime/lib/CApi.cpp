@@ -1,5 +1,4 @@
-//===- CApi.cpp - The meshrt_* C ABI
-//---------------------------------------===//
+//===- CApi.cpp - The meshrt_* C ABI --------------------------------------===//
 //
 // Thin wrappers over the default Context: unwrap handles, run the C++ code,
 // turn exceptions into status codes plus a thread-local message, and apply
