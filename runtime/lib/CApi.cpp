@@ -1,5 +1,4 @@
-//===- CApi.cpp - The meshrt_* C ABI
-//---------------------------------------===//
+//===- CApi.cpp - The meshrt_* C ABI --------------------------------------===//
 //
 // Thin wrappers over the default Context: unwrap handles, run the C++ code,
 // turn exceptions into status codes plus a thread-local message, and apply
@@ -43,7 +42,7 @@ Comm *unwrap(meshrt_comm_t C) { return reinterpret_cast<Comm *>(C); }
 meshrt_comm_t wrap(Comm *C) { return reinterpret_cast<meshrt_comm_t>(C); }
 
 /// Records the error and applies the policy.
-int fail(const char *Fn, meshrt_status S, const char *Msg) {
+meshrt_status fail(const char *Fn, meshrt_status S, const char *Msg) {
   LastError = std::string(Fn) + ": " + Msg;
   if (policy().load(std::memory_order_relaxed) == MESHRT_ERRORS_RETURN)
     return S;
@@ -61,7 +60,7 @@ int fail(const char *Fn, meshrt_status S, const char *Msg) {
 }
 
 /// Runs `Body`, mapping exceptions to statuses.
-template <typename F> int guarded(const char *Fn, F &&Body) {
+template <typename F> meshrt_status guarded(const char *Fn, F &&Body) {
   try {
     Body();
     return MESHRT_SUCCESS;
@@ -116,12 +115,12 @@ int64_t checkedAxis(Mesh &M, int64_t Axis) {
 
 extern "C" {
 
-int meshrt_init(meshrt_backend Backend) {
+meshrt_status meshrt_init(meshrt_backend Backend) {
   return guarded("meshrt_init",
                  [&] { acquireDefaultContext(Backend, /*CountInit=*/true); });
 }
 
-int meshrt_finalize(void) {
+meshrt_status meshrt_finalize(void) {
   return guarded("meshrt_finalize", [] {
     if (!defaultContext())
       throw Error(MESHRT_ERROR_NOT_INITIALIZED,
@@ -135,21 +134,21 @@ int meshrt_is_initialized(void) {
   return C && !C->finalized();
 }
 
-int meshrt_get_backend(meshrt_backend *Out) {
+meshrt_status meshrt_get_backend(meshrt_backend *Out) {
   return guarded("meshrt_get_backend", [&] {
     need(Out, "out");
     *Out = context()->backendKind();
   });
 }
 
-int meshrt_world_rank(int64_t *Out) {
+meshrt_status meshrt_world_rank(int64_t *Out) {
   return guarded("meshrt_world_rank", [&] {
     need(Out, "out");
     *Out = context()->worldRank();
   });
 }
 
-int meshrt_world_size(int64_t *Out) {
+meshrt_status meshrt_world_size(int64_t *Out) {
   return guarded("meshrt_world_size", [&] {
     need(Out, "out");
     *Out = context()->worldSize();
@@ -198,15 +197,17 @@ const char *meshrt_dtype_name(meshrt_dtype T) { return dtypeName(T); }
 
 int64_t meshrt_dtype_size(meshrt_dtype T) { return dtypeSize(T); }
 
-int meshrt_get_stats(meshrt_stats *Out) {
+meshrt_status meshrt_get_stats(meshrt_stats *Out) {
   return guarded("meshrt_get_stats", [&] {
     need(Out, "out");
     *Out = context()->stats();
   });
 }
 
-int meshrt_mesh_declare(const char *Name, int64_t NDims, const int64_t *Sizes,
-                        const char *const *AxisNames, meshrt_mesh_t *Out) {
+meshrt_status meshrt_mesh_declare(const char *Name, int64_t NDims,
+                                  const int64_t *Sizes,
+                                  const char *const *AxisNames,
+                                  meshrt_mesh_t *Out) {
   return guarded("meshrt_mesh_declare", [&] {
     need(Name, "name");
     need(Out, "out");
@@ -227,7 +228,7 @@ int meshrt_mesh_declare(const char *Name, int64_t NDims, const int64_t *Sizes,
   });
 }
 
-int meshrt_mesh_lookup(const char *Name, meshrt_mesh_t *Out) {
+meshrt_status meshrt_mesh_lookup(const char *Name, meshrt_mesh_t *Out) {
   return guarded("meshrt_mesh_lookup", [&] {
     need(Name, "name");
     need(Out, "out");
@@ -239,14 +240,15 @@ int meshrt_mesh_lookup(const char *Name, meshrt_mesh_t *Out) {
   });
 }
 
-int meshrt_mesh_ndims(meshrt_mesh_t M, int64_t *Out) {
+meshrt_status meshrt_mesh_ndims(meshrt_mesh_t M, int64_t *Out) {
   return guarded("meshrt_mesh_ndims", [&] {
     need(Out, "out");
     *Out = mesh(M).layout().ndims();
   });
 }
 
-int meshrt_mesh_axis_index(meshrt_mesh_t M, const char *Name, int64_t *Out) {
+meshrt_status meshrt_mesh_axis_index(meshrt_mesh_t M, const char *Name,
+                                     int64_t *Out) {
   return guarded("meshrt_mesh_axis_index", [&] {
     need(Name, "axis_name");
     need(Out, "out");
@@ -254,7 +256,8 @@ int meshrt_mesh_axis_index(meshrt_mesh_t M, const char *Name, int64_t *Out) {
   });
 }
 
-int meshrt_mesh_axis_size(meshrt_mesh_t M, int64_t Axis, int64_t *Out) {
+meshrt_status meshrt_mesh_axis_size(meshrt_mesh_t M, int64_t Axis,
+                                    int64_t *Out) {
   return guarded("meshrt_mesh_axis_size", [&] {
     need(Out, "out");
     Mesh &R = mesh(M);
@@ -262,7 +265,8 @@ int meshrt_mesh_axis_size(meshrt_mesh_t M, int64_t Axis, int64_t *Out) {
   });
 }
 
-int meshrt_mesh_coordinate(meshrt_mesh_t M, int64_t Axis, int64_t *Out) {
+meshrt_status meshrt_mesh_coordinate(meshrt_mesh_t M, int64_t Axis,
+                                     int64_t *Out) {
   return guarded("meshrt_mesh_coordinate", [&] {
     need(Out, "out");
     Mesh &R = mesh(M);
@@ -270,8 +274,8 @@ int meshrt_mesh_coordinate(meshrt_mesh_t M, int64_t Axis, int64_t *Out) {
   });
 }
 
-int meshrt_comm_get(meshrt_mesh_t M, int64_t NAxes, const int64_t *Axes,
-                    meshrt_comm_t *Out) {
+meshrt_status meshrt_comm_get(meshrt_mesh_t M, int64_t NAxes,
+                              const int64_t *Axes, meshrt_comm_t *Out) {
   return guarded("meshrt_comm_get", [&] {
     need(Out, "out");
     Mesh &R = mesh(M);
@@ -287,8 +291,9 @@ int meshrt_comm_get(meshrt_mesh_t M, int64_t NAxes, const int64_t *Axes,
   });
 }
 
-int meshrt_comm_get_by_names(meshrt_mesh_t M, int64_t NAxes,
-                             const char *const *Names, meshrt_comm_t *Out) {
+meshrt_status meshrt_comm_get_by_names(meshrt_mesh_t M, int64_t NAxes,
+                                       const char *const *Names,
+                                       meshrt_comm_t *Out) {
   return guarded("meshrt_comm_get_by_names", [&] {
     need(Out, "out");
     Mesh &R = mesh(M);
@@ -307,21 +312,22 @@ int meshrt_comm_get_by_names(meshrt_mesh_t M, int64_t NAxes,
   });
 }
 
-int meshrt_comm_rank(meshrt_comm_t C, int64_t *Out) {
+meshrt_status meshrt_comm_rank(meshrt_comm_t C, int64_t *Out) {
   return guarded("meshrt_comm_rank", [&] {
     need(Out, "out");
     *Out = comm(C).rank();
   });
 }
 
-int meshrt_comm_size(meshrt_comm_t C, int64_t *Out) {
+meshrt_status meshrt_comm_size(meshrt_comm_t C, int64_t *Out) {
   return guarded("meshrt_comm_size", [&] {
     need(Out, "out");
     *Out = comm(C).size();
   });
 }
 
-int meshrt_comm_world_rank(meshrt_comm_t C, int64_t GroupRank, int64_t *Out) {
+meshrt_status meshrt_comm_world_rank(meshrt_comm_t C, int64_t GroupRank,
+                                     int64_t *Out) {
   return guarded("meshrt_comm_world_rank", [&] {
     need(Out, "out");
     Comm &R = comm(C);
@@ -334,7 +340,7 @@ int meshrt_comm_world_rank(meshrt_comm_t C, int64_t GroupRank, int64_t *Out) {
   });
 }
 
-int meshrt_comm_native_handle(meshrt_comm_t C, void **Out) {
+meshrt_status meshrt_comm_native_handle(meshrt_comm_t C, void **Out) {
   return guarded("meshrt_comm_native_handle", [&] {
     need(Out, "out");
     Comm &R = comm(C);
@@ -343,43 +349,46 @@ int meshrt_comm_native_handle(meshrt_comm_t C, void **Out) {
   });
 }
 
-int meshrt_all_reduce(meshrt_comm_t C, const void *Send, void *Recv,
-                      int64_t Count, meshrt_dtype T, meshrt_reduce_op Op) {
+meshrt_status meshrt_all_reduce(meshrt_comm_t C, const void *Send, void *Recv,
+                                int64_t Count, meshrt_dtype T,
+                                meshrt_reduce_op Op) {
   return guarded("meshrt_all_reduce",
                  [&] { comm(C).allReduce(Send, Recv, Count, T, Op); });
 }
 
-int meshrt_all_gather(meshrt_comm_t C, const void *Send, void *Recv,
-                      int64_t Count, meshrt_dtype T) {
+meshrt_status meshrt_all_gather(meshrt_comm_t C, const void *Send, void *Recv,
+                                int64_t Count, meshrt_dtype T) {
   return guarded("meshrt_all_gather",
                  [&] { comm(C).allGather(Send, Recv, Count, T); });
 }
 
-int meshrt_reduce_scatter(meshrt_comm_t C, const void *Send, void *Recv,
-                          int64_t Count, meshrt_dtype T, meshrt_reduce_op Op) {
+meshrt_status meshrt_reduce_scatter(meshrt_comm_t C, const void *Send,
+                                    void *Recv, int64_t Count, meshrt_dtype T,
+                                    meshrt_reduce_op Op) {
   return guarded("meshrt_reduce_scatter",
                  [&] { comm(C).reduceScatter(Send, Recv, Count, T, Op); });
 }
 
-int meshrt_all_to_all(meshrt_comm_t C, const void *Send, void *Recv,
-                      int64_t Count, meshrt_dtype T) {
+meshrt_status meshrt_all_to_all(meshrt_comm_t C, const void *Send, void *Recv,
+                                int64_t Count, meshrt_dtype T) {
   return guarded("meshrt_all_to_all",
                  [&] { comm(C).allToAll(Send, Recv, Count, T); });
 }
 
-int meshrt_broadcast(meshrt_comm_t C, void *Buf, int64_t Count, meshrt_dtype T,
-                     int64_t Root) {
+meshrt_status meshrt_broadcast(meshrt_comm_t C, void *Buf, int64_t Count,
+                               meshrt_dtype T, int64_t Root) {
   return guarded("meshrt_broadcast",
                  [&] { comm(C).broadcast(Buf, Count, T, Root); });
 }
 
-int meshrt_permute(meshrt_comm_t C, const void *Send, void *Recv, int64_t Count,
-                   meshrt_dtype T, int64_t Offset, int32_t Flags) {
+meshrt_status meshrt_permute(meshrt_comm_t C, const void *Send, void *Recv,
+                             int64_t Count, meshrt_dtype T, int64_t Offset,
+                             int32_t Flags) {
   return guarded("meshrt_permute",
                  [&] { comm(C).permute(Send, Recv, Count, T, Offset, Flags); });
 }
 
-int meshrt_barrier(meshrt_comm_t C) {
+meshrt_status meshrt_barrier(meshrt_comm_t C) {
   return guarded("meshrt_barrier", [&] { comm(C).barrier(); });
 }
 

@@ -86,6 +86,31 @@ void finalizeAtExit() {
     MPI_Finalize();
 }
 
+/// Initializes MPI unless the program did already, and registers the
+/// at-exit finalization once per process.
+void startMpi() {
+  ProcessState &P = processState();
+  std::lock_guard<std::mutex> Lock(P.Mutex);
+  int Init = 0, Fin = 0;
+  MPI_Initialized(&Init);
+  MPI_Finalized(&Fin);
+  if (Fin)
+    throw Error(MESHRT_ERROR_NOT_INITIALIZED,
+                "MPI is already finalized in this process; the runtime "
+                "cannot start");
+  if (!Init) {
+    int Provided = 0;
+    checkMpi(
+        MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &Provided),
+        "MPI_Init_thread");
+    P.WeInitializedMpi = true;
+  }
+  if (!P.AtExitRegistered) {
+    std::atexit(finalizeAtExit);
+    P.AtExitRegistered = true;
+  }
+}
+
 const char *const DTypeNames[kNumDTypes] = {"f16", "bf16", "f32", "f64",
                                             "i8",  "i32",  "i64", "u8"};
 const char *const RedOpNames[kNumReduceOps] = {"sum", "prod", "min", "max",
@@ -122,6 +147,31 @@ uint64_t digest(const std::string &Name, const std::vector<int64_t> &Sizes,
   for (const std::string &A : Axes)
     Mix(A.c_str(), A.size() + 1);
   return H;
+}
+
+/// Checks the name and axis names of a mesh declaration and resolves its
+/// sizes against `WorldSize`. Throws meshrt::Error.
+std::vector<int64_t> resolveDeclaration(const std::string &Name,
+                                        const std::vector<int64_t> &Sizes,
+                                        const std::vector<std::string> &Axes,
+                                        int64_t WorldSize) {
+  if (Name.empty())
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT, "a mesh needs a name");
+  if (Sizes.size() != Axes.size())
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                "shape " + MeshLayout::formatShape(Sizes) + " has " +
+                    std::to_string(Sizes.size()) + " axes but " +
+                    std::to_string(Axes.size()) + " axis names were given");
+  for (size_t I = 0; I < Axes.size(); ++I) {
+    if (Axes[I].empty())
+      throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                  "axis " + std::to_string(I) + " has an empty name");
+    for (size_t J = 0; J < I; ++J)
+      if (Axes[I] == Axes[J])
+        throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                    "axis name '" + Axes[I] + "' is used twice");
+  }
+  return MeshLayout::resolveShape(Sizes, WorldSize);
 }
 
 /// A description for the watchdog while nothing better exists yet.
@@ -289,41 +339,30 @@ std::shared_ptr<Context> Context::create(meshrt_backend Requested) {
 }
 
 void Context::start(meshrt_backend Requested) {
-  {
-    ProcessState &P = processState();
-    std::lock_guard<std::mutex> Lock(P.Mutex);
-    int Init = 0, Fin = 0;
-    MPI_Initialized(&Init);
-    MPI_Finalized(&Fin);
-    if (Fin)
-      throw Error(MESHRT_ERROR_NOT_INITIALIZED,
-                  "MPI is already finalized in this process; the runtime "
-                  "cannot start");
-    if (!Init) {
-      int Provided = 0;
-      checkMpi(
-          MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &Provided),
-          "MPI_Init_thread");
-      P.WeInitializedMpi = true;
-    }
-    if (!P.AtExitRegistered) {
-      std::atexit(finalizeAtExit);
-      P.AtExitRegistered = true;
-    }
-  }
+  startMpi();
   // Local choices first; then one allreduce agrees on them, so that a rank
   // that fails here cannot leave the others waiting.
-  std::string LocalError;
-  meshrt_status LocalStatus = MESHRT_SUCCESS;
+  std::optional<Error> LocalFailure;
   meshrt_backend Kind = MESHRT_BACKEND_MPI;
   double Timeout = 600;
   try {
     Timeout = timeoutFromEnv();
     Kind = chooseBackend(Requested);
   } catch (const Error &E) {
-    LocalError = E.what();
-    LocalStatus = E.status();
+    LocalFailure = E;
   }
+  TextDescribable Where("the world (runtime start-up)");
+  startControl(Timeout, Where);
+  agreeOnStart(Kind, LocalFailure, Where);
+  startBackend(Kind, Where);
+  fillSupportedOps();
+  // The world serves every full-mesh group in mesh order.
+  MeshLayout WorldLayout({WorldSize});
+  Shared[WorldLayout.groupKey({0})] = World;
+  Stats.communicators = 1;
+}
+
+void Context::startControl(double Timeout, const Describable &Where) {
   int R = 0, S = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &R);
   MPI_Comm_size(MPI_COMM_WORLD, &S);
@@ -333,22 +372,27 @@ void Context::start(meshrt_backend Requested) {
   // The watchdog covers start-up too: a rank that never arrives (or arrives
   // at something else) aborts the job instead of hanging it.
   Dog = std::make_unique<Watchdog>(Timeout, MPI_COMM_WORLD, WorldRank);
-  TextDescribable Where("the world (runtime start-up)");
   {
     WatchScope W(*Dog, "start-up", &Where);
     checkMpi(MPI_Comm_dup(MPI_COMM_WORLD, &Control),
              "MPI_Comm_dup(MPI_COMM_WORLD)");
   }
   MPI_Comm_set_errhandler(Control, MPI_ERRORS_RETURN);
-  int64_t Mine[3] = {LocalError.empty() ? 0 : 1, int64_t(Kind), -int64_t(Kind)};
+}
+
+void Context::agreeOnStart(meshrt_backend Kind,
+                           const std::optional<Error> &LocalFailure,
+                           const Describable &Where) {
+  // The max of Kind and of -Kind give max and -min: equal iff all agree.
+  int64_t Mine[3] = {LocalFailure ? 1 : 0, int64_t(Kind), -int64_t(Kind)};
   int64_t All[3];
   {
     WatchScope W(*Dog, "start-up", &Where);
     checkMpi(MPI_Allreduce(Mine, All, 3, MPI_INT64_T, MPI_MAX, Control),
              "MPI_Allreduce (start-up)");
   }
-  if (!LocalError.empty())
-    throw Error(LocalStatus, LocalError);
+  if (LocalFailure)
+    throw *LocalFailure;
   if (All[0])
     throw Error(MESHRT_ERROR_BACKEND,
                 "another rank could not start the runtime (see its message)");
@@ -357,13 +401,16 @@ void Context::start(meshrt_backend Requested) {
                 "ranks chose different backends (some mpi, some nccl); with "
                 "MESHRT_BACKEND=auto either every rank or no rank must see a "
                 "CUDA device; set MESHRT_BACKEND explicitly");
-  {
-    WatchScope W(*Dog, "start-up", &Where);
-    TheBackend = Kind == MESHRT_BACKEND_NCCL ? createNcclBackend(Control)
-                                             : createMpiBackend(Control);
-    World = TheBackend->createWorld();
-  }
-  // The (dtype, reduction) pairs that work here, for the hot-path check.
+}
+
+void Context::startBackend(meshrt_backend Kind, const Describable &Where) {
+  WatchScope W(*Dog, "start-up", &Where);
+  TheBackend = Kind == MESHRT_BACKEND_NCCL ? createNcclBackend(Control)
+                                           : createMpiBackend(Control);
+  World = TheBackend->createWorld();
+}
+
+void Context::fillSupportedOps() {
   for (int T = 0; T < kNumDTypes; ++T)
     for (int R = 0; R < kNumReduceOps; ++R) {
       bool Bitwise = R == MESHRT_BAND || R == MESHRT_BOR || R == MESHRT_BXOR;
@@ -375,9 +422,6 @@ void Context::start(meshrt_backend Requested) {
       } catch (const Error &) {
       }
     }
-  MeshLayout WorldLayout({WorldSize});
-  Shared[WorldLayout.groupKey({0})] = World;
-  Stats.communicators = 1;
 }
 
 Context::~Context() {
@@ -470,11 +514,32 @@ Mesh &Context::declareMesh(const std::string &Name,
                            const std::vector<std::string> &AxisNames) {
   checkAlive("declare a mesh");
   std::lock_guard<std::mutex> Lock(Mutex);
+  if (Mesh *Existing = findRedeclaration(Name, Sizes, AxisNames))
+    return *Existing;
+  // A local error is only thrown after the agreement step, so that the other
+  // ranks do not wait for this one.
+  std::optional<Error> LocalFailure;
+  std::vector<int64_t> Resolved;
+  try {
+    Resolved = resolveDeclaration(Name, Sizes, AxisNames, WorldSize);
+  } catch (const Error &E) {
+    LocalFailure = Error(E.status(), "mesh '" + Name + "': " + E.what());
+  }
+  agreeOnDeclaration(Name, Sizes, Resolved, AxisNames, LocalFailure);
+  Meshes.push_back(
+      std::make_unique<Mesh>(*this, Name, Sizes, Resolved, AxisNames));
+  ++Stats.meshes;
+  return *Meshes.back();
+}
+
+Mesh *Context::findRedeclaration(const std::string &Name,
+                                 const std::vector<int64_t> &Sizes,
+                                 const std::vector<std::string> &AxisNames) {
   for (auto &M : Meshes) {
     if (M->Name != Name)
       continue;
     if (M->Declared == Sizes && M->AxisNames == AxisNames)
-      return *M;
+      return M.get();
     throw Error(MESHRT_ERROR_MESH_MISMATCH,
                 "mesh '" + Name + "' is already declared with shape " +
                     MeshLayout::formatShape(M->Declared) + " and axes (" +
@@ -483,38 +548,18 @@ Mesh &Context::declareMesh(const std::string &Name,
                     MeshLayout::formatShape(Sizes) + " and axes (" +
                     joinNames(AxisNames) + ")");
   }
+  return nullptr;
+}
 
-  std::string LocalError;
-  meshrt_status LocalStatus = MESHRT_SUCCESS;
-  std::vector<int64_t> Resolved;
-  try {
-    if (Name.empty())
-      throw Error(MESHRT_ERROR_INVALID_ARGUMENT, "a mesh needs a name");
-    if (Sizes.size() != AxisNames.size())
-      throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
-                  "shape " + MeshLayout::formatShape(Sizes) + " has " +
-                      std::to_string(Sizes.size()) + " axes but " +
-                      std::to_string(AxisNames.size()) +
-                      " axis names were given");
-    for (size_t I = 0; I < AxisNames.size(); ++I) {
-      if (AxisNames[I].empty())
-        throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
-                    "axis " + std::to_string(I) + " has an empty name");
-      for (size_t J = 0; J < I; ++J)
-        if (AxisNames[I] == AxisNames[J])
-          throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
-                      "axis name '" + AxisNames[I] + "' is used twice");
-    }
-    Resolved = MeshLayout::resolveShape(Sizes, WorldSize);
-  } catch (const Error &E) {
-    LocalError = "mesh '" + Name + "': " + E.what();
-    LocalStatus = E.status();
-  }
-
+void Context::agreeOnDeclaration(const std::string &Name,
+                                 const std::vector<int64_t> &Sizes,
+                                 const std::vector<int64_t> &Resolved,
+                                 const std::vector<std::string> &AxisNames,
+                                 const std::optional<Error> &LocalFailure) {
   // Every rank contributes its digest (and whether it failed locally); the
   // max of h and of ~h give max and ~min, equal iff all digests are equal.
-  uint64_t H = LocalError.empty() ? digest(Name, Resolved, AxisNames) : 0;
-  int64_t Mine[3] = {LocalError.empty() ? 0 : 1, int64_t(H), int64_t(~H)};
+  uint64_t H = LocalFailure ? 0 : digest(Name, Resolved, AxisNames);
+  int64_t Mine[3] = {LocalFailure ? 1 : 0, int64_t(H), int64_t(~H)};
   int64_t All[3];
   TextDescribable Where("mesh " + describeDecl(Name, Sizes, AxisNames));
   {
@@ -522,38 +567,39 @@ Mesh &Context::declareMesh(const std::string &Name,
     checkMpi(MPI_Allreduce(Mine, All, 3, MPI_INT64_T, MPI_MAX, Control),
              "MPI_Allreduce (mesh declaration)");
   }
-  if (!LocalError.empty())
-    throw Error(LocalStatus, LocalError);
+  if (LocalFailure)
+    throw *LocalFailure;
   if (All[0])
     throw Error(MESHRT_ERROR_MESH_MISMATCH,
                 "mesh '" + Name +
                     "' could not be declared on another rank (see its "
                     "message)");
-  if (All[1] != ~All[2]) {
-    // Find the first rank that disagrees with rank 0 and show both.
-    WatchScope W(*Dog, "mesh declaration", &Where);
-    std::vector<uint64_t> Hashes(static_cast<size_t>(WorldSize));
-    checkMpi(MPI_Allgather(&H, 1, MPI_UINT64_T, Hashes.data(), 1, MPI_UINT64_T,
-                           Control),
-             "MPI_Allgather (mesh declaration)");
-    int Other = 1;
-    while (Other < WorldSize && Hashes[size_t(Other)] == Hashes[0])
-      ++Other;
-    std::string Mine = describeDecl(Name, Sizes, AxisNames);
-    std::string First = bcastString(Mine, 0, int(WorldRank), Control);
-    std::string Second = bcastString(Mine, Other, int(WorldRank), Control);
-    throw Error(MESHRT_ERROR_MESH_MISMATCH,
-                "mesh declared differently on different ranks: rank 0 "
-                "declared " +
-                    First + " but rank " + std::to_string(Other) +
-                    " declared " + Second +
-                    " (every rank must declare the same meshes in the same "
-                    "order)");
-  }
-  Meshes.push_back(
-      std::make_unique<Mesh>(*this, Name, Sizes, Resolved, AxisNames));
-  ++Stats.meshes;
-  return *Meshes.back();
+  if (All[1] != ~All[2])
+    reportDeclarationMismatch(Name, Sizes, AxisNames, H, Where);
+}
+
+void Context::reportDeclarationMismatch(
+    const std::string &Name, const std::vector<int64_t> &Sizes,
+    const std::vector<std::string> &AxisNames, uint64_t Digest,
+    const Describable &Where) {
+  WatchScope W(*Dog, "mesh declaration", &Where);
+  std::vector<uint64_t> Digests(static_cast<size_t>(WorldSize));
+  checkMpi(MPI_Allgather(&Digest, 1, MPI_UINT64_T, Digests.data(), 1,
+                         MPI_UINT64_T, Control),
+           "MPI_Allgather (mesh declaration)");
+  int Other = 1;
+  while (Other < WorldSize && Digests[size_t(Other)] == Digests[0])
+    ++Other;
+  std::string Mine = describeDecl(Name, Sizes, AxisNames);
+  std::string First = bcastString(Mine, 0, int(WorldRank), Control);
+  std::string Second = bcastString(Mine, Other, int(WorldRank), Control);
+  throw Error(MESHRT_ERROR_MESH_MISMATCH,
+              "mesh declared differently on different ranks: rank 0 "
+              "declared " +
+                  First + " but rank " + std::to_string(Other) + " declared " +
+                  Second +
+                  " (every rank must declare the same meshes in the same "
+                  "order)");
 }
 
 static uint64_t packAxes(const std::vector<int64_t> &Axes) {

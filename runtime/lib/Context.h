@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -262,7 +263,45 @@ public:
 
 private:
   Context() = default;
+  /// Starts the context: MPI, the control communicator, the watchdog, the
+  /// backend and its world communicator. Collective over MPI_COMM_WORLD.
   void start(meshrt_backend Requested);
+  /// Records this process's world rank and size, starts the watchdog with
+  /// `Timeout` and duplicates MPI_COMM_WORLD into the control communicator.
+  void startControl(double Timeout, const Describable &Where);
+  /// Agrees across ranks that every rank started and chose backend `Kind`;
+  /// throws `LocalFailure` (this rank's own error) first, then the errors
+  /// seen elsewhere. Collective over the control communicator.
+  void agreeOnStart(meshrt_backend Kind,
+                    const std::optional<Error> &LocalFailure,
+                    const Describable &Where);
+  /// Creates the backend of kind `Kind` and its world communicator.
+  void startBackend(meshrt_backend Kind, const Describable &Where);
+  /// Fills SupportedOps from what the backend accepts.
+  void fillSupportedOps();
+
+  /// The mesh already declared as `Name` if its shape and axis names are the
+  /// same, null if there is none; throws if it was declared differently.
+  /// Called with Mutex held.
+  Mesh *findRedeclaration(const std::string &Name,
+                          const std::vector<int64_t> &Sizes,
+                          const std::vector<std::string> &AxisNames);
+  /// Compares the declaration (resolved to `Resolved`) across ranks with one
+  /// digest allreduce; throws `LocalFailure` first, then a mismatch or a
+  /// failure seen elsewhere. Collective. Called with Mutex held.
+  void agreeOnDeclaration(const std::string &Name,
+                          const std::vector<int64_t> &Sizes,
+                          const std::vector<int64_t> &Resolved,
+                          const std::vector<std::string> &AxisNames,
+                          const std::optional<Error> &LocalFailure);
+  /// Finds the first rank whose declaration digest differs from rank 0's
+  /// and throws an error quoting both declarations. Collective.
+  [[noreturn]] void
+  reportDeclarationMismatch(const std::string &Name,
+                            const std::vector<int64_t> &Sizes,
+                            const std::vector<std::string> &AxisNames,
+                            uint64_t Digest, const Describable &Where);
+
   std::shared_ptr<BackendComm> backendCommFor(const MeshLayout &L,
                                               const std::vector<int64_t> &Axes,
                                               int64_t Color, int64_t Key,

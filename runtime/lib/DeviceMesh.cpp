@@ -1,5 +1,4 @@
-//===- DeviceMesh.cpp - C++ API shaped like DeviceMesh
-//---------------------===//
+//===- DeviceMesh.cpp - C++ API shaped like DeviceMesh --------------------===//
 //
 // DeviceMesh is a view: a declared mesh plus a list of named dimensions, each
 // standing for an ordered list of the declared mesh's axes (one axis, or

@@ -112,67 +112,81 @@ bool bind(void *Lib, const char *Name, Fn &Out, std::string &Err) {
   return Out != nullptr;
 }
 
+/// Binds the CUDA runtime entry points the backend uses; appends what is
+/// missing to `Err`.
+void bindCuda(void *Cudart, CudaApi &C, std::string &Err) {
+  bind(Cudart, "cudaGetDeviceCount", C.GetDeviceCount, Err);
+  bind(Cudart, "cudaSetDevice", C.SetDevice, Err);
+  bind(Cudart, "cudaStreamCreateWithFlags", C.StreamCreateWithFlags, Err);
+  bind(Cudart, "cudaStreamDestroy", C.StreamDestroy, Err);
+  bind(Cudart, "cudaStreamQuery", C.StreamQuery, Err);
+  bind(Cudart, "cudaMemsetAsync", C.MemsetAsync, Err);
+  bind(Cudart, "cudaMemcpyAsync", C.MemcpyAsync, Err);
+  bind(Cudart, "cudaMalloc", C.Malloc, Err);
+  bind(Cudart, "cudaFree", C.Free, Err);
+  bind(Cudart, "cudaGetErrorString", C.GetErrorString, Err);
+  bind(Cudart, "cudaPointerGetAttributes", C.PointerGetAttributes, Err);
+}
+
+/// Binds the NCCL entry points the backend uses; appends what is missing to
+/// `Err`.
+void bindNccl(void *Nccl, NcclApi &N, std::string &Err) {
+  bind(Nccl, "ncclGetVersion", N.GetVersion, Err);
+  bind(Nccl, "ncclGetUniqueId", N.GetUniqueId, Err);
+  bind(Nccl, "ncclCommInitRankConfig", N.CommInitRankConfig, Err);
+  bind(Nccl, "ncclCommSplit", N.CommSplit, Err);
+  bind(Nccl, "ncclCommDestroy", N.CommDestroy, Err);
+  bind(Nccl, "ncclCommAbort", N.CommAbort, Err);
+  bind(Nccl, "ncclCommGetAsyncError", N.CommGetAsyncError, Err);
+  bind(Nccl, "ncclCommCount", N.CommCount, Err);
+  bind(Nccl, "ncclCommUserRank", N.CommUserRank, Err);
+  bind(Nccl, "ncclGetErrorString", N.GetErrorString, Err);
+  bind(Nccl, "ncclGetLastError", N.GetLastError, Err);
+  bind(Nccl, "ncclAllReduce", N.AllReduce, Err);
+  bind(Nccl, "ncclAllGather", N.AllGather, Err);
+  bind(Nccl, "ncclReduceScatter", N.ReduceScatter, Err);
+  bind(Nccl, "ncclBroadcast", N.Broadcast, Err);
+  bind(Nccl, "ncclSend", N.Send, Err);
+  bind(Nccl, "ncclRecv", N.Recv, Err);
+  bind(Nccl, "ncclGroupStart", N.GroupStart, Err);
+  bind(Nccl, "ncclGroupEnd", N.GroupEnd, Err);
+}
+
+/// Opens libcudart and libnccl and binds their entry points into `L`; sets
+/// `L.Loaded`, or `L.Error` to why that failed.
+void loadLibraries(Libraries &L) {
+  std::string Tried;
+  std::string CudartSoname =
+      "libcudart.so." + std::to_string(CUDART_VERSION / 1000);
+  void *Cudart = openFirst(
+      "MESHRT_CUDART_LIBRARY",
+      {MESHRT_CUDART_PATH, CudartSoname.c_str(), "libcudart.so"}, Tried);
+  if (!Cudart) {
+    L.Error = "cannot load libcudart (" + Tried + ")";
+    return;
+  }
+  void *Nccl =
+      openFirst("MESHRT_NCCL_LIBRARY",
+                {MESHRT_NCCL_PATH, "libnccl.so.2", "libnccl.so"}, Tried);
+  if (!Nccl) {
+    L.Error = "cannot load libnccl (" + Tried + ")";
+    return;
+  }
+  std::string Err;
+  bindCuda(Cudart, L.Cuda, Err);
+  bindNccl(Nccl, L.Nccl, Err);
+  if (!Err.empty()) {
+    L.Error = "libcudart/libnccl lack what meshrt needs (NCCL >= 2.18): " + Err;
+    return;
+  }
+  L.Loaded = true;
+}
+
+/// The libraries, loaded on first use (once per process).
 const Libraries &libraries() {
   static Libraries L;
   static std::once_flag Once;
-  std::call_once(Once, [] {
-    std::string Tried;
-    std::string CudartSoname =
-        "libcudart.so." + std::to_string(CUDART_VERSION / 1000);
-    void *Cudart = openFirst(
-        "MESHRT_CUDART_LIBRARY",
-        {MESHRT_CUDART_PATH, CudartSoname.c_str(), "libcudart.so"}, Tried);
-    if (!Cudart) {
-      L.Error = "cannot load libcudart (" + Tried + ")";
-      return;
-    }
-    void *Nccl =
-        openFirst("MESHRT_NCCL_LIBRARY",
-                  {MESHRT_NCCL_PATH, "libnccl.so.2", "libnccl.so"}, Tried);
-    if (!Nccl) {
-      L.Error = "cannot load libnccl (" + Tried + ")";
-      return;
-    }
-    std::string Err;
-    CudaApi &C = L.Cuda;
-    bind(Cudart, "cudaGetDeviceCount", C.GetDeviceCount, Err);
-    bind(Cudart, "cudaSetDevice", C.SetDevice, Err);
-    bind(Cudart, "cudaStreamCreateWithFlags", C.StreamCreateWithFlags, Err);
-    bind(Cudart, "cudaStreamDestroy", C.StreamDestroy, Err);
-    bind(Cudart, "cudaStreamQuery", C.StreamQuery, Err);
-    bind(Cudart, "cudaMemsetAsync", C.MemsetAsync, Err);
-    bind(Cudart, "cudaMemcpyAsync", C.MemcpyAsync, Err);
-    bind(Cudart, "cudaMalloc", C.Malloc, Err);
-    bind(Cudart, "cudaFree", C.Free, Err);
-    bind(Cudart, "cudaGetErrorString", C.GetErrorString, Err);
-    bind(Cudart, "cudaPointerGetAttributes", C.PointerGetAttributes, Err);
-    NcclApi &N = L.Nccl;
-    bind(Nccl, "ncclGetVersion", N.GetVersion, Err);
-    bind(Nccl, "ncclGetUniqueId", N.GetUniqueId, Err);
-    bind(Nccl, "ncclCommInitRankConfig", N.CommInitRankConfig, Err);
-    bind(Nccl, "ncclCommSplit", N.CommSplit, Err);
-    bind(Nccl, "ncclCommDestroy", N.CommDestroy, Err);
-    bind(Nccl, "ncclCommAbort", N.CommAbort, Err);
-    bind(Nccl, "ncclCommGetAsyncError", N.CommGetAsyncError, Err);
-    bind(Nccl, "ncclCommCount", N.CommCount, Err);
-    bind(Nccl, "ncclCommUserRank", N.CommUserRank, Err);
-    bind(Nccl, "ncclGetErrorString", N.GetErrorString, Err);
-    bind(Nccl, "ncclGetLastError", N.GetLastError, Err);
-    bind(Nccl, "ncclAllReduce", N.AllReduce, Err);
-    bind(Nccl, "ncclAllGather", N.AllGather, Err);
-    bind(Nccl, "ncclReduceScatter", N.ReduceScatter, Err);
-    bind(Nccl, "ncclBroadcast", N.Broadcast, Err);
-    bind(Nccl, "ncclSend", N.Send, Err);
-    bind(Nccl, "ncclRecv", N.Recv, Err);
-    bind(Nccl, "ncclGroupStart", N.GroupStart, Err);
-    bind(Nccl, "ncclGroupEnd", N.GroupEnd, Err);
-    if (!Err.empty()) {
-      L.Error =
-          "libcudart/libnccl lack what meshrt needs (NCCL >= 2.18): " + Err;
-      return;
-    }
-    L.Loaded = true;
-  });
+  std::call_once(Once, [] { loadLibraries(L); });
   return L;
 }
 

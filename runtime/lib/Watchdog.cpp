@@ -66,11 +66,11 @@ void Watchdog::run() {
     }
     double Waited = std::chrono::duration<double>(Now - Since).count();
     if (Waited + PeriodS / 2 >= Timeout)
-      fire(S, Waited + PeriodS / 2);
+      fire(Waited + PeriodS / 2);
   }
 }
 
-void Watchdog::fire(uint64_t SeenSeq, double Waited) {
+void Watchdog::fire(double Waited) {
   const char *Op = OpName.load(std::memory_order_relaxed);
   const Describable *Where = OpWhere.load(std::memory_order_relaxed);
   int64_t Count = OpCount.load(std::memory_order_relaxed);
@@ -92,7 +92,6 @@ void Watchdog::fire(uint64_t SeenSeq, double Waited) {
                     " on " + On + " did not finish within " + Secs +
                     "; a peer is stuck, dead, or called a different "
                     "collective. Aborting the job.\n";
-  (void)SeenSeq;
   ssize_t Ignored = ::write(2, Msg.data(), Msg.size());
   (void)Ignored;
   // If MPI_Abort cannot make progress, SIGALRM's default action ends us.

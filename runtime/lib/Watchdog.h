@@ -63,7 +63,9 @@ public:
 
 private:
   void run();
-  [[noreturn]] void fire(uint64_t SeenSeq, double Waited);
+  /// Reports the operation in flight as stuck for `Waited` seconds and
+  /// aborts the job.
+  [[noreturn]] void fire(double Waited);
 
   // The fields begin() and end() write share one cache line.
   alignas(64) uint64_t LocalSeq = 0; // Written by the calling thread only.

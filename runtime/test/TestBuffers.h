@@ -1,5 +1,4 @@
-//===- TestBuffers.h - Host or device buffers for collective tests -*- C++
-//-*-===//
+//===- TestBuffers.h - Host or device buffers for tests ---------*- C++ -*-===//
 //
 // The same collective tests run on the MPI backend (host memory) and on the
 // NCCL backend (device memory). A Buffer holds `Bytes` bytes where the active

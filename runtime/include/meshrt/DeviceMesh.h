@@ -6,10 +6,11 @@
 // context) as the C ABI in meshrt.h, so a host program and the compiled code
 // it calls share meshes and communicators.
 //
-//   auto mesh = meshrt::init_device_mesh("cpu", {2, 4}, {"replicate",
-//   "shard"}); meshrt::Group shard = mesh.get_group("shard");          // 4
-//   ranks auto hsdp = mesh3d[{"replicate", "shard"}];             // no new
-//   comm auto dp = mesh.flatten("dp", {"replicate", "shard"});   // one comm
+//   auto mesh = meshrt::init_device_mesh("cpu", {2, 4},
+//                                        {"replicate", "shard"});
+//   meshrt::Group shard = mesh.get_group("shard");         // 4 ranks
+//   auto both = mesh[{"replicate", "shard"}];              // no new comm
+//   auto dp = mesh.flatten("dp", {"replicate", "shard"});  // all 8 ranks
 //
 // Errors are thrown as meshrt::Error. Rank layout, group order and caching
 // are described in MeshLayout.h and docs/runtime.md.

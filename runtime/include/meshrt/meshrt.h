@@ -28,10 +28,15 @@ extern "C" {
 #define MESHRT_API
 #endif
 
-/* In C++ the enums get a fixed 32-bit type, so that any value compiled code
- * passes (valid or not) is well-defined and reported as an invalid argument.
- * In C an enum is an int already. The ABI is the same: a 32-bit integer. */
-#ifdef __cplusplus
+/* Every enum of the ABI is a 32-bit integer (compiled code declares these
+ * parameters and the meshrt_status results as i32). Where the language can
+ * say so (C++, C23) the enums get the fixed type int32_t, so that any value
+ * compiled code passes, valid or not, is well-defined and reported as an
+ * invalid argument. Before C23 the compiler picks a type that holds the
+ * values: int or unsigned int, 32 bits on every target we support, and
+ * checked below for C11 and later (-fshort-enums would break the ABI). */
+#if defined(__cplusplus) ||                                                    \
+    (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 202311L)
 #define MESHRT_ENUM(Name) enum Name : int32_t
 #else
 #define MESHRT_ENUM(Name) enum Name
@@ -116,6 +121,17 @@ typedef MESHRT_ENUM(meshrt_error_policy) {
 } meshrt_error_policy;
 // clang-format on
 
+#if !defined(__cplusplus) && defined(__STDC_VERSION__) &&                      \
+    __STDC_VERSION__ >= 201112L
+_Static_assert(sizeof(meshrt_status) == 4, "meshrt_status must be 32-bit");
+_Static_assert(sizeof(meshrt_dtype) == 4, "meshrt_dtype must be 32-bit");
+_Static_assert(sizeof(meshrt_reduce_op) == 4,
+               "meshrt_reduce_op must be 32-bit");
+_Static_assert(sizeof(meshrt_backend) == 4, "meshrt_backend must be 32-bit");
+_Static_assert(sizeof(meshrt_error_policy) == 4,
+               "meshrt_error_policy must be 32-bit");
+#endif
+
 /// Flags of meshrt_permute.
 enum {
   /// Group rank g sends to (g + offset) mod n; without it, ranks whose
@@ -156,23 +172,23 @@ typedef struct meshrt_comm_opaque *meshrt_comm_t;
 /// did), the backend, the world communicator and the timeout watchdog.
 /// Collective over MPI_COMM_WORLD. Calls nest: each meshrt_init needs one
 /// meshrt_finalize; only the outermost pair does work.
-MESHRT_API int meshrt_init(meshrt_backend backend);
+MESHRT_API meshrt_status meshrt_init(meshrt_backend backend);
 
 /// Frees every communicator and ends the default context (and MPI, if the
 /// runtime started it). Collective. Prints statistics when MESHRT_STATS=1.
-MESHRT_API int meshrt_finalize(void);
+MESHRT_API meshrt_status meshrt_finalize(void);
 
 /// 1 if the default context is initialised, 0 otherwise.
 MESHRT_API int meshrt_is_initialized(void);
 
 /// The backend the default context runs on.
-MESHRT_API int meshrt_get_backend(meshrt_backend *out);
+MESHRT_API meshrt_status meshrt_get_backend(meshrt_backend *out);
 
 /// This process's rank in the world.
-MESHRT_API int meshrt_world_rank(int64_t *out);
+MESHRT_API meshrt_status meshrt_world_rank(int64_t *out);
 
 /// The number of processes.
-MESHRT_API int meshrt_world_size(int64_t *out);
+MESHRT_API meshrt_status meshrt_world_size(int64_t *out);
 
 /// Sets what failing calls do (per process; the default is ABORT unless the
 /// MESHRT_ERROR_POLICY environment variable says "return").
@@ -184,7 +200,9 @@ MESHRT_API meshrt_error_policy meshrt_get_error_policy(void);
 /// The message of the last failing call on this thread ("" if none).
 MESHRT_API const char *meshrt_last_error(void);
 
-/// A static name for a status ("MESHRT_ERROR_UNKNOWN_AXIS", ...).
+/// A static name for a status ("MESHRT_ERROR_UNKNOWN_AXIS", ...). Takes any
+/// int, so that a status kept in an int can be named; unknown values give
+/// "MESHRT_ERROR_?".
 MESHRT_API const char *meshrt_status_name(int status);
 
 /// "f16", "bf16", "f32", ...; "?" for an invalid value.
@@ -194,7 +212,7 @@ MESHRT_API const char *meshrt_dtype_name(meshrt_dtype dtype);
 MESHRT_API int64_t meshrt_dtype_size(meshrt_dtype dtype);
 
 /// Counters of the default context.
-MESHRT_API int meshrt_get_stats(meshrt_stats *out);
+MESHRT_API meshrt_status meshrt_get_stats(meshrt_stats *out);
 
 /* ---- Meshes ------------------------------------------------------------ */
 
@@ -204,28 +222,30 @@ MESHRT_API int meshrt_get_stats(meshrt_stats *out);
 /// compared across ranks (a digest), and a mismatch is an error on every
 /// rank. Declaring the same name again with the same shape and names returns
 /// the existing handle without communicating.
-MESHRT_API int meshrt_mesh_declare(const char *name, int64_t ndims,
-                                   const int64_t *sizes,
-                                   const char *const *axis_names,
-                                   meshrt_mesh_t *out);
+MESHRT_API meshrt_status meshrt_mesh_declare(const char *name, int64_t ndims,
+                                             const int64_t *sizes,
+                                             const char *const *axis_names,
+                                             meshrt_mesh_t *out);
 
 /// Finds a declared mesh by name.
-MESHRT_API int meshrt_mesh_lookup(const char *name, meshrt_mesh_t *out);
+MESHRT_API meshrt_status meshrt_mesh_lookup(const char *name,
+                                            meshrt_mesh_t *out);
 
 /// Number of axes.
-MESHRT_API int meshrt_mesh_ndims(meshrt_mesh_t mesh, int64_t *out);
+MESHRT_API meshrt_status meshrt_mesh_ndims(meshrt_mesh_t mesh, int64_t *out);
 
 /// Index of the axis called `axis_name`.
-MESHRT_API int meshrt_mesh_axis_index(meshrt_mesh_t mesh, const char *axis_name,
-                                      int64_t *out);
+MESHRT_API meshrt_status meshrt_mesh_axis_index(meshrt_mesh_t mesh,
+                                                const char *axis_name,
+                                                int64_t *out);
 
 /// Size of axis `axis` (dynamic sizes resolved).
-MESHRT_API int meshrt_mesh_axis_size(meshrt_mesh_t mesh, int64_t axis,
-                                     int64_t *out);
+MESHRT_API meshrt_status meshrt_mesh_axis_size(meshrt_mesh_t mesh, int64_t axis,
+                                               int64_t *out);
 
 /// This process's coordinate along axis `axis`.
-MESHRT_API int meshrt_mesh_coordinate(meshrt_mesh_t mesh, int64_t axis,
-                                      int64_t *out);
+MESHRT_API meshrt_status meshrt_mesh_coordinate(meshrt_mesh_t mesh,
+                                                int64_t axis, int64_t *out);
 
 /* ---- Communicators ----------------------------------------------------- */
 
@@ -235,27 +255,31 @@ MESHRT_API int meshrt_mesh_coordinate(meshrt_mesh_t mesh, int64_t axis,
 /// coordinates over `axes` in the order given. The first request of a
 /// (mesh, axes) that needs a new communicator is collective over the world
 /// (one split); later requests are local and cheap.
-MESHRT_API int meshrt_comm_get(meshrt_mesh_t mesh, int64_t naxes,
-                               const int64_t *axes, meshrt_comm_t *out);
+MESHRT_API meshrt_status meshrt_comm_get(meshrt_mesh_t mesh, int64_t naxes,
+                                         const int64_t *axes,
+                                         meshrt_comm_t *out);
 
 /// Same as meshrt_comm_get, with axis names.
-MESHRT_API int meshrt_comm_get_by_names(meshrt_mesh_t mesh, int64_t naxes,
-                                        const char *const *axis_names,
-                                        meshrt_comm_t *out);
+MESHRT_API meshrt_status meshrt_comm_get_by_names(meshrt_mesh_t mesh,
+                                                  int64_t naxes,
+                                                  const char *const *axis_names,
+                                                  meshrt_comm_t *out);
 
 /// This process's rank in the group.
-MESHRT_API int meshrt_comm_rank(meshrt_comm_t comm, int64_t *out);
+MESHRT_API meshrt_status meshrt_comm_rank(meshrt_comm_t comm, int64_t *out);
 
 /// Number of processes in the group.
-MESHRT_API int meshrt_comm_size(meshrt_comm_t comm, int64_t *out);
+MESHRT_API meshrt_status meshrt_comm_size(meshrt_comm_t comm, int64_t *out);
 
 /// World rank of the member with group rank `group_rank`.
-MESHRT_API int meshrt_comm_world_rank(meshrt_comm_t comm, int64_t group_rank,
-                                      int64_t *out);
+MESHRT_API meshrt_status meshrt_comm_world_rank(meshrt_comm_t comm,
+                                                int64_t group_rank,
+                                                int64_t *out);
 
 /// The backend's own handle: a pointer to the MPI_Comm on the MPI backend,
 /// the ncclComm_t on the NCCL backend. Owned by the runtime.
-MESHRT_API int meshrt_comm_native_handle(meshrt_comm_t comm, void **out);
+MESHRT_API meshrt_status meshrt_comm_native_handle(meshrt_comm_t comm,
+                                                   void **out);
 
 /* ---- Collectives --------------------------------------------------------
  * All are collective over the group, blocking, and take counts in elements.
@@ -265,39 +289,46 @@ MESHRT_API int meshrt_comm_native_handle(meshrt_comm_t comm, void **out);
 
 /// recv[i] = op over the group of send[i], count elements. send == recv is
 /// allowed (in place).
-MESHRT_API int meshrt_all_reduce(meshrt_comm_t comm, const void *send,
-                                 void *recv, int64_t count, meshrt_dtype dtype,
-                                 meshrt_reduce_op op);
+MESHRT_API meshrt_status meshrt_all_reduce(meshrt_comm_t comm, const void *send,
+                                           void *recv, int64_t count,
+                                           meshrt_dtype dtype,
+                                           meshrt_reduce_op op);
 
 /// recv (n * count elements) is the concatenation of every member's send
 /// (count elements) in group-rank order.
-MESHRT_API int meshrt_all_gather(meshrt_comm_t comm, const void *send,
-                                 void *recv, int64_t count, meshrt_dtype dtype);
+MESHRT_API meshrt_status meshrt_all_gather(meshrt_comm_t comm, const void *send,
+                                           void *recv, int64_t count,
+                                           meshrt_dtype dtype);
 
 /// send has n blocks of count elements; recv (count elements) is the
 /// reduction over the group of block g.
-MESHRT_API int meshrt_reduce_scatter(meshrt_comm_t comm, const void *send,
-                                     void *recv, int64_t count,
-                                     meshrt_dtype dtype, meshrt_reduce_op op);
+MESHRT_API meshrt_status meshrt_reduce_scatter(meshrt_comm_t comm,
+                                               const void *send, void *recv,
+                                               int64_t count,
+                                               meshrt_dtype dtype,
+                                               meshrt_reduce_op op);
 
 /// send and recv have n blocks of count elements; block j of send goes to
 /// group rank j, where it lands in block g of recv.
-MESHRT_API int meshrt_all_to_all(meshrt_comm_t comm, const void *send,
-                                 void *recv, int64_t count, meshrt_dtype dtype);
+MESHRT_API meshrt_status meshrt_all_to_all(meshrt_comm_t comm, const void *send,
+                                           void *recv, int64_t count,
+                                           meshrt_dtype dtype);
 
 /// buf of group rank `root` is copied to buf of every member (in place).
-MESHRT_API int meshrt_broadcast(meshrt_comm_t comm, void *buf, int64_t count,
-                                meshrt_dtype dtype, int64_t root);
+MESHRT_API meshrt_status meshrt_broadcast(meshrt_comm_t comm, void *buf,
+                                          int64_t count, meshrt_dtype dtype,
+                                          int64_t root);
 
 /// Group rank g sends send to group rank g + offset (mod n with
 /// MESHRT_PERMUTE_WRAP) and receives into recv from g - offset. A rank with
 /// no source keeps recv untouched, or zeroed with MESHRT_PERMUTE_ZERO_FILL.
-MESHRT_API int meshrt_permute(meshrt_comm_t comm, const void *send, void *recv,
-                              int64_t count, meshrt_dtype dtype, int64_t offset,
-                              int32_t flags);
+MESHRT_API meshrt_status meshrt_permute(meshrt_comm_t comm, const void *send,
+                                        void *recv, int64_t count,
+                                        meshrt_dtype dtype, int64_t offset,
+                                        int32_t flags);
 
 /// Returns once every member has entered the barrier.
-MESHRT_API int meshrt_barrier(meshrt_comm_t comm);
+MESHRT_API meshrt_status meshrt_barrier(meshrt_comm_t comm);
 
 #ifdef __cplusplus
 } /* extern "C" */
