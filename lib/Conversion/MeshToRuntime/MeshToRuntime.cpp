@@ -27,7 +27,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
-#include <map>
+#include "llvm/ADT/MapVector.h"
 
 namespace mlir {
 namespace mesh {
@@ -47,6 +47,8 @@ enum RuntimeDtype : int32_t {
 };
 constexpr int32_t kPermuteWrap = 1;
 constexpr int32_t kPermuteZeroFill = 2;
+/// meshrt_mesh_declare's size of an axis it sizes from the world.
+constexpr int64_t kDynamicAxisSize = -1;
 
 /// The runtime's dtype for `type`, if it has one.
 std::optional<int32_t> getRuntimeDtype(Type type) {
@@ -142,17 +144,14 @@ public:
   /// The global holding the communicator of (mesh, ordered axes).
   LLVM::GlobalOp getCommGlobal(MeshOp mesh, ArrayRef<StringRef> axes) {
     getMeshGlobal(mesh);
-    SmallVector<int64_t> indices;
+    CommKey key{mesh.getSymNameAttr(), {}};
     for (StringRef axis : axes)
-      indices.push_back(*mesh.getAxisIndex(axis));
-    auto key = std::make_pair(mesh.getSymName().str(),
-                              std::vector<int64_t>(indices.begin(), indices.end()));
+      key.second.push_back(*mesh.getAxisIndex(axis));
     auto it = commGlobals.find(key);
     if (it != commGlobals.end())
-      return it->second.global;
+      return it->second;
     LLVM::GlobalOp global = makePointerGlobal("__mesh_comm");
-    commGlobals[key] = {global, mesh, indices};
-    commOrder.push_back(key);
+    commGlobals.insert({std::move(key), global});
     return global;
   }
 
@@ -203,7 +202,8 @@ public:
       ArrayRef<int64_t> shape = mesh.getShape();
       SmallVector<Value> sizes, names;
       for (int64_t size : shape)
-        sizes.push_back(constI64(b, loc, ShapedType::isDynamic(size) ? -1 : size));
+        sizes.push_back(constI64(
+            b, loc, ShapedType::isDynamic(size) ? kDynamicAxisSize : size));
       for (Attribute name : mesh.getAxisNames())
         names.push_back(LLVM::AddressOfOp::create(
             b, loc, getString(cast<StringAttr>(name).getValue())));
@@ -221,25 +221,23 @@ public:
       checkStatus(b, loc, status,
                   ("meshrt_mesh_declare of @" + mesh.getSymName()).str());
     }
-    for (const auto &key : commOrder) {
-      const CommEntry &entry = commGlobals[key];
-      Value meshHandle =
-          loadHandle(b, loc, meshGlobals[entry.mesh.getSymName()]);
+    for (const auto &[key, global] : commGlobals) {
+      StringRef meshName = key.first.getValue();
+      Value meshHandle = loadHandle(b, loc, meshGlobals[meshName]);
       SmallVector<Value> axes;
-      for (int64_t axis : entry.axes)
+      for (int64_t axis : key.second)
         axes.push_back(constI64(b, loc, axis));
       Value axisArray = axes.empty()
                             ? LLVM::ZeroOp::create(b, loc, ptrType).getResult()
                             : stackArray(b, loc, i64Type, axes);
-      Value out = LLVM::AddressOfOp::create(b, loc, entry.global);
+      Value out = LLVM::AddressOfOp::create(b, loc, global);
       Value status =
           LLVM::CallOp::create(b, loc, commFn,
                                ValueRange{meshHandle,
                                           constI64(b, loc, axes.size()),
                                           axisArray, out})
               .getResult();
-      checkStatus(b, loc, status,
-                  ("meshrt_comm_get on @" + entry.mesh.getSymName()).str());
+      checkStatus(b, loc, status, ("meshrt_comm_get on @" + meshName).str());
     }
     setGuard(b, loc, guard, 1);
     LLVM::BrOp::create(b, loc, ValueRange(), done);
@@ -333,11 +331,9 @@ public:
   Type ptrType, i32Type, i64Type, i8Type;
 
 private:
-  struct CommEntry {
-    LLVM::GlobalOp global;
-    mutable MeshOp mesh;
-    SmallVector<int64_t> axes;
-  };
+  /// A communicator: the name of its mesh and the indices of its ordered
+  /// axes.
+  using CommKey = std::pair<StringAttr, SmallVector<int64_t>>;
 
   OpBuilder atModuleStart() {
     OpBuilder b(ctx);
@@ -372,8 +368,8 @@ private:
   llvm::StringMap<LLVM::GlobalOp> strings;
   llvm::StringMap<LLVM::GlobalOp> meshGlobals;
   SmallVector<MeshOp> meshOrder;
-  std::map<std::pair<std::string, std::vector<int64_t>>, CommEntry> commGlobals;
-  SmallVector<std::pair<std::string, std::vector<int64_t>>> commOrder;
+  /// The communicators' globals, in the order start-up creates them.
+  llvm::MapVector<CommKey, LLVM::GlobalOp> commGlobals;
 };
 
 /// Lowers one op at a time, in place.
