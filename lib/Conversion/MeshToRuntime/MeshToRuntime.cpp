@@ -163,104 +163,7 @@ public:
 
   /// Emits the start-up and shut-down functions. Start-up initialises the
   /// runtime once, declares every mesh and creates every communicator.
-  LogicalResult emitInitAndFini(StringRef initName, StringRef finiName) {
-    for (StringRef name : {initName, finiName})
-      if (module.lookupSymbol(name))
-        return module.emitError() << "convert-mesh-to-runtime: the module "
-                                     "already has a symbol named '"
-                                  << name << "'";
-    Location loc = module.getLoc();
-    OpBuilder b = atModuleEnd();
-    auto guard = LLVM::GlobalOp::create(
-        b, loc, i8Type, /*isConstant=*/false, LLVM::Linkage::Internal,
-        uniqueName("__mesh_initialized"), b.getI8IntegerAttr(0));
-    auto voidFn = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {});
-    LLVM::LLVMFuncOp initFn = getFunc("meshrt_init", {i32Type});
-    LLVM::LLVMFuncOp declareFn = getFunc(
-        "meshrt_mesh_declare", {ptrType, i64Type, ptrType, ptrType, ptrType});
-    LLVM::LLVMFuncOp commFn =
-        getFunc("meshrt_comm_get", {ptrType, i64Type, ptrType, ptrType});
-    LLVM::LLVMFuncOp finalizeFn = getFunc("meshrt_finalize", {});
-
-    // Start-up.
-    b = atModuleEnd();
-    auto init = LLVM::LLVMFuncOp::create(b, loc, initName, voidFn);
-    Block *entry = init.addEntryBlock(b);
-    Block *work = b.createBlock(&init.getBody());
-    Block *done = b.createBlock(&init.getBody());
-    b.setInsertionPointToEnd(entry);
-    Value initialised = isInitialised(b, loc, guard);
-    LLVM::CondBrOp::create(b, loc, initialised, done, work);
-
-    b.setInsertionPointToEnd(work);
-    checkStatus(b, loc,
-                LLVM::CallOp::create(b, loc, initFn,
-                                     ValueRange{constI32(b, loc, 0)})
-                    .getResult(),
-                "meshrt_init");
-    for (MeshOp mesh : meshOrder) {
-      ArrayRef<int64_t> shape = mesh.getShape();
-      SmallVector<Value> sizes, names;
-      for (int64_t size : shape)
-        sizes.push_back(constI64(
-            b, loc, ShapedType::isDynamic(size) ? kDynamicAxisSize : size));
-      for (Attribute name : mesh.getAxisNames())
-        names.push_back(LLVM::AddressOfOp::create(
-            b, loc, getString(cast<StringAttr>(name).getValue())));
-      Value sizeArray = stackArray(b, loc, i64Type, sizes);
-      Value nameArray = stackArray(b, loc, ptrType, names);
-      Value meshName =
-          LLVM::AddressOfOp::create(b, loc, getString(mesh.getSymName()));
-      Value out = LLVM::AddressOfOp::create(b, loc, meshGlobals[mesh.getSymName()]);
-      Value status =
-          LLVM::CallOp::create(b, loc, declareFn,
-                               ValueRange{meshName,
-                                          constI64(b, loc, shape.size()),
-                                          sizeArray, nameArray, out})
-              .getResult();
-      checkStatus(b, loc, status,
-                  ("meshrt_mesh_declare of @" + mesh.getSymName()).str());
-    }
-    for (const auto &[key, global] : commGlobals) {
-      StringRef meshName = key.first.getValue();
-      Value meshHandle = loadHandle(b, loc, meshGlobals[meshName]);
-      SmallVector<Value> axes;
-      for (int64_t axis : key.second)
-        axes.push_back(constI64(b, loc, axis));
-      Value axisArray = axes.empty()
-                            ? LLVM::ZeroOp::create(b, loc, ptrType).getResult()
-                            : stackArray(b, loc, i64Type, axes);
-      Value out = LLVM::AddressOfOp::create(b, loc, global);
-      Value status =
-          LLVM::CallOp::create(b, loc, commFn,
-                               ValueRange{meshHandle,
-                                          constI64(b, loc, axes.size()),
-                                          axisArray, out})
-              .getResult();
-      checkStatus(b, loc, status, ("meshrt_comm_get on @" + meshName).str());
-    }
-    setGuard(b, loc, guard, 1);
-    LLVM::BrOp::create(b, loc, ValueRange(), done);
-    b.setInsertionPointToEnd(done);
-    LLVM::ReturnOp::create(b, loc, ValueRange());
-
-    // Shut-down: frees every communicator (the runtime owns them).
-    b = atModuleEnd();
-    auto fini = LLVM::LLVMFuncOp::create(b, loc, finiName, voidFn);
-    entry = fini.addEntryBlock(b);
-    work = b.createBlock(&fini.getBody());
-    done = b.createBlock(&fini.getBody());
-    b.setInsertionPointToEnd(entry);
-    initialised = isInitialised(b, loc, guard);
-    LLVM::CondBrOp::create(b, loc, initialised, work, done);
-    b.setInsertionPointToEnd(work);
-    LLVM::CallOp::create(b, loc, finalizeFn, ValueRange());
-    setGuard(b, loc, guard, 0);
-    LLVM::BrOp::create(b, loc, ValueRange(), done);
-    b.setInsertionPointToEnd(done);
-    LLVM::ReturnOp::create(b, loc, ValueRange());
-    return success();
-  }
+  LogicalResult emitInitAndFini(StringRef initName, StringRef finiName);
 
   /// Aborts with a message when a runtime call returns a non-zero status
   /// (the runtime's own policy aborts first unless the program asked it to
@@ -334,6 +237,31 @@ private:
   /// A communicator: the name of its mesh and the indices of its ordered
   /// axes.
   using CommKey = std::pair<StringAttr, SmallVector<int64_t>>;
+  /// The runtime functions that start-up and shut-down call.
+  struct LifecycleFuncs {
+    LLVM::LLVMFuncOp init, declareMesh, getComm, finalize;
+  };
+
+  /// Fails when the module already has a symbol named `initName` or
+  /// `finiName`.
+  LogicalResult checkInitAndFiniNamesFree(StringRef initName,
+                                          StringRef finiName);
+  /// The i8 global that records whether start-up has run.
+  LLVM::GlobalOp createInitializedFlag();
+  /// Declares the runtime functions that start-up and shut-down call.
+  LifecycleFuncs declareLifecycleFuncs();
+  /// Emits `void name()`, which runs `body` once per start-up: when
+  /// `initialises`, only while `guard` is clear, and sets it; otherwise only
+  /// while it is set, and clears it.
+  void emitGuardedFunction(StringRef name, LLVM::GlobalOp guard,
+                           bool initialises,
+                           function_ref<void(OpBuilder &, Location)> body);
+  /// Declares `mesh` to the runtime and stores its handle in its global.
+  void emitMeshDeclaration(OpBuilder &b, Location loc,
+                           LLVM::LLVMFuncOp declareFn, MeshOp mesh);
+  /// Creates the communicator of `key` and stores it in `global`.
+  void emitCommCreation(OpBuilder &b, Location loc, LLVM::LLVMFuncOp commFn,
+                        const CommKey &key, LLVM::GlobalOp global);
 
   OpBuilder atModuleStart() {
     OpBuilder b(ctx);
@@ -567,6 +495,140 @@ public:
   }
 
 };
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// RuntimeModule: start-up and shut-down
+//===----------------------------------------------------------------------===//
+
+LogicalResult RuntimeModule::emitInitAndFini(StringRef initName,
+                                             StringRef finiName) {
+  if (failed(checkInitAndFiniNamesFree(initName, finiName)))
+    return failure();
+  LLVM::GlobalOp guard = createInitializedFlag();
+  LifecycleFuncs funcs = declareLifecycleFuncs();
+
+  emitGuardedFunction(
+      initName, guard, /*initialises=*/true, [&](OpBuilder &b, Location loc) {
+        Value status = LLVM::CallOp::create(b, loc, funcs.init,
+                                            ValueRange{constI32(b, loc, 0)})
+                           .getResult();
+        checkStatus(b, loc, status, "meshrt_init");
+        for (MeshOp mesh : meshOrder)
+          emitMeshDeclaration(b, loc, funcs.declareMesh, mesh);
+        for (const auto &[key, global] : commGlobals)
+          emitCommCreation(b, loc, funcs.getComm, key, global);
+      });
+  // Shut-down frees every communicator (the runtime owns them).
+  emitGuardedFunction(
+      finiName, guard, /*initialises=*/false, [&](OpBuilder &b, Location loc) {
+        LLVM::CallOp::create(b, loc, funcs.finalize, ValueRange());
+      });
+  return success();
+}
+
+LogicalResult RuntimeModule::checkInitAndFiniNamesFree(StringRef initName,
+                                                       StringRef finiName) {
+  for (StringRef name : {initName, finiName})
+    if (module.lookupSymbol(name))
+      return module.emitError() << "convert-mesh-to-runtime: the module "
+                                   "already has a symbol named '"
+                                << name << "'";
+  return success();
+}
+
+LLVM::GlobalOp RuntimeModule::createInitializedFlag() {
+  OpBuilder b = atModuleEnd();
+  return LLVM::GlobalOp::create(b, module.getLoc(), i8Type,
+                                /*isConstant=*/false, LLVM::Linkage::Internal,
+                                uniqueName("__mesh_initialized"),
+                                b.getI8IntegerAttr(0));
+}
+
+RuntimeModule::LifecycleFuncs RuntimeModule::declareLifecycleFuncs() {
+  LifecycleFuncs funcs;
+  funcs.init = getFunc("meshrt_init", {i32Type});
+  funcs.declareMesh = getFunc("meshrt_mesh_declare",
+                              {ptrType, i64Type, ptrType, ptrType, ptrType});
+  funcs.getComm =
+      getFunc("meshrt_comm_get", {ptrType, i64Type, ptrType, ptrType});
+  funcs.finalize = getFunc("meshrt_finalize", {});
+  return funcs;
+}
+
+void RuntimeModule::emitGuardedFunction(
+    StringRef name, LLVM::GlobalOp guard, bool initialises,
+    function_ref<void(OpBuilder &, Location)> body) {
+  Location loc = module.getLoc();
+  OpBuilder b = atModuleEnd();
+  auto voidFn = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {});
+  auto fn = LLVM::LLVMFuncOp::create(b, loc, name, voidFn);
+  Block *entry = fn.addEntryBlock(b);
+  Block *work = b.createBlock(&fn.getBody());
+  Block *done = b.createBlock(&fn.getBody());
+  b.setInsertionPointToEnd(entry);
+  Value initialised = isInitialised(b, loc, guard);
+  if (initialises)
+    LLVM::CondBrOp::create(b, loc, initialised, done, work);
+  else
+    LLVM::CondBrOp::create(b, loc, initialised, work, done);
+
+  b.setInsertionPointToEnd(work);
+  body(b, loc);
+  setGuard(b, loc, guard, initialises ? 1 : 0);
+  LLVM::BrOp::create(b, loc, ValueRange(), done);
+  b.setInsertionPointToEnd(done);
+  LLVM::ReturnOp::create(b, loc, ValueRange());
+}
+
+void RuntimeModule::emitMeshDeclaration(OpBuilder &b, Location loc,
+                                        LLVM::LLVMFuncOp declareFn,
+                                        MeshOp mesh) {
+  ArrayRef<int64_t> shape = mesh.getShape();
+  SmallVector<Value> sizes, names;
+  for (int64_t size : shape)
+    sizes.push_back(constI64(
+        b, loc, ShapedType::isDynamic(size) ? kDynamicAxisSize : size));
+  for (Attribute name : mesh.getAxisNames())
+    names.push_back(LLVM::AddressOfOp::create(
+        b, loc, getString(cast<StringAttr>(name).getValue())));
+  Value sizeArray = stackArray(b, loc, i64Type, sizes);
+  Value nameArray = stackArray(b, loc, ptrType, names);
+  Value meshName =
+      LLVM::AddressOfOp::create(b, loc, getString(mesh.getSymName()));
+  Value out = LLVM::AddressOfOp::create(b, loc, meshGlobals[mesh.getSymName()]);
+  Value status =
+      LLVM::CallOp::create(b, loc, declareFn,
+                           ValueRange{meshName, constI64(b, loc, shape.size()),
+                                      sizeArray, nameArray, out})
+          .getResult();
+  checkStatus(b, loc, status,
+              ("meshrt_mesh_declare of @" + mesh.getSymName()).str());
+}
+
+void RuntimeModule::emitCommCreation(OpBuilder &b, Location loc,
+                                     LLVM::LLVMFuncOp commFn,
+                                     const CommKey &key,
+                                     LLVM::GlobalOp global) {
+  StringRef meshName = key.first.getValue();
+  Value meshHandle = loadHandle(b, loc, meshGlobals[meshName]);
+  SmallVector<Value> axes;
+  for (int64_t axis : key.second)
+    axes.push_back(constI64(b, loc, axis));
+  Value axisArray = axes.empty()
+                        ? LLVM::ZeroOp::create(b, loc, ptrType).getResult()
+                        : stackArray(b, loc, i64Type, axes);
+  Value out = LLVM::AddressOfOp::create(b, loc, global);
+  Value status =
+      LLVM::CallOp::create(
+          b, loc, commFn,
+          ValueRange{meshHandle, constI64(b, loc, axes.size()), axisArray, out})
+          .getResult();
+  checkStatus(b, loc, status, ("meshrt_comm_get on @" + meshName).str());
+}
+
+namespace {
 
 /// Lowers the collective `op` whose group is (mesh, axes); replaces its
 /// result. Returns failure after emitting an error.
