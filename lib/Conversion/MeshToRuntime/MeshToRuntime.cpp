@@ -28,6 +28,7 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 namespace mlir {
 namespace mesh {
@@ -496,6 +497,45 @@ public:
 
 };
 
+/// Lowers one collective in place. What every collective shares lives here:
+/// the checks, the group's communicator, a contiguous input, and replacing
+/// the op; the per-kind functions below allocate the result and marshal the
+/// arguments of the runtime call.
+class CollectiveLowering : public OpLowering {
+public:
+  CollectiveLowering(RuntimeModule &rt, CollectiveOpInterface coll,
+                     MeshOp mesh);
+
+  /// Fails, after an error on the op, when the runtime cannot take its
+  /// element type or its result's layout.
+  LogicalResult checkSupported();
+  /// Loads the group's communicator and makes the input contiguous; sets
+  /// `comm`, `in` and `inShape`.
+  void prepareOperands();
+  /// The number of members of the group, as an index value.
+  Value groupSize();
+  /// The runtime's code of reduction `kind`, as an i32 value.
+  Value reduction(ReductionKind kind);
+  /// Frees the contiguous copy of the input, if any, and replaces the op
+  /// with `result`, cast to the op's result type.
+  void replaceOp(Value result);
+
+  MeshOp mesh;
+  /// The group's axes, in group order.
+  SmallVector<StringRef> axes;
+  /// The op's input buffer, and the types of its input and result.
+  Value input;
+  MemRefType inType, outType;
+  Type elementType;
+
+  /// The group's communicator handle.
+  Value comm;
+  /// `input`, or a contiguous copy of it.
+  Value in;
+  /// The sizes of `in`.
+  SmallVector<OpFoldResult> inShape;
+};
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -628,20 +668,19 @@ void RuntimeModule::emitCommCreation(OpBuilder &b, Location loc,
   checkStatus(b, loc, status, ("meshrt_comm_get on @" + meshName).str());
 }
 
-namespace {
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
 
-/// Lowers the collective `op` whose group is (mesh, axes); replaces its
-/// result. Returns failure after emitting an error.
-LogicalResult lowerCollective(RuntimeModule &rt, CollectiveOpInterface coll,
-                              MeshOp mesh) {
-  Operation *op = coll.getOperation();
-  OpLowering l(rt, op);
-  OpBuilder &b = l.b;
-  Location loc = l.loc;
-  Value input = op->getOperand(0);
-  auto inType = cast<MemRefType>(input.getType());
-  auto outType = cast<MemRefType>(op->getResult(0).getType());
-  Type elementType = inType.getElementType();
+CollectiveLowering::CollectiveLowering(RuntimeModule &rt,
+                                       CollectiveOpInterface coll, MeshOp mesh)
+    : OpLowering(rt, coll.getOperation()), mesh(mesh),
+      axes(coll.getAxisNames()), input(op->getOperand(0)),
+      inType(cast<MemRefType>(input.getType())),
+      outType(cast<MemRefType>(op->getResult(0).getType())),
+      elementType(inType.getElementType()) {}
+
+LogicalResult CollectiveLowering::checkSupported() {
   if (!getRuntimeDtype(elementType))
     return op->emitOpError()
            << "has element type " << elementType
@@ -650,118 +689,184 @@ LogicalResult lowerCollective(RuntimeModule &rt, CollectiveOpInterface coll,
   if (!outType.getLayout().isIdentity())
     return op->emitOpError() << "result " << outType
                              << " must have an identity layout to be lowered";
+  return success();
+}
 
-  SmallVector<StringRef> axes = coll.getAxisNames();
-  Value comm = rt.loadHandle(b, loc, rt.getCommGlobal(mesh, axes));
+void CollectiveLowering::prepareOperands() {
+  comm = rt.loadHandle(b, loc, rt.getCommGlobal(mesh, axes));
+  memorySpace = inType.getMemorySpace();
+  in = contiguous(input);
+  inShape = sizes(in);
+}
+
+Value CollectiveLowering::groupSize() {
   int64_t staticGroup = mesh.getGroupSize(axes);
-  auto groupSize = [&]() -> Value {
-    if (!ShapedType::isDynamic(staticGroup))
-      return l.index(staticGroup);
-    return l.callForIndex("meshrt_comm_size", {comm});
-  };
-  l.memorySpace = inType.getMemorySpace();
-  Value in = l.contiguous(input);
-  SmallVector<OpFoldResult> inShape = l.sizes(in);
-  Value result;
+  if (!ShapedType::isDynamic(staticGroup))
+    return index(staticGroup);
+  return callForIndex("meshrt_comm_size", {comm});
+}
 
-  if (auto ar = dyn_cast<AllReduceOp>(op)) {
-    result = l.alloc(elementType, inShape);
-    l.call("meshrt_all_reduce",
-           {comm, l.pointer(in), l.pointer(result), l.numElements(in),
-            l.dtype(elementType),
-            rt.constI32(b, loc, getRuntimeReduction(ar.getReduction()))});
-  } else if (auto ag = dyn_cast<AllGatherOp>(op)) {
-    int64_t dim = ag.getGatherDim();
-    Value g = groupSize();
-    result = l.alloc(elementType, l.scaleDim(inShape, dim, g, true));
-    if (OpLowering::blocksAreContiguous(inType, dim)) {
-      l.call("meshrt_all_gather", {comm, l.pointer(in), l.pointer(result),
-                                   l.numElements(in), l.dtype(elementType)});
-    } else {
-      Value staging = l.allocStaging(elementType, inShape, g);
-      l.call("meshrt_all_gather", {comm, l.pointer(in), l.pointer(staging),
-                                   l.numElements(in), l.dtype(elementType)});
-      l.copyBlocks(result, staging, inShape, dim, g, /*pack=*/false);
-      memref::DeallocOp::create(b, loc, staging);
-    }
-  } else if (auto rs = dyn_cast<ReduceScatterOp>(op)) {
-    int64_t dim = rs.getScatterDim();
-    Value g = groupSize();
-    SmallVector<OpFoldResult> blockShape = l.scaleDim(inShape, dim, g, false);
-    result = l.alloc(elementType, blockShape);
-    Value send = in;
-    Value staging;
-    if (!OpLowering::blocksAreContiguous(inType, dim)) {
-      staging = l.allocStaging(elementType, blockShape, g);
-      l.copyBlocks(in, staging, blockShape, dim, g, /*pack=*/true);
-      send = staging;
-    }
-    l.call("meshrt_reduce_scatter",
-           {comm, l.pointer(send), l.pointer(result), l.numElements(result),
-            l.dtype(elementType),
-            rt.constI32(b, loc, getRuntimeReduction(rs.getReduction()))});
-    if (staging)
-      memref::DeallocOp::create(b, loc, staging);
-  } else if (auto a2a = dyn_cast<AllToAllOp>(op)) {
-    int64_t split = a2a.getSplitDim(), concat = a2a.getConcatDim();
-    Value g = groupSize();
-    SmallVector<OpFoldResult> blockShape = l.scaleDim(inShape, split, g, false);
-    result = l.alloc(elementType, l.scaleDim(blockShape, concat, g, true));
-    // Send: block j along split_dim goes to member j.
-    Value send = in, sendStaging;
-    if (!OpLowering::blocksAreContiguous(inType, split)) {
-      sendStaging = l.allocStaging(elementType, blockShape, g);
-      l.copyBlocks(in, sendStaging, blockShape, split, g, /*pack=*/true);
-      send = sendStaging;
-    }
-    // Receive: the block from member j lands at block j along concat_dim.
-    Value recv = result, recvStaging;
-    if (!OpLowering::blocksAreContiguous(outType, concat)) {
-      recvStaging = l.allocStaging(elementType, blockShape, g);
-      recv = recvStaging;
-    }
-    l.call("meshrt_all_to_all", {comm, l.pointer(send), l.pointer(recv),
-                                 l.product(blockShape), l.dtype(elementType)});
-    if (recvStaging) {
-      l.copyBlocks(result, recvStaging, blockShape, concat, g, /*pack=*/false);
-      memref::DeallocOp::create(b, loc, recvStaging);
-    }
-    if (sendStaging)
-      memref::DeallocOp::create(b, loc, sendStaging);
-  } else if (auto slice = dyn_cast<AllSliceOp>(op)) {
-    int64_t dim = slice.getSliceDim();
-    Value g = groupSize();
-    SmallVector<OpFoldResult> blockShape = l.scaleDim(inShape, dim, g, false);
-    Value me = l.callForIndex("meshrt_comm_rank", {comm});
-    result = l.alloc(elementType, blockShape);
-    Value block = l.blockView(in, blockShape, dim, me);
-    linalg::CopyOp::create(b, loc, ValueRange{block}, ValueRange{result});
-  } else if (auto bc = dyn_cast<BroadcastOp>(op)) {
-    result = l.alloc(elementType, inShape);
-    memref::CopyOp::create(b, loc, in, result);
-    l.call("meshrt_broadcast",
-           {comm, l.pointer(result), l.numElements(result),
-            l.dtype(elementType),
-            rt.constI64(b, loc, static_cast<int64_t>(bc.getRoot()))});
-  } else if (auto pm = dyn_cast<PermuteOp>(op)) {
-    result = l.alloc(elementType, inShape);
-    int32_t flags = kPermuteZeroFill | (pm.getRotate() ? kPermuteWrap : 0);
-    l.call("meshrt_permute",
-           {comm, l.pointer(in), l.pointer(result), l.numElements(in),
-            l.dtype(elementType),
-            rt.constI64(b, loc, static_cast<int64_t>(pm.getOffset())),
-            rt.constI32(b, loc, flags)});
-  } else {
-    return op->emitOpError("has no lowering to the runtime");
-  }
+Value CollectiveLowering::reduction(ReductionKind kind) {
+  return rt.constI32(b, loc, getRuntimeReduction(kind));
+}
+
+void CollectiveLowering::replaceOp(Value result) {
   if (in != input)
     memref::DeallocOp::create(b, loc, in);
   if (result.getType() != outType)
     result = memref::CastOp::create(b, loc, outType, result);
   op->getResult(0).replaceAllUsesWith(result);
   op->erase();
+}
+
+/// all_reduce: from the input straight into a new buffer of its shape.
+static Value lowerAllReduce(CollectiveLowering &l, AllReduceOp op) {
+  Value result = l.alloc(l.elementType, l.inShape);
+  l.call("meshrt_all_reduce",
+         {l.comm, l.pointer(l.in), l.pointer(result), l.numElements(l.in),
+          l.dtype(l.elementType), l.reduction(op.getReduction())});
+  return result;
+}
+
+/// all_gather: the runtime concatenates along the leading dim; on another
+/// dim the blocks land in a staging buffer and are unpacked.
+static Value lowerAllGather(CollectiveLowering &l, AllGatherOp op) {
+  int64_t dim = op.getGatherDim();
+  Value g = l.groupSize();
+  Value result =
+      l.alloc(l.elementType, l.scaleDim(l.inShape, dim, g, /*multiply=*/true));
+  Value recv = result, staging;
+  if (!OpLowering::blocksAreContiguous(l.inType, dim)) {
+    staging = l.allocStaging(l.elementType, l.inShape, g);
+    recv = staging;
+  }
+  l.call("meshrt_all_gather", {l.comm, l.pointer(l.in), l.pointer(recv),
+                               l.numElements(l.in), l.dtype(l.elementType)});
+  if (staging) {
+    l.copyBlocks(result, staging, l.inShape, dim, g, /*pack=*/false);
+    memref::DeallocOp::create(l.b, l.loc, staging);
+  }
+  return result;
+}
+
+/// reduce_scatter: the runtime scatters blocks along the leading dim; on
+/// another dim the blocks are packed into a staging buffer first.
+static Value lowerReduceScatter(CollectiveLowering &l, ReduceScatterOp op) {
+  int64_t dim = op.getScatterDim();
+  Value g = l.groupSize();
+  SmallVector<OpFoldResult> blockShape =
+      l.scaleDim(l.inShape, dim, g, /*multiply=*/false);
+  Value result = l.alloc(l.elementType, blockShape);
+  Value send = l.in, staging;
+  if (!OpLowering::blocksAreContiguous(l.inType, dim)) {
+    staging = l.allocStaging(l.elementType, blockShape, g);
+    l.copyBlocks(l.in, staging, blockShape, dim, g, /*pack=*/true);
+    send = staging;
+  }
+  l.call("meshrt_reduce_scatter",
+         {l.comm, l.pointer(send), l.pointer(result), l.numElements(result),
+          l.dtype(l.elementType), l.reduction(op.getReduction())});
+  if (staging)
+    memref::DeallocOp::create(l.b, l.loc, staging);
+  return result;
+}
+
+/// all_to_all: blocks along split_dim are sent, and blocks received land
+/// along concat_dim, each through a staging buffer unless it is the leading
+/// dim.
+static Value lowerAllToAll(CollectiveLowering &l, AllToAllOp op) {
+  int64_t split = op.getSplitDim(), concat = op.getConcatDim();
+  Value g = l.groupSize();
+  SmallVector<OpFoldResult> blockShape =
+      l.scaleDim(l.inShape, split, g, /*multiply=*/false);
+  Value result = l.alloc(l.elementType,
+                         l.scaleDim(blockShape, concat, g, /*multiply=*/true));
+  // Send: block j along split_dim goes to member j.
+  Value send = l.in, sendStaging;
+  if (!OpLowering::blocksAreContiguous(l.inType, split)) {
+    sendStaging = l.allocStaging(l.elementType, blockShape, g);
+    l.copyBlocks(l.in, sendStaging, blockShape, split, g, /*pack=*/true);
+    send = sendStaging;
+  }
+  // Receive: the block from member j lands at block j along concat_dim.
+  Value recv = result, recvStaging;
+  if (!OpLowering::blocksAreContiguous(l.outType, concat)) {
+    recvStaging = l.allocStaging(l.elementType, blockShape, g);
+    recv = recvStaging;
+  }
+  l.call("meshrt_all_to_all", {l.comm, l.pointer(send), l.pointer(recv),
+                               l.product(blockShape), l.dtype(l.elementType)});
+  if (recvStaging) {
+    l.copyBlocks(result, recvStaging, blockShape, concat, g, /*pack=*/false);
+    memref::DeallocOp::create(l.b, l.loc, recvStaging);
+  }
+  if (sendStaging)
+    memref::DeallocOp::create(l.b, l.loc, sendStaging);
+  return result;
+}
+
+/// all_slice: no communication; this member's block is copied out.
+static Value lowerAllSlice(CollectiveLowering &l, AllSliceOp op) {
+  int64_t dim = op.getSliceDim();
+  Value g = l.groupSize();
+  SmallVector<OpFoldResult> blockShape =
+      l.scaleDim(l.inShape, dim, g, /*multiply=*/false);
+  Value me = l.callForIndex("meshrt_comm_rank", {l.comm});
+  Value result = l.alloc(l.elementType, blockShape);
+  Value block = l.blockView(l.in, blockShape, dim, me);
+  linalg::CopyOp::create(l.b, l.loc, ValueRange{block}, ValueRange{result});
+  return result;
+}
+
+/// broadcast: the runtime works in place, on a copy of the input.
+static Value lowerBroadcast(CollectiveLowering &l, BroadcastOp op) {
+  Value result = l.alloc(l.elementType, l.inShape);
+  memref::CopyOp::create(l.b, l.loc, l.in, result);
+  l.call("meshrt_broadcast",
+         {l.comm, l.pointer(result), l.numElements(result),
+          l.dtype(l.elementType),
+          l.rt.constI64(l.b, l.loc, static_cast<int64_t>(op.getRoot()))});
+  return result;
+}
+
+/// permute: members outside the group's range receive zeros unless the
+/// permutation rotates.
+static Value lowerPermute(CollectiveLowering &l, PermuteOp op) {
+  Value result = l.alloc(l.elementType, l.inShape);
+  int32_t flags = kPermuteZeroFill | (op.getRotate() ? kPermuteWrap : 0);
+  l.call("meshrt_permute",
+         {l.comm, l.pointer(l.in), l.pointer(result), l.numElements(l.in),
+          l.dtype(l.elementType),
+          l.rt.constI64(l.b, l.loc, static_cast<int64_t>(op.getOffset())),
+          l.rt.constI32(l.b, l.loc, flags)});
+  return result;
+}
+
+/// Lowers the collective `coll` whose group is on `mesh`; replaces its
+/// result. Returns failure after emitting an error.
+static LogicalResult lowerCollective(RuntimeModule &rt,
+                                     CollectiveOpInterface coll, MeshOp mesh) {
+  CollectiveLowering l(rt, coll, mesh);
+  if (failed(l.checkSupported()))
+    return failure();
+  l.prepareOperands();
+  Value result =
+      llvm::TypeSwitch<Operation *, Value>(coll.getOperation())
+          .Case([&](AllReduceOp op) { return lowerAllReduce(l, op); })
+          .Case([&](AllGatherOp op) { return lowerAllGather(l, op); })
+          .Case([&](ReduceScatterOp op) { return lowerReduceScatter(l, op); })
+          .Case([&](AllToAllOp op) { return lowerAllToAll(l, op); })
+          .Case([&](AllSliceOp op) { return lowerAllSlice(l, op); })
+          .Case([&](BroadcastOp op) { return lowerBroadcast(l, op); })
+          .Case([&](PermuteOp op) { return lowerPermute(l, op); })
+          .Default([](Operation *) { return Value(); });
+  if (!result)
+    return coll->emitOpError("has no lowering to the runtime");
+  l.replaceOp(result);
   return success();
 }
+
+namespace {
 
 struct ConvertMeshToRuntimePass
     : public mesh::impl::ConvertMeshToRuntimeBase<ConvertMeshToRuntimePass> {
