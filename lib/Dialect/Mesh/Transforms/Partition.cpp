@@ -198,8 +198,8 @@ private:
     auto plan = plans.find(planKey);
     if (plan == plans.end()) {
       std::string whyNot;
-      FailureOr<SmallVector<ReshardStep>> steps = planResharding(
-          meshOp, layoutOf(from, rank), layoutOf(target, rank), whyNot);
+      FailureOr<SmallVector<ReshardStep>> steps =
+          planResharding(layoutOf(from, rank), layoutOf(target, rank), whyNot);
       if (failed(steps))
         return where->emitError()
                    << "cannot reshard " << what << ": " << whyNot,

@@ -269,9 +269,8 @@ SmallVector<ReshardStep> ReshardPlanner::takeSteps() {
 }
 
 FailureOr<SmallVector<ReshardStep>>
-mlir::mesh::planResharding(MeshOp mesh, const ShardingLayout &src,
-                           const ShardingLayout &dst, std::string &whyNot) {
-  (void)mesh;
+mlir::mesh::planResharding(const ShardingLayout &src, const ShardingLayout &dst,
+                           std::string &whyNot) {
   if (failed(checkPlannable(src, dst, whyNot)))
     return failure();
   ReshardPlanner planner(src, dst);
