@@ -866,6 +866,33 @@ static LogicalResult lowerCollective(RuntimeModule &rt,
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Barriers and axis queries
+//===----------------------------------------------------------------------===//
+
+/// Lowers `barrier` to meshrt_barrier on the communicator of its axes.
+static void lowerBarrier(RuntimeModule &rt, BarrierOp barrier, MeshOp mesh) {
+  OpLowering l(rt, barrier);
+  SmallVector<StringRef> axes;
+  for (Attribute a : barrier.getAxes())
+    axes.push_back(cast<StringAttr>(a).getValue());
+  Value comm = rt.loadHandle(l.b, l.loc, rt.getCommGlobal(mesh, axes));
+  l.call("meshrt_barrier", {comm});
+  barrier->erase();
+}
+
+/// Lowers `op`, an axis_index or axis_size of `axis`, to the runtime query
+/// `entry` on the handle of `mesh`.
+static void lowerAxisQuery(RuntimeModule &rt, Operation *op, MeshOp mesh,
+                           StringRef axis, StringRef entry) {
+  OpLowering l(rt, op);
+  Value meshHandle = rt.loadHandle(l.b, l.loc, rt.getMeshGlobal(mesh));
+  Value axisIndex = rt.constI64(l.b, l.loc, *mesh.getAxisIndex(axis));
+  Value v = l.callForIndex(entry, {meshHandle, axisIndex});
+  op->getResult(0).replaceAllUsesWith(v);
+  op->erase();
+}
+
 namespace {
 
 struct ConvertMeshToRuntimePass
@@ -921,25 +948,13 @@ struct ConvertMeshToRuntimePass
           return signalPassFailure();
         continue;
       }
-      OpLowering l(rt, op);
-      if (auto barrier = dyn_cast<BarrierOp>(op)) {
-        SmallVector<StringRef> axes;
-        for (Attribute a : barrier.getAxes())
-          axes.push_back(cast<StringAttr>(a).getValue());
-        Value comm = rt.loadHandle(l.b, l.loc, rt.getCommGlobal(mesh, axes));
-        l.call("meshrt_barrier", {comm});
-        op->erase();
-        continue;
-      }
-      StringRef axis = isa<AxisIndexOp>(op) ? cast<AxisIndexOp>(op).getAxis()
-                                            : cast<AxisSizeOp>(op).getAxis();
-      Value meshHandle = rt.loadHandle(l.b, l.loc, rt.getMeshGlobal(mesh));
-      Value axisIndex = rt.constI64(l.b, l.loc, *mesh.getAxisIndex(axis));
-      Value v = l.callForIndex(isa<AxisIndexOp>(op) ? "meshrt_mesh_coordinate"
-                                                    : "meshrt_mesh_axis_size",
-                               {meshHandle, axisIndex});
-      op->getResult(0).replaceAllUsesWith(v);
-      op->erase();
+      if (auto barrier = dyn_cast<BarrierOp>(op))
+        lowerBarrier(rt, barrier, mesh);
+      else if (auto index = dyn_cast<AxisIndexOp>(op))
+        lowerAxisQuery(rt, op, mesh, index.getAxis(), "meshrt_mesh_coordinate");
+      else
+        lowerAxisQuery(rt, op, mesh, cast<AxisSizeOp>(op).getAxis(),
+                       "meshrt_mesh_axis_size");
     }
 
     if (!meshes.empty()) {
