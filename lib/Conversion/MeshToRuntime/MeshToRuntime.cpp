@@ -44,7 +44,14 @@ namespace {
 
 // Values of the runtime's C enums (meshrt.h).
 enum RuntimeDtype : int32_t {
-  kF16 = 0, kBF16 = 1, kF32 = 2, kF64 = 3, kI8 = 4, kI32 = 5, kI64 = 6, kU8 = 7
+  kF16 = 0,
+  kBF16 = 1,
+  kF32 = 2,
+  kF64 = 3,
+  kI8 = 4,
+  kI32 = 5,
+  kI64 = 6,
+  kU8 = 7
 };
 constexpr int32_t kPermuteWrap = 1;
 constexpr int32_t kPermuteZeroFill = 2;
@@ -119,10 +126,9 @@ public:
   /// A pointer-sized global initialised to null.
   LLVM::GlobalOp makePointerGlobal(StringRef prefix) {
     OpBuilder b = atModuleStart();
-    auto global =
-        LLVM::GlobalOp::create(b, module.getLoc(), ptrType, /*isConstant=*/false,
-                               LLVM::Linkage::Internal, uniqueName(prefix),
-                               Attribute());
+    auto global = LLVM::GlobalOp::create(
+        b, module.getLoc(), ptrType, /*isConstant=*/false,
+        LLVM::Linkage::Internal, uniqueName(prefix), Attribute());
     Block *init = b.createBlock(&global.getInitializerRegion());
     b.setInsertionPointToStart(init);
     Value zero = LLVM::ZeroOp::create(b, module.getLoc(), ptrType);
@@ -171,8 +177,8 @@ public:
   /// return errors; compiled code cannot go on without the result).
   void checkStatus(OpBuilder &b, Location loc, Value status, StringRef what) {
     Value zero = constI32(b, loc, 0);
-    Value ok = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, status,
-                                    zero);
+    Value ok =
+        LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, status, zero);
     std::string message;
     llvm::raw_string_ostream os(message);
     os << "mesh runtime: " << what << " failed (meshrt_last_error() says why)";
@@ -198,9 +204,8 @@ public:
       StringRef name = sym.getName();
       bool runtimeName = name.starts_with("meshrt_") || name == "setvbuf";
       if (runtimeName && !isa<LLVM::LLVMFuncOp>(op))
-        return op.emitError()
-               << "convert-mesh-to-runtime: the symbol '" << name
-               << "' is reserved for the mesh runtime";
+        return op.emitError() << "convert-mesh-to-runtime: the symbol '" << name
+                              << "' is reserved for the mesh runtime";
       if (name == "stdout" && !isa<LLVM::GlobalOp>(op))
         return op.emitError() << "convert-mesh-to-runtime: the symbol "
                                  "'stdout' is reserved for the C library";
@@ -219,8 +224,8 @@ public:
   Value stackArray(OpBuilder &b, Location loc, Type elementType,
                    ArrayRef<Value> values) {
     auto arrayType = LLVM::LLVMArrayType::get(elementType, values.size());
-    Value array = LLVM::AllocaOp::create(b, loc, ptrType, arrayType,
-                                         constI64(b, loc, 1));
+    Value array =
+        LLVM::AllocaOp::create(b, loc, ptrType, arrayType, constI64(b, loc, 1));
     for (auto [i, v] : llvm::enumerate(values)) {
       Value slot = LLVM::GEPOp::create(
           b, loc, ptrType, arrayType, array,
@@ -284,12 +289,14 @@ private:
   Value isInitialised(OpBuilder &b, Location loc, LLVM::GlobalOp guard) {
     Value addr = LLVM::AddressOfOp::create(b, loc, guard);
     Value flag = LLVM::LoadOp::create(b, loc, i8Type, addr);
-    Value zero = LLVM::ConstantOp::create(b, loc, i8Type, b.getI8IntegerAttr(0));
+    Value zero =
+        LLVM::ConstantOp::create(b, loc, i8Type, b.getI8IntegerAttr(0));
     return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, flag, zero);
   }
   void setGuard(OpBuilder &b, Location loc, LLVM::GlobalOp guard, int8_t v) {
     Value addr = LLVM::AddressOfOp::create(b, loc, guard);
-    Value value = LLVM::ConstantOp::create(b, loc, i8Type, b.getI8IntegerAttr(v));
+    Value value =
+        LLVM::ConstantOp::create(b, loc, i8Type, b.getI8IntegerAttr(v));
     LLVM::StoreOp::create(b, loc, value, addr);
   }
 
@@ -324,8 +331,7 @@ public:
 
   /// The aligned base pointer of an identity-layout buffer.
   Value pointer(Value memref) {
-    Value base =
-        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
     return LLVM::IntToPtrOp::create(b, loc, rt.ptrType, toI64(base));
   }
 
@@ -443,8 +449,9 @@ public:
 
   /// For g in [0, G): copies block g of `memref` along `dim` to slot g of
   /// `staging` (pack = true) or back (pack = false).
-  void copyBlocks(Value memref, Value staging, ArrayRef<OpFoldResult> blockShape,
-                  int64_t dim, Value groupSize, bool pack) {
+  void copyBlocks(Value memref, Value staging,
+                  ArrayRef<OpFoldResult> blockShape, int64_t dim,
+                  Value groupSize, bool pack) {
     auto loop = scf::ForOp::create(b, loc, index(0), groupSize, index(1));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(loop.getBody()->getTerminator());
@@ -465,8 +472,9 @@ public:
       types.push_back(a.getType());
     Value status =
         LLVM::CallOp::create(b, loc, rt.getFunc(name, types), args).getResult();
-    rt.checkStatus(b, loc, status,
-                   (name + " for '" + op->getName().getStringRef() + "'").str());
+    rt.checkStatus(
+        b, loc, status,
+        (name + " for '" + op->getName().getStringRef() + "'").str());
     return status;
   }
 
@@ -486,15 +494,14 @@ public:
     Block &entry = fn->getRegion(0).front();
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&entry);
-    Value one = LLVM::ConstantOp::create(b, loc, rt.i64Type,
-                                         b.getI64IntegerAttr(1));
+    Value one =
+        LLVM::ConstantOp::create(b, loc, rt.i64Type, b.getI64IntegerAttr(1));
     return LLVM::AllocaOp::create(b, loc, rt.ptrType, rt.i64Type, one);
   }
 
   Value dtype(Type elementType) {
     return rt.constI32(b, loc, *getRuntimeDtype(elementType));
   }
-
 };
 
 /// Lowers one collective in place. What every collective shares lives here:
@@ -914,8 +921,9 @@ struct ConvertMeshToRuntimePass
         failedCheck = true;
       } else if (isa<CollectiveOpInterface>(op)) {
         if (isa<TensorType>(op->getResult(0).getType())) {
-          op->emitOpError("works on tensors; bufferize the program "
-                          "(one-shot-bufferize) before convert-mesh-to-runtime");
+          op->emitOpError(
+              "works on tensors; bufferize the program "
+              "(one-shot-bufferize) before convert-mesh-to-runtime");
           failedCheck = true;
         } else {
           work.push_back(op);
@@ -986,7 +994,8 @@ struct ConvertMeshToRuntimePass
     LLVM::LLVMFuncOp setvbuf =
         rt.getFunc("setvbuf", {rt.ptrType, rt.ptrType, rt.i32Type, rt.i64Type});
     LLVM::CallOp::create(b, loc, setvbuf,
-                         ValueRange{stream, null, rt.constI32(b, loc, kLineBuffered),
+                         ValueRange{stream, null,
+                                    rt.constI32(b, loc, kLineBuffered),
                                     rt.constI64(b, loc, 0)});
   }
 

@@ -332,7 +332,8 @@ Value mlir::mesh::emitResharding(OpBuilder &b, Location loc, MeshOp mesh,
     auto reduction = ReductionKindAttr::get(b.getContext(), step.reduction);
     switch (step.kind) {
     case ReshardStep::Kind::AllReduce:
-      local = AllReduceOp::create(b, loc, type, local, meshRef, axes, reduction);
+      local =
+          AllReduceOp::create(b, loc, type, local, meshRef, axes, reduction);
       break;
     case ReshardStep::Kind::ReduceScatter:
       scale(step.dim, false);
