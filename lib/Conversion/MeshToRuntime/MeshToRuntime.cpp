@@ -27,7 +27,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
-#include <map>
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 namespace mlir {
 namespace mesh {
@@ -43,10 +44,19 @@ namespace {
 
 // Values of the runtime's C enums (meshrt.h).
 enum RuntimeDtype : int32_t {
-  kF16 = 0, kBF16 = 1, kF32 = 2, kF64 = 3, kI8 = 4, kI32 = 5, kI64 = 6, kU8 = 7
+  kF16 = 0,
+  kBF16 = 1,
+  kF32 = 2,
+  kF64 = 3,
+  kI8 = 4,
+  kI32 = 5,
+  kI64 = 6,
+  kU8 = 7
 };
 constexpr int32_t kPermuteWrap = 1;
 constexpr int32_t kPermuteZeroFill = 2;
+/// meshrt_mesh_declare's size of an axis it sizes from the world.
+constexpr int64_t kDynamicAxisSize = -1;
 
 /// The runtime's dtype for `type`, if it has one.
 std::optional<int32_t> getRuntimeDtype(Type type) {
@@ -116,10 +126,9 @@ public:
   /// A pointer-sized global initialised to null.
   LLVM::GlobalOp makePointerGlobal(StringRef prefix) {
     OpBuilder b = atModuleStart();
-    auto global =
-        LLVM::GlobalOp::create(b, module.getLoc(), ptrType, /*isConstant=*/false,
-                               LLVM::Linkage::Internal, uniqueName(prefix),
-                               Attribute());
+    auto global = LLVM::GlobalOp::create(
+        b, module.getLoc(), ptrType, /*isConstant=*/false,
+        LLVM::Linkage::Internal, uniqueName(prefix), Attribute());
     Block *init = b.createBlock(&global.getInitializerRegion());
     b.setInsertionPointToStart(init);
     Value zero = LLVM::ZeroOp::create(b, module.getLoc(), ptrType);
@@ -142,17 +151,14 @@ public:
   /// The global holding the communicator of (mesh, ordered axes).
   LLVM::GlobalOp getCommGlobal(MeshOp mesh, ArrayRef<StringRef> axes) {
     getMeshGlobal(mesh);
-    SmallVector<int64_t> indices;
+    CommKey key{mesh.getSymNameAttr(), {}};
     for (StringRef axis : axes)
-      indices.push_back(*mesh.getAxisIndex(axis));
-    auto key = std::make_pair(mesh.getSymName().str(),
-                              std::vector<int64_t>(indices.begin(), indices.end()));
+      key.second.push_back(*mesh.getAxisIndex(axis));
     auto it = commGlobals.find(key);
     if (it != commGlobals.end())
-      return it->second.global;
+      return it->second;
     LLVM::GlobalOp global = makePointerGlobal("__mesh_comm");
-    commGlobals[key] = {global, mesh, indices};
-    commOrder.push_back(key);
+    commGlobals.insert({std::move(key), global});
     return global;
   }
 
@@ -164,113 +170,15 @@ public:
 
   /// Emits the start-up and shut-down functions. Start-up initialises the
   /// runtime once, declares every mesh and creates every communicator.
-  LogicalResult emitInitAndFini(StringRef initName, StringRef finiName) {
-    for (StringRef name : {initName, finiName})
-      if (module.lookupSymbol(name))
-        return module.emitError() << "convert-mesh-to-runtime: the module "
-                                     "already has a symbol named '"
-                                  << name << "'";
-    Location loc = module.getLoc();
-    OpBuilder b = atModuleEnd();
-    auto guard = LLVM::GlobalOp::create(
-        b, loc, i8Type, /*isConstant=*/false, LLVM::Linkage::Internal,
-        uniqueName("__mesh_initialized"), b.getI8IntegerAttr(0));
-    auto voidFn = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {});
-    LLVM::LLVMFuncOp initFn = getFunc("meshrt_init", {i32Type});
-    LLVM::LLVMFuncOp declareFn = getFunc(
-        "meshrt_mesh_declare", {ptrType, i64Type, ptrType, ptrType, ptrType});
-    LLVM::LLVMFuncOp commFn =
-        getFunc("meshrt_comm_get", {ptrType, i64Type, ptrType, ptrType});
-    LLVM::LLVMFuncOp finalizeFn = getFunc("meshrt_finalize", {});
-
-    // Start-up.
-    b = atModuleEnd();
-    auto init = LLVM::LLVMFuncOp::create(b, loc, initName, voidFn);
-    Block *entry = init.addEntryBlock(b);
-    Block *work = b.createBlock(&init.getBody());
-    Block *done = b.createBlock(&init.getBody());
-    b.setInsertionPointToEnd(entry);
-    Value initialised = isInitialised(b, loc, guard);
-    LLVM::CondBrOp::create(b, loc, initialised, done, work);
-
-    b.setInsertionPointToEnd(work);
-    checkStatus(b, loc,
-                LLVM::CallOp::create(b, loc, initFn,
-                                     ValueRange{constI32(b, loc, 0)})
-                    .getResult(),
-                "meshrt_init");
-    for (MeshOp mesh : meshOrder) {
-      ArrayRef<int64_t> shape = mesh.getShape();
-      SmallVector<Value> sizes, names;
-      for (int64_t size : shape)
-        sizes.push_back(constI64(b, loc, ShapedType::isDynamic(size) ? -1 : size));
-      for (Attribute name : mesh.getAxisNames())
-        names.push_back(LLVM::AddressOfOp::create(
-            b, loc, getString(cast<StringAttr>(name).getValue())));
-      Value sizeArray = stackArray(b, loc, i64Type, sizes);
-      Value nameArray = stackArray(b, loc, ptrType, names);
-      Value meshName =
-          LLVM::AddressOfOp::create(b, loc, getString(mesh.getSymName()));
-      Value out = LLVM::AddressOfOp::create(b, loc, meshGlobals[mesh.getSymName()]);
-      Value status =
-          LLVM::CallOp::create(b, loc, declareFn,
-                               ValueRange{meshName,
-                                          constI64(b, loc, shape.size()),
-                                          sizeArray, nameArray, out})
-              .getResult();
-      checkStatus(b, loc, status,
-                  ("meshrt_mesh_declare of @" + mesh.getSymName()).str());
-    }
-    for (const auto &key : commOrder) {
-      const CommEntry &entry = commGlobals[key];
-      Value meshHandle =
-          loadHandle(b, loc, meshGlobals[entry.mesh.getSymName()]);
-      SmallVector<Value> axes;
-      for (int64_t axis : entry.axes)
-        axes.push_back(constI64(b, loc, axis));
-      Value axisArray = axes.empty()
-                            ? LLVM::ZeroOp::create(b, loc, ptrType).getResult()
-                            : stackArray(b, loc, i64Type, axes);
-      Value out = LLVM::AddressOfOp::create(b, loc, entry.global);
-      Value status =
-          LLVM::CallOp::create(b, loc, commFn,
-                               ValueRange{meshHandle,
-                                          constI64(b, loc, axes.size()),
-                                          axisArray, out})
-              .getResult();
-      checkStatus(b, loc, status,
-                  ("meshrt_comm_get on @" + entry.mesh.getSymName()).str());
-    }
-    setGuard(b, loc, guard, 1);
-    LLVM::BrOp::create(b, loc, ValueRange(), done);
-    b.setInsertionPointToEnd(done);
-    LLVM::ReturnOp::create(b, loc, ValueRange());
-
-    // Shut-down: frees every communicator (the runtime owns them).
-    b = atModuleEnd();
-    auto fini = LLVM::LLVMFuncOp::create(b, loc, finiName, voidFn);
-    entry = fini.addEntryBlock(b);
-    work = b.createBlock(&fini.getBody());
-    done = b.createBlock(&fini.getBody());
-    b.setInsertionPointToEnd(entry);
-    initialised = isInitialised(b, loc, guard);
-    LLVM::CondBrOp::create(b, loc, initialised, work, done);
-    b.setInsertionPointToEnd(work);
-    LLVM::CallOp::create(b, loc, finalizeFn, ValueRange());
-    setGuard(b, loc, guard, 0);
-    LLVM::BrOp::create(b, loc, ValueRange(), done);
-    b.setInsertionPointToEnd(done);
-    LLVM::ReturnOp::create(b, loc, ValueRange());
-    return success();
-  }
+  LogicalResult emitInitAndFini(StringRef initName, StringRef finiName);
 
   /// Aborts with a message when a runtime call returns a non-zero status
   /// (the runtime's own policy aborts first unless the program asked it to
   /// return errors; compiled code cannot go on without the result).
   void checkStatus(OpBuilder &b, Location loc, Value status, StringRef what) {
     Value zero = constI32(b, loc, 0);
-    Value ok = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, status,
-                                    zero);
+    Value ok =
+        LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, status, zero);
     std::string message;
     llvm::raw_string_ostream os(message);
     os << "mesh runtime: " << what << " failed (meshrt_last_error() says why)";
@@ -296,9 +204,8 @@ public:
       StringRef name = sym.getName();
       bool runtimeName = name.starts_with("meshrt_") || name == "setvbuf";
       if (runtimeName && !isa<LLVM::LLVMFuncOp>(op))
-        return op.emitError()
-               << "convert-mesh-to-runtime: the symbol '" << name
-               << "' is reserved for the mesh runtime";
+        return op.emitError() << "convert-mesh-to-runtime: the symbol '" << name
+                              << "' is reserved for the mesh runtime";
       if (name == "stdout" && !isa<LLVM::GlobalOp>(op))
         return op.emitError() << "convert-mesh-to-runtime: the symbol "
                                  "'stdout' is reserved for the C library";
@@ -317,8 +224,8 @@ public:
   Value stackArray(OpBuilder &b, Location loc, Type elementType,
                    ArrayRef<Value> values) {
     auto arrayType = LLVM::LLVMArrayType::get(elementType, values.size());
-    Value array = LLVM::AllocaOp::create(b, loc, ptrType, arrayType,
-                                         constI64(b, loc, 1));
+    Value array =
+        LLVM::AllocaOp::create(b, loc, ptrType, arrayType, constI64(b, loc, 1));
     for (auto [i, v] : llvm::enumerate(values)) {
       Value slot = LLVM::GEPOp::create(
           b, loc, ptrType, arrayType, array,
@@ -333,11 +240,34 @@ public:
   Type ptrType, i32Type, i64Type, i8Type;
 
 private:
-  struct CommEntry {
-    LLVM::GlobalOp global;
-    mutable MeshOp mesh;
-    SmallVector<int64_t> axes;
+  /// A communicator: the name of its mesh and the indices of its ordered
+  /// axes.
+  using CommKey = std::pair<StringAttr, SmallVector<int64_t>>;
+  /// The runtime functions that start-up and shut-down call.
+  struct LifecycleFuncs {
+    LLVM::LLVMFuncOp init, declareMesh, getComm, finalize;
   };
+
+  /// Fails when the module already has a symbol named `initName` or
+  /// `finiName`.
+  LogicalResult checkInitAndFiniNamesFree(StringRef initName,
+                                          StringRef finiName);
+  /// The i8 global that records whether start-up has run.
+  LLVM::GlobalOp createInitializedFlag();
+  /// Declares the runtime functions that start-up and shut-down call.
+  LifecycleFuncs declareLifecycleFuncs();
+  /// Emits `void name()`, which runs `body` once per start-up: when
+  /// `initialises`, only while `guard` is clear, and sets it; otherwise only
+  /// while it is set, and clears it.
+  void emitGuardedFunction(StringRef name, LLVM::GlobalOp guard,
+                           bool initialises,
+                           function_ref<void(OpBuilder &, Location)> body);
+  /// Declares `mesh` to the runtime and stores its handle in its global.
+  void emitMeshDeclaration(OpBuilder &b, Location loc,
+                           LLVM::LLVMFuncOp declareFn, MeshOp mesh);
+  /// Creates the communicator of `key` and stores it in `global`.
+  void emitCommCreation(OpBuilder &b, Location loc, LLVM::LLVMFuncOp commFn,
+                        const CommKey &key, LLVM::GlobalOp global);
 
   OpBuilder atModuleStart() {
     OpBuilder b(ctx);
@@ -359,12 +289,14 @@ private:
   Value isInitialised(OpBuilder &b, Location loc, LLVM::GlobalOp guard) {
     Value addr = LLVM::AddressOfOp::create(b, loc, guard);
     Value flag = LLVM::LoadOp::create(b, loc, i8Type, addr);
-    Value zero = LLVM::ConstantOp::create(b, loc, i8Type, b.getI8IntegerAttr(0));
+    Value zero =
+        LLVM::ConstantOp::create(b, loc, i8Type, b.getI8IntegerAttr(0));
     return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, flag, zero);
   }
   void setGuard(OpBuilder &b, Location loc, LLVM::GlobalOp guard, int8_t v) {
     Value addr = LLVM::AddressOfOp::create(b, loc, guard);
-    Value value = LLVM::ConstantOp::create(b, loc, i8Type, b.getI8IntegerAttr(v));
+    Value value =
+        LLVM::ConstantOp::create(b, loc, i8Type, b.getI8IntegerAttr(v));
     LLVM::StoreOp::create(b, loc, value, addr);
   }
 
@@ -372,8 +304,8 @@ private:
   llvm::StringMap<LLVM::GlobalOp> strings;
   llvm::StringMap<LLVM::GlobalOp> meshGlobals;
   SmallVector<MeshOp> meshOrder;
-  std::map<std::pair<std::string, std::vector<int64_t>>, CommEntry> commGlobals;
-  SmallVector<std::pair<std::string, std::vector<int64_t>>> commOrder;
+  /// The communicators' globals, in the order start-up creates them.
+  llvm::MapVector<CommKey, LLVM::GlobalOp> commGlobals;
 };
 
 /// Lowers one op at a time, in place.
@@ -399,8 +331,7 @@ public:
 
   /// The aligned base pointer of an identity-layout buffer.
   Value pointer(Value memref) {
-    Value base =
-        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
     return LLVM::IntToPtrOp::create(b, loc, rt.ptrType, toI64(base));
   }
 
@@ -518,8 +449,9 @@ public:
 
   /// For g in [0, G): copies block g of `memref` along `dim` to slot g of
   /// `staging` (pack = true) or back (pack = false).
-  void copyBlocks(Value memref, Value staging, ArrayRef<OpFoldResult> blockShape,
-                  int64_t dim, Value groupSize, bool pack) {
+  void copyBlocks(Value memref, Value staging,
+                  ArrayRef<OpFoldResult> blockShape, int64_t dim,
+                  Value groupSize, bool pack) {
     auto loop = scf::ForOp::create(b, loc, index(0), groupSize, index(1));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(loop.getBody()->getTerminator());
@@ -540,8 +472,9 @@ public:
       types.push_back(a.getType());
     Value status =
         LLVM::CallOp::create(b, loc, rt.getFunc(name, types), args).getResult();
-    rt.checkStatus(b, loc, status,
-                   (name + " for '" + op->getName().getStringRef() + "'").str());
+    rt.checkStatus(
+        b, loc, status,
+        (name + " for '" + op->getName().getStringRef() + "'").str());
     return status;
   }
 
@@ -561,29 +494,200 @@ public:
     Block &entry = fn->getRegion(0).front();
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&entry);
-    Value one = LLVM::ConstantOp::create(b, loc, rt.i64Type,
-                                         b.getI64IntegerAttr(1));
+    Value one =
+        LLVM::ConstantOp::create(b, loc, rt.i64Type, b.getI64IntegerAttr(1));
     return LLVM::AllocaOp::create(b, loc, rt.ptrType, rt.i64Type, one);
   }
 
   Value dtype(Type elementType) {
     return rt.constI32(b, loc, *getRuntimeDtype(elementType));
   }
-
 };
 
-/// Lowers the collective `op` whose group is (mesh, axes); replaces its
-/// result. Returns failure after emitting an error.
-LogicalResult lowerCollective(RuntimeModule &rt, CollectiveOpInterface coll,
-                              MeshOp mesh) {
-  Operation *op = coll.getOperation();
-  OpLowering l(rt, op);
-  OpBuilder &b = l.b;
-  Location loc = l.loc;
-  Value input = op->getOperand(0);
-  auto inType = cast<MemRefType>(input.getType());
-  auto outType = cast<MemRefType>(op->getResult(0).getType());
-  Type elementType = inType.getElementType();
+/// Lowers one collective in place. What every collective shares lives here:
+/// the checks, the group's communicator, a contiguous input, and replacing
+/// the op; the per-kind functions below allocate the result and marshal the
+/// arguments of the runtime call.
+class CollectiveLowering : public OpLowering {
+public:
+  CollectiveLowering(RuntimeModule &rt, CollectiveOpInterface coll,
+                     MeshOp mesh);
+
+  /// Fails, after an error on the op, when the runtime cannot take its
+  /// element type or its result's layout.
+  LogicalResult checkSupported();
+  /// Loads the group's communicator and makes the input contiguous; sets
+  /// `comm`, `in` and `inShape`.
+  void prepareOperands();
+  /// The number of members of the group, as an index value.
+  Value groupSize();
+  /// The runtime's code of reduction `kind`, as an i32 value.
+  Value reduction(ReductionKind kind);
+  /// Frees the contiguous copy of the input, if any, and replaces the op
+  /// with `result`, cast to the op's result type.
+  void replaceOp(Value result);
+
+  MeshOp mesh;
+  /// The group's axes, in group order.
+  SmallVector<StringRef> axes;
+  /// The op's input buffer, and the types of its input and result.
+  Value input;
+  MemRefType inType, outType;
+  Type elementType;
+
+  /// The group's communicator handle.
+  Value comm;
+  /// `input`, or a contiguous copy of it.
+  Value in;
+  /// The sizes of `in`.
+  SmallVector<OpFoldResult> inShape;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// RuntimeModule: start-up and shut-down
+//===----------------------------------------------------------------------===//
+
+LogicalResult RuntimeModule::emitInitAndFini(StringRef initName,
+                                             StringRef finiName) {
+  if (failed(checkInitAndFiniNamesFree(initName, finiName)))
+    return failure();
+  LLVM::GlobalOp guard = createInitializedFlag();
+  LifecycleFuncs funcs = declareLifecycleFuncs();
+
+  emitGuardedFunction(
+      initName, guard, /*initialises=*/true, [&](OpBuilder &b, Location loc) {
+        Value status = LLVM::CallOp::create(b, loc, funcs.init,
+                                            ValueRange{constI32(b, loc, 0)})
+                           .getResult();
+        checkStatus(b, loc, status, "meshrt_init");
+        for (MeshOp mesh : meshOrder)
+          emitMeshDeclaration(b, loc, funcs.declareMesh, mesh);
+        for (const auto &[key, global] : commGlobals)
+          emitCommCreation(b, loc, funcs.getComm, key, global);
+      });
+  // Shut-down frees every communicator (the runtime owns them).
+  emitGuardedFunction(
+      finiName, guard, /*initialises=*/false, [&](OpBuilder &b, Location loc) {
+        LLVM::CallOp::create(b, loc, funcs.finalize, ValueRange());
+      });
+  return success();
+}
+
+LogicalResult RuntimeModule::checkInitAndFiniNamesFree(StringRef initName,
+                                                       StringRef finiName) {
+  for (StringRef name : {initName, finiName})
+    if (module.lookupSymbol(name))
+      return module.emitError() << "convert-mesh-to-runtime: the module "
+                                   "already has a symbol named '"
+                                << name << "'";
+  return success();
+}
+
+LLVM::GlobalOp RuntimeModule::createInitializedFlag() {
+  OpBuilder b = atModuleEnd();
+  return LLVM::GlobalOp::create(b, module.getLoc(), i8Type,
+                                /*isConstant=*/false, LLVM::Linkage::Internal,
+                                uniqueName("__mesh_initialized"),
+                                b.getI8IntegerAttr(0));
+}
+
+RuntimeModule::LifecycleFuncs RuntimeModule::declareLifecycleFuncs() {
+  LifecycleFuncs funcs;
+  funcs.init = getFunc("meshrt_init", {i32Type});
+  funcs.declareMesh = getFunc("meshrt_mesh_declare",
+                              {ptrType, i64Type, ptrType, ptrType, ptrType});
+  funcs.getComm =
+      getFunc("meshrt_comm_get", {ptrType, i64Type, ptrType, ptrType});
+  funcs.finalize = getFunc("meshrt_finalize", {});
+  return funcs;
+}
+
+void RuntimeModule::emitGuardedFunction(
+    StringRef name, LLVM::GlobalOp guard, bool initialises,
+    function_ref<void(OpBuilder &, Location)> body) {
+  Location loc = module.getLoc();
+  OpBuilder b = atModuleEnd();
+  auto voidFn = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {});
+  auto fn = LLVM::LLVMFuncOp::create(b, loc, name, voidFn);
+  Block *entry = fn.addEntryBlock(b);
+  Block *work = b.createBlock(&fn.getBody());
+  Block *done = b.createBlock(&fn.getBody());
+  b.setInsertionPointToEnd(entry);
+  Value initialised = isInitialised(b, loc, guard);
+  if (initialises)
+    LLVM::CondBrOp::create(b, loc, initialised, done, work);
+  else
+    LLVM::CondBrOp::create(b, loc, initialised, work, done);
+
+  b.setInsertionPointToEnd(work);
+  body(b, loc);
+  setGuard(b, loc, guard, initialises ? 1 : 0);
+  LLVM::BrOp::create(b, loc, ValueRange(), done);
+  b.setInsertionPointToEnd(done);
+  LLVM::ReturnOp::create(b, loc, ValueRange());
+}
+
+void RuntimeModule::emitMeshDeclaration(OpBuilder &b, Location loc,
+                                        LLVM::LLVMFuncOp declareFn,
+                                        MeshOp mesh) {
+  ArrayRef<int64_t> shape = mesh.getShape();
+  SmallVector<Value> sizes, names;
+  for (int64_t size : shape)
+    sizes.push_back(constI64(
+        b, loc, ShapedType::isDynamic(size) ? kDynamicAxisSize : size));
+  for (Attribute name : mesh.getAxisNames())
+    names.push_back(LLVM::AddressOfOp::create(
+        b, loc, getString(cast<StringAttr>(name).getValue())));
+  Value sizeArray = stackArray(b, loc, i64Type, sizes);
+  Value nameArray = stackArray(b, loc, ptrType, names);
+  Value meshName =
+      LLVM::AddressOfOp::create(b, loc, getString(mesh.getSymName()));
+  Value out = LLVM::AddressOfOp::create(b, loc, meshGlobals[mesh.getSymName()]);
+  Value status =
+      LLVM::CallOp::create(b, loc, declareFn,
+                           ValueRange{meshName, constI64(b, loc, shape.size()),
+                                      sizeArray, nameArray, out})
+          .getResult();
+  checkStatus(b, loc, status,
+              ("meshrt_mesh_declare of @" + mesh.getSymName()).str());
+}
+
+void RuntimeModule::emitCommCreation(OpBuilder &b, Location loc,
+                                     LLVM::LLVMFuncOp commFn,
+                                     const CommKey &key,
+                                     LLVM::GlobalOp global) {
+  StringRef meshName = key.first.getValue();
+  Value meshHandle = loadHandle(b, loc, meshGlobals[meshName]);
+  SmallVector<Value> axes;
+  for (int64_t axis : key.second)
+    axes.push_back(constI64(b, loc, axis));
+  Value axisArray = axes.empty()
+                        ? LLVM::ZeroOp::create(b, loc, ptrType).getResult()
+                        : stackArray(b, loc, i64Type, axes);
+  Value out = LLVM::AddressOfOp::create(b, loc, global);
+  Value status =
+      LLVM::CallOp::create(
+          b, loc, commFn,
+          ValueRange{meshHandle, constI64(b, loc, axes.size()), axisArray, out})
+          .getResult();
+  checkStatus(b, loc, status, ("meshrt_comm_get on @" + meshName).str());
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+CollectiveLowering::CollectiveLowering(RuntimeModule &rt,
+                                       CollectiveOpInterface coll, MeshOp mesh)
+    : OpLowering(rt, coll.getOperation()), mesh(mesh),
+      axes(coll.getAxisNames()), input(op->getOperand(0)),
+      inType(cast<MemRefType>(input.getType())),
+      outType(cast<MemRefType>(op->getResult(0).getType())),
+      elementType(inType.getElementType()) {}
+
+LogicalResult CollectiveLowering::checkSupported() {
   if (!getRuntimeDtype(elementType))
     return op->emitOpError()
            << "has element type " << elementType
@@ -592,118 +696,211 @@ LogicalResult lowerCollective(RuntimeModule &rt, CollectiveOpInterface coll,
   if (!outType.getLayout().isIdentity())
     return op->emitOpError() << "result " << outType
                              << " must have an identity layout to be lowered";
+  return success();
+}
 
-  SmallVector<StringRef> axes = coll.getAxisNames();
-  Value comm = rt.loadHandle(b, loc, rt.getCommGlobal(mesh, axes));
+void CollectiveLowering::prepareOperands() {
+  comm = rt.loadHandle(b, loc, rt.getCommGlobal(mesh, axes));
+  memorySpace = inType.getMemorySpace();
+  in = contiguous(input);
+  inShape = sizes(in);
+}
+
+Value CollectiveLowering::groupSize() {
   int64_t staticGroup = mesh.getGroupSize(axes);
-  auto groupSize = [&]() -> Value {
-    if (!ShapedType::isDynamic(staticGroup))
-      return l.index(staticGroup);
-    return l.callForIndex("meshrt_comm_size", {comm});
-  };
-  l.memorySpace = inType.getMemorySpace();
-  Value in = l.contiguous(input);
-  SmallVector<OpFoldResult> inShape = l.sizes(in);
-  Value result;
+  if (!ShapedType::isDynamic(staticGroup))
+    return index(staticGroup);
+  return callForIndex("meshrt_comm_size", {comm});
+}
 
-  if (auto ar = dyn_cast<AllReduceOp>(op)) {
-    result = l.alloc(elementType, inShape);
-    l.call("meshrt_all_reduce",
-           {comm, l.pointer(in), l.pointer(result), l.numElements(in),
-            l.dtype(elementType),
-            rt.constI32(b, loc, getRuntimeReduction(ar.getReduction()))});
-  } else if (auto ag = dyn_cast<AllGatherOp>(op)) {
-    int64_t dim = ag.getGatherDim();
-    Value g = groupSize();
-    result = l.alloc(elementType, l.scaleDim(inShape, dim, g, true));
-    if (OpLowering::blocksAreContiguous(inType, dim)) {
-      l.call("meshrt_all_gather", {comm, l.pointer(in), l.pointer(result),
-                                   l.numElements(in), l.dtype(elementType)});
-    } else {
-      Value staging = l.allocStaging(elementType, inShape, g);
-      l.call("meshrt_all_gather", {comm, l.pointer(in), l.pointer(staging),
-                                   l.numElements(in), l.dtype(elementType)});
-      l.copyBlocks(result, staging, inShape, dim, g, /*pack=*/false);
-      memref::DeallocOp::create(b, loc, staging);
-    }
-  } else if (auto rs = dyn_cast<ReduceScatterOp>(op)) {
-    int64_t dim = rs.getScatterDim();
-    Value g = groupSize();
-    SmallVector<OpFoldResult> blockShape = l.scaleDim(inShape, dim, g, false);
-    result = l.alloc(elementType, blockShape);
-    Value send = in;
-    Value staging;
-    if (!OpLowering::blocksAreContiguous(inType, dim)) {
-      staging = l.allocStaging(elementType, blockShape, g);
-      l.copyBlocks(in, staging, blockShape, dim, g, /*pack=*/true);
-      send = staging;
-    }
-    l.call("meshrt_reduce_scatter",
-           {comm, l.pointer(send), l.pointer(result), l.numElements(result),
-            l.dtype(elementType),
-            rt.constI32(b, loc, getRuntimeReduction(rs.getReduction()))});
-    if (staging)
-      memref::DeallocOp::create(b, loc, staging);
-  } else if (auto a2a = dyn_cast<AllToAllOp>(op)) {
-    int64_t split = a2a.getSplitDim(), concat = a2a.getConcatDim();
-    Value g = groupSize();
-    SmallVector<OpFoldResult> blockShape = l.scaleDim(inShape, split, g, false);
-    result = l.alloc(elementType, l.scaleDim(blockShape, concat, g, true));
-    // Send: block j along split_dim goes to member j.
-    Value send = in, sendStaging;
-    if (!OpLowering::blocksAreContiguous(inType, split)) {
-      sendStaging = l.allocStaging(elementType, blockShape, g);
-      l.copyBlocks(in, sendStaging, blockShape, split, g, /*pack=*/true);
-      send = sendStaging;
-    }
-    // Receive: the block from member j lands at block j along concat_dim.
-    Value recv = result, recvStaging;
-    if (!OpLowering::blocksAreContiguous(outType, concat)) {
-      recvStaging = l.allocStaging(elementType, blockShape, g);
-      recv = recvStaging;
-    }
-    l.call("meshrt_all_to_all", {comm, l.pointer(send), l.pointer(recv),
-                                 l.product(blockShape), l.dtype(elementType)});
-    if (recvStaging) {
-      l.copyBlocks(result, recvStaging, blockShape, concat, g, /*pack=*/false);
-      memref::DeallocOp::create(b, loc, recvStaging);
-    }
-    if (sendStaging)
-      memref::DeallocOp::create(b, loc, sendStaging);
-  } else if (auto slice = dyn_cast<AllSliceOp>(op)) {
-    int64_t dim = slice.getSliceDim();
-    Value g = groupSize();
-    SmallVector<OpFoldResult> blockShape = l.scaleDim(inShape, dim, g, false);
-    Value me = l.callForIndex("meshrt_comm_rank", {comm});
-    result = l.alloc(elementType, blockShape);
-    Value block = l.blockView(in, blockShape, dim, me);
-    linalg::CopyOp::create(b, loc, ValueRange{block}, ValueRange{result});
-  } else if (auto bc = dyn_cast<BroadcastOp>(op)) {
-    result = l.alloc(elementType, inShape);
-    memref::CopyOp::create(b, loc, in, result);
-    l.call("meshrt_broadcast",
-           {comm, l.pointer(result), l.numElements(result),
-            l.dtype(elementType),
-            rt.constI64(b, loc, static_cast<int64_t>(bc.getRoot()))});
-  } else if (auto pm = dyn_cast<PermuteOp>(op)) {
-    result = l.alloc(elementType, inShape);
-    int32_t flags = kPermuteZeroFill | (pm.getRotate() ? kPermuteWrap : 0);
-    l.call("meshrt_permute",
-           {comm, l.pointer(in), l.pointer(result), l.numElements(in),
-            l.dtype(elementType),
-            rt.constI64(b, loc, static_cast<int64_t>(pm.getOffset())),
-            rt.constI32(b, loc, flags)});
-  } else {
-    return op->emitOpError("has no lowering to the runtime");
-  }
+Value CollectiveLowering::reduction(ReductionKind kind) {
+  return rt.constI32(b, loc, getRuntimeReduction(kind));
+}
+
+void CollectiveLowering::replaceOp(Value result) {
   if (in != input)
     memref::DeallocOp::create(b, loc, in);
   if (result.getType() != outType)
     result = memref::CastOp::create(b, loc, outType, result);
   op->getResult(0).replaceAllUsesWith(result);
   op->erase();
+}
+
+/// all_reduce: from the input straight into a new buffer of its shape.
+static Value lowerAllReduce(CollectiveLowering &l, AllReduceOp op) {
+  Value result = l.alloc(l.elementType, l.inShape);
+  l.call("meshrt_all_reduce",
+         {l.comm, l.pointer(l.in), l.pointer(result), l.numElements(l.in),
+          l.dtype(l.elementType), l.reduction(op.getReduction())});
+  return result;
+}
+
+/// all_gather: the runtime concatenates along the leading dim; on another
+/// dim the blocks land in a staging buffer and are unpacked.
+static Value lowerAllGather(CollectiveLowering &l, AllGatherOp op) {
+  int64_t dim = op.getGatherDim();
+  Value g = l.groupSize();
+  Value result =
+      l.alloc(l.elementType, l.scaleDim(l.inShape, dim, g, /*multiply=*/true));
+  Value recv = result, staging;
+  if (!OpLowering::blocksAreContiguous(l.inType, dim)) {
+    staging = l.allocStaging(l.elementType, l.inShape, g);
+    recv = staging;
+  }
+  l.call("meshrt_all_gather", {l.comm, l.pointer(l.in), l.pointer(recv),
+                               l.numElements(l.in), l.dtype(l.elementType)});
+  if (staging) {
+    l.copyBlocks(result, staging, l.inShape, dim, g, /*pack=*/false);
+    memref::DeallocOp::create(l.b, l.loc, staging);
+  }
+  return result;
+}
+
+/// reduce_scatter: the runtime scatters blocks along the leading dim; on
+/// another dim the blocks are packed into a staging buffer first.
+static Value lowerReduceScatter(CollectiveLowering &l, ReduceScatterOp op) {
+  int64_t dim = op.getScatterDim();
+  Value g = l.groupSize();
+  SmallVector<OpFoldResult> blockShape =
+      l.scaleDim(l.inShape, dim, g, /*multiply=*/false);
+  Value result = l.alloc(l.elementType, blockShape);
+  Value send = l.in, staging;
+  if (!OpLowering::blocksAreContiguous(l.inType, dim)) {
+    staging = l.allocStaging(l.elementType, blockShape, g);
+    l.copyBlocks(l.in, staging, blockShape, dim, g, /*pack=*/true);
+    send = staging;
+  }
+  l.call("meshrt_reduce_scatter",
+         {l.comm, l.pointer(send), l.pointer(result), l.numElements(result),
+          l.dtype(l.elementType), l.reduction(op.getReduction())});
+  if (staging)
+    memref::DeallocOp::create(l.b, l.loc, staging);
+  return result;
+}
+
+/// all_to_all: blocks along split_dim are sent, and blocks received land
+/// along concat_dim, each through a staging buffer unless it is the leading
+/// dim.
+static Value lowerAllToAll(CollectiveLowering &l, AllToAllOp op) {
+  int64_t split = op.getSplitDim(), concat = op.getConcatDim();
+  Value g = l.groupSize();
+  SmallVector<OpFoldResult> blockShape =
+      l.scaleDim(l.inShape, split, g, /*multiply=*/false);
+  Value result = l.alloc(l.elementType,
+                         l.scaleDim(blockShape, concat, g, /*multiply=*/true));
+  // Send: block j along split_dim goes to member j.
+  Value send = l.in, sendStaging;
+  if (!OpLowering::blocksAreContiguous(l.inType, split)) {
+    sendStaging = l.allocStaging(l.elementType, blockShape, g);
+    l.copyBlocks(l.in, sendStaging, blockShape, split, g, /*pack=*/true);
+    send = sendStaging;
+  }
+  // Receive: the block from member j lands at block j along concat_dim.
+  Value recv = result, recvStaging;
+  if (!OpLowering::blocksAreContiguous(l.outType, concat)) {
+    recvStaging = l.allocStaging(l.elementType, blockShape, g);
+    recv = recvStaging;
+  }
+  l.call("meshrt_all_to_all", {l.comm, l.pointer(send), l.pointer(recv),
+                               l.product(blockShape), l.dtype(l.elementType)});
+  if (recvStaging) {
+    l.copyBlocks(result, recvStaging, blockShape, concat, g, /*pack=*/false);
+    memref::DeallocOp::create(l.b, l.loc, recvStaging);
+  }
+  if (sendStaging)
+    memref::DeallocOp::create(l.b, l.loc, sendStaging);
+  return result;
+}
+
+/// all_slice: no communication; this member's block is copied out.
+static Value lowerAllSlice(CollectiveLowering &l, AllSliceOp op) {
+  int64_t dim = op.getSliceDim();
+  Value g = l.groupSize();
+  SmallVector<OpFoldResult> blockShape =
+      l.scaleDim(l.inShape, dim, g, /*multiply=*/false);
+  Value me = l.callForIndex("meshrt_comm_rank", {l.comm});
+  Value result = l.alloc(l.elementType, blockShape);
+  Value block = l.blockView(l.in, blockShape, dim, me);
+  linalg::CopyOp::create(l.b, l.loc, ValueRange{block}, ValueRange{result});
+  return result;
+}
+
+/// broadcast: the runtime works in place, on a copy of the input.
+static Value lowerBroadcast(CollectiveLowering &l, BroadcastOp op) {
+  Value result = l.alloc(l.elementType, l.inShape);
+  memref::CopyOp::create(l.b, l.loc, l.in, result);
+  l.call("meshrt_broadcast",
+         {l.comm, l.pointer(result), l.numElements(result),
+          l.dtype(l.elementType),
+          l.rt.constI64(l.b, l.loc, static_cast<int64_t>(op.getRoot()))});
+  return result;
+}
+
+/// permute: members outside the group's range receive zeros unless the
+/// permutation rotates.
+static Value lowerPermute(CollectiveLowering &l, PermuteOp op) {
+  Value result = l.alloc(l.elementType, l.inShape);
+  int32_t flags = kPermuteZeroFill | (op.getRotate() ? kPermuteWrap : 0);
+  l.call("meshrt_permute",
+         {l.comm, l.pointer(l.in), l.pointer(result), l.numElements(l.in),
+          l.dtype(l.elementType),
+          l.rt.constI64(l.b, l.loc, static_cast<int64_t>(op.getOffset())),
+          l.rt.constI32(l.b, l.loc, flags)});
+  return result;
+}
+
+/// Lowers the collective `coll` whose group is on `mesh`; replaces its
+/// result. Returns failure after emitting an error.
+static LogicalResult lowerCollective(RuntimeModule &rt,
+                                     CollectiveOpInterface coll, MeshOp mesh) {
+  CollectiveLowering l(rt, coll, mesh);
+  if (failed(l.checkSupported()))
+    return failure();
+  l.prepareOperands();
+  Value result =
+      llvm::TypeSwitch<Operation *, Value>(coll.getOperation())
+          .Case([&](AllReduceOp op) { return lowerAllReduce(l, op); })
+          .Case([&](AllGatherOp op) { return lowerAllGather(l, op); })
+          .Case([&](ReduceScatterOp op) { return lowerReduceScatter(l, op); })
+          .Case([&](AllToAllOp op) { return lowerAllToAll(l, op); })
+          .Case([&](AllSliceOp op) { return lowerAllSlice(l, op); })
+          .Case([&](BroadcastOp op) { return lowerBroadcast(l, op); })
+          .Case([&](PermuteOp op) { return lowerPermute(l, op); })
+          .Default([](Operation *) { return Value(); });
+  if (!result)
+    return coll->emitOpError("has no lowering to the runtime");
+  l.replaceOp(result);
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Barriers and axis queries
+//===----------------------------------------------------------------------===//
+
+/// Lowers `barrier` to meshrt_barrier on the communicator of its axes.
+static void lowerBarrier(RuntimeModule &rt, BarrierOp barrier, MeshOp mesh) {
+  OpLowering l(rt, barrier);
+  SmallVector<StringRef> axes;
+  for (Attribute a : barrier.getAxes())
+    axes.push_back(cast<StringAttr>(a).getValue());
+  Value comm = rt.loadHandle(l.b, l.loc, rt.getCommGlobal(mesh, axes));
+  l.call("meshrt_barrier", {comm});
+  barrier->erase();
+}
+
+/// Lowers `op`, an axis_index or axis_size of `axis`, to the runtime query
+/// `entry` on the handle of `mesh`.
+static void lowerAxisQuery(RuntimeModule &rt, Operation *op, MeshOp mesh,
+                           StringRef axis, StringRef entry) {
+  OpLowering l(rt, op);
+  Value meshHandle = rt.loadHandle(l.b, l.loc, rt.getMeshGlobal(mesh));
+  Value axisIndex = rt.constI64(l.b, l.loc, *mesh.getAxisIndex(axis));
+  Value v = l.callForIndex(entry, {meshHandle, axisIndex});
+  op->getResult(0).replaceAllUsesWith(v);
+  op->erase();
+}
+
+namespace {
 
 struct ConvertMeshToRuntimePass
     : public mesh::impl::ConvertMeshToRuntimeBase<ConvertMeshToRuntimePass> {
@@ -724,8 +921,9 @@ struct ConvertMeshToRuntimePass
         failedCheck = true;
       } else if (isa<CollectiveOpInterface>(op)) {
         if (isa<TensorType>(op->getResult(0).getType())) {
-          op->emitOpError("works on tensors; bufferize the program "
-                          "(one-shot-bufferize) before convert-mesh-to-runtime");
+          op->emitOpError(
+              "works on tensors; bufferize the program "
+              "(one-shot-bufferize) before convert-mesh-to-runtime");
           failedCheck = true;
         } else {
           work.push_back(op);
@@ -758,25 +956,13 @@ struct ConvertMeshToRuntimePass
           return signalPassFailure();
         continue;
       }
-      OpLowering l(rt, op);
-      if (auto barrier = dyn_cast<BarrierOp>(op)) {
-        SmallVector<StringRef> axes;
-        for (Attribute a : barrier.getAxes())
-          axes.push_back(cast<StringAttr>(a).getValue());
-        Value comm = rt.loadHandle(l.b, l.loc, rt.getCommGlobal(mesh, axes));
-        l.call("meshrt_barrier", {comm});
-        op->erase();
-        continue;
-      }
-      StringRef axis = isa<AxisIndexOp>(op) ? cast<AxisIndexOp>(op).getAxis()
-                                            : cast<AxisSizeOp>(op).getAxis();
-      Value meshHandle = rt.loadHandle(l.b, l.loc, rt.getMeshGlobal(mesh));
-      Value axisIndex = rt.constI64(l.b, l.loc, *mesh.getAxisIndex(axis));
-      Value v = l.callForIndex(isa<AxisIndexOp>(op) ? "meshrt_mesh_coordinate"
-                                                    : "meshrt_mesh_axis_size",
-                               {meshHandle, axisIndex});
-      op->getResult(0).replaceAllUsesWith(v);
-      op->erase();
+      if (auto barrier = dyn_cast<BarrierOp>(op))
+        lowerBarrier(rt, barrier, mesh);
+      else if (auto index = dyn_cast<AxisIndexOp>(op))
+        lowerAxisQuery(rt, op, mesh, index.getAxis(), "meshrt_mesh_coordinate");
+      else
+        lowerAxisQuery(rt, op, mesh, cast<AxisSizeOp>(op).getAxis(),
+                       "meshrt_mesh_axis_size");
     }
 
     if (!meshes.empty()) {
@@ -808,7 +994,8 @@ struct ConvertMeshToRuntimePass
     LLVM::LLVMFuncOp setvbuf =
         rt.getFunc("setvbuf", {rt.ptrType, rt.ptrType, rt.i32Type, rt.i64Type});
     LLVM::CallOp::create(b, loc, setvbuf,
-                         ValueRange{stream, null, rt.constI32(b, loc, kLineBuffered),
+                         ValueRange{stream, null,
+                                    rt.constI32(b, loc, kLineBuffered),
                                     rt.constI64(b, loc, 0)});
   }
 

@@ -302,8 +302,8 @@ FunctionPartitioner::getPlan(MeshOp mesh, ShardingAttr from,
   auto plan = plans.find(key);
   if (plan == plans.end()) {
     std::string whyNot;
-    FailureOr<SmallVector<ReshardStep>> steps = planResharding(
-        mesh, layoutOf(from, rank), layoutOf(target, rank), whyNot);
+    FailureOr<SmallVector<ReshardStep>> steps =
+        planResharding(layoutOf(from, rank), layoutOf(target, rank), whyNot);
     if (failed(steps))
       return where->emitError() << "cannot reshard " << what << ": " << whyNot,
              failure();

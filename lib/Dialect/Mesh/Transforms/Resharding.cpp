@@ -86,11 +86,20 @@ static size_t commonPrefix(ArrayRef<std::string> a, ArrayRef<std::string> b) {
   return n;
 }
 
-FailureOr<SmallVector<ReshardStep>>
-mlir::mesh::planResharding(MeshOp mesh, const ShardingLayout &src,
-                           const ShardingLayout &dst, std::string &whyNot) {
-  (void)mesh;
-  SmallVector<ReshardStep> steps;
+/// A step of `kind` over `axes` on dim `dim` (all_to_all's split dim); what
+/// the kind does not use keeps ReshardStep's defaults.
+static ReshardStep makeStep(ReshardStep::Kind kind, ArrayRef<std::string> axes,
+                            unsigned dim) {
+  ReshardStep step{kind, SmallVector<std::string>(axes)};
+  step.dim = dim;
+  return step;
+}
+
+/// Fails, with a reason in `whyNot`, when no plan takes `src` to `dst`: the
+/// ranks differ, or the target has a pending reduction the source has not.
+static LogicalResult checkPlannable(const ShardingLayout &src,
+                                    const ShardingLayout &dst,
+                                    std::string &whyNot) {
   if (src.dims.size() != dst.dims.size()) {
     whyNot = "the shardings have different ranks";
     return failure();
@@ -106,108 +115,170 @@ mlir::mesh::planResharding(MeshOp mesh, const ShardingLayout &src,
     whyNot = "the pending reductions are of different kinds";
     return failure();
   }
-  ShardingLayout cur = src;
-  unsigned rank = cur.dims.size();
+  return success();
+}
 
-  // 1. Finish the pending reductions the target does not keep.
+namespace {
+/// Builds a plan in the order of the file comment's four steps, keeping the
+/// layout the steps so far have reached.
+class ReshardPlanner {
+public:
+  ReshardPlanner(const ShardingLayout &src, const ShardingLayout &dst)
+      : cur(src), dst(dst) {}
+
+  /// 1. Finishes the pending reductions the target does not keep.
+  void finishReductions();
+  /// 2. Moves axis groups between dims with all_to_all while one can move.
+  void moveAxisGroups();
+  /// 3. Gathers what each dim has beyond its common prefix with the target.
+  void gatherExtraAxes();
+  /// 4. Slices what each dim still lacks.
+  void sliceMissingAxes();
+  /// The plan; the steps must have reached the target.
+  SmallVector<ReshardStep> takeSteps();
+
+private:
+  unsigned getRank() const { return cur.dims.size(); }
+  /// The first dim that a reduce_scatter finishing `finish` can split: the
+  /// dim is a prefix of its target, which continues with `finish` in some
+  /// order.
+  std::optional<unsigned> findScatterDim(ArrayRef<std::string> finish) const;
+  /// Moves one axis group with an all_to_all; false when none can move.
+  bool moveOneAxisGroup();
+  /// The longest group at the minor end of what dim `from` must lose that
+  /// starts `need`, in the same order; empty when there is none.
+  ArrayRef<std::string> getMovableGroup(unsigned from,
+                                        ArrayRef<std::string> need) const;
+
+  ShardingLayout cur;
+  const ShardingLayout &dst;
+  SmallVector<ReshardStep> steps;
+};
+} // namespace
+
+void ReshardPlanner::finishReductions() {
   SmallVector<std::string> finish;
   for (const std::string &axis : cur.partial)
     if (!llvm::is_contained(dst.partial, axis))
       finish.push_back(axis);
-  if (!finish.empty()) {
-    std::optional<unsigned> scatterDim;
-    SmallVector<std::string> scatterAxes;
-    for (unsigned d = 0; d < rank && !scatterDim; ++d) {
-      const auto &have = cur.dims[d];
-      const auto &want = dst.dims[d];
-      if (commonPrefix(have, want) != have.size() ||
-          want.size() < have.size() + finish.size())
-        continue;
-      SmallVector<std::string> next(want.begin() + have.size(),
-                                    want.begin() + have.size() + finish.size());
-      SmallVector<std::string> a = next, b = finish;
-      llvm::sort(a);
-      llvm::sort(b);
-      if (a == b) {
-        scatterDim = d;
-        scatterAxes = next;
-      }
-    }
-    if (scatterDim) {
-      steps.push_back({ReshardStep::Kind::ReduceScatter, scatterAxes,
-                       static_cast<int64_t>(*scatterDim), -1, cur.partialKind});
-      llvm::append_range(cur.dims[*scatterDim], scatterAxes);
-    } else {
-      steps.push_back({ReshardStep::Kind::AllReduce, finish, -1, -1,
-                       cur.partialKind});
-    }
-    SmallVector<std::string> keep;
-    for (const std::string &axis : cur.partial)
-      if (!llvm::is_contained(finish, axis))
-        keep.push_back(axis);
-    cur.partial = keep;
+  if (finish.empty())
+    return;
+  if (std::optional<unsigned> dim = findScatterDim(finish)) {
+    ArrayRef<std::string> want = dst.dims[*dim];
+    SmallVector<std::string> axes(
+        want.slice(cur.dims[*dim].size(), finish.size()));
+    ReshardStep step = makeStep(ReshardStep::Kind::ReduceScatter, axes, *dim);
+    step.reduction = cur.partialKind;
+    steps.push_back(std::move(step));
+    llvm::append_range(cur.dims[*dim], axes);
+  } else {
+    ReshardStep step{ReshardStep::Kind::AllReduce, finish};
+    step.reduction = cur.partialKind;
+    steps.push_back(std::move(step));
   }
+  llvm::erase_if(cur.partial, [&](const std::string &axis) {
+    return llvm::is_contained(finish, axis);
+  });
+}
 
-  // 2. Move axis groups between dims with all_to_all.
-  bool moved = true;
-  while (moved) {
-    moved = false;
-    for (unsigned j = 0; j < rank && !moved; ++j) {
-      // Dim j must already be a prefix of its target and need more axes.
-      size_t pj = commonPrefix(cur.dims[j], dst.dims[j]);
-      if (pj != cur.dims[j].size() || pj == dst.dims[j].size())
+std::optional<unsigned>
+ReshardPlanner::findScatterDim(ArrayRef<std::string> finish) const {
+  SmallVector<std::string> sortedFinish(finish);
+  llvm::sort(sortedFinish);
+  for (unsigned d = 0; d < getRank(); ++d) {
+    ArrayRef<std::string> have = cur.dims[d];
+    ArrayRef<std::string> want = dst.dims[d];
+    if (commonPrefix(have, want) != have.size() ||
+        want.size() < have.size() + finish.size())
+      continue;
+    SmallVector<std::string> next(want.slice(have.size(), finish.size()));
+    llvm::sort(next);
+    if (next == sortedFinish)
+      return d;
+  }
+  return std::nullopt;
+}
+
+void ReshardPlanner::moveAxisGroups() {
+  while (moveOneAxisGroup()) {
+  }
+}
+
+bool ReshardPlanner::moveOneAxisGroup() {
+  for (unsigned j = 0; j < getRank(); ++j) {
+    // Dim j must already be a prefix of its target and need more axes.
+    size_t pj = commonPrefix(cur.dims[j], dst.dims[j]);
+    if (pj != cur.dims[j].size() || pj == dst.dims[j].size())
+      continue;
+    ArrayRef<std::string> need = ArrayRef(dst.dims[j]).drop_front(pj);
+    for (unsigned i = 0; i < getRank(); ++i) {
+      if (i == j)
         continue;
-      for (unsigned i = 0; i < rank && !moved; ++i) {
-        if (i == j)
-          continue;
-        size_t pi = commonPrefix(cur.dims[i], dst.dims[i]);
-        // The longest group at the minor end of what dim i must lose that
-        // dim j needs next, in the same order.
-        size_t extra = cur.dims[i].size() - pi;
-        for (size_t len = extra; len > 0; --len) {
-          ArrayRef<std::string> tail =
-              ArrayRef<std::string>(cur.dims[i]).take_back(len);
-          ArrayRef<std::string> need =
-              ArrayRef<std::string>(dst.dims[j]).drop_front(pj);
-          if (need.size() < len ||
-              !std::equal(tail.begin(), tail.end(), need.begin()))
-            continue;
-          SmallVector<std::string> axes(tail.begin(), tail.end());
-          steps.push_back({ReshardStep::Kind::AllToAll, axes,
-                           static_cast<int64_t>(j), static_cast<int64_t>(i),
-                           ReductionKind::Sum});
-          cur.dims[i].resize(cur.dims[i].size() - len);
-          llvm::append_range(cur.dims[j], axes);
-          moved = true;
-          break;
-        }
-      }
+      SmallVector<std::string> axes(getMovableGroup(i, need));
+      if (axes.empty())
+        continue;
+      ReshardStep step = makeStep(ReshardStep::Kind::AllToAll, axes, j);
+      step.concatDim = i;
+      steps.push_back(std::move(step));
+      cur.dims[i].resize(cur.dims[i].size() - axes.size());
+      llvm::append_range(cur.dims[j], axes);
+      return true;
     }
   }
+  return false;
+}
 
-  // 3. Gather what each dim has beyond its common prefix with the target.
-  for (unsigned d = 0; d < rank; ++d) {
+ArrayRef<std::string>
+ReshardPlanner::getMovableGroup(unsigned from,
+                                ArrayRef<std::string> need) const {
+  ArrayRef<std::string> have = cur.dims[from];
+  size_t extra = have.size() - commonPrefix(have, dst.dims[from]);
+  for (size_t len = std::min(extra, need.size()); len > 0; --len) {
+    ArrayRef<std::string> tail = have.take_back(len);
+    if (std::equal(tail.begin(), tail.end(), need.begin()))
+      return tail;
+  }
+  return {};
+}
+
+void ReshardPlanner::gatherExtraAxes() {
+  for (unsigned d = 0; d < getRank(); ++d) {
     size_t p = commonPrefix(cur.dims[d], dst.dims[d]);
     if (p == cur.dims[d].size())
       continue;
-    SmallVector<std::string> axes(cur.dims[d].begin() + p, cur.dims[d].end());
-    steps.push_back({ReshardStep::Kind::AllGather, axes,
-                     static_cast<int64_t>(d), -1, ReductionKind::Sum});
+    SmallVector<std::string> axes(ArrayRef(cur.dims[d]).drop_front(p));
+    steps.push_back(makeStep(ReshardStep::Kind::AllGather, axes, d));
     cur.dims[d].resize(p);
   }
+}
 
-  // 4. Slice what each dim still lacks.
-  for (unsigned d = 0; d < rank; ++d) {
+void ReshardPlanner::sliceMissingAxes() {
+  for (unsigned d = 0; d < getRank(); ++d) {
     size_t p = cur.dims[d].size();
     if (p == dst.dims[d].size())
       continue;
-    SmallVector<std::string> axes(dst.dims[d].begin() + p, dst.dims[d].end());
-    steps.push_back({ReshardStep::Kind::AllSlice, axes,
-                     static_cast<int64_t>(d), -1, ReductionKind::Sum});
+    SmallVector<std::string> axes(ArrayRef(dst.dims[d]).drop_front(p));
+    steps.push_back(makeStep(ReshardStep::Kind::AllSlice, axes, d));
     llvm::append_range(cur.dims[d], axes);
   }
+}
+
+SmallVector<ReshardStep> ReshardPlanner::takeSteps() {
   assert(cur.dims == dst.dims && "resharding plan must end at the target");
-  return steps;
+  return std::move(steps);
+}
+
+FailureOr<SmallVector<ReshardStep>>
+mlir::mesh::planResharding(const ShardingLayout &src, const ShardingLayout &dst,
+                           std::string &whyNot) {
+  if (failed(checkPlannable(src, dst, whyNot)))
+    return failure();
+  ReshardPlanner planner(src, dst);
+  planner.finishReductions();
+  planner.moveAxisGroups();
+  planner.gatherExtraAxes();
+  planner.sliceMissingAxes();
+  return planner.takeSteps();
 }
 
 FailureOr<RankedTensorType>
@@ -261,7 +332,8 @@ Value mlir::mesh::emitResharding(OpBuilder &b, Location loc, MeshOp mesh,
     auto reduction = ReductionKindAttr::get(b.getContext(), step.reduction);
     switch (step.kind) {
     case ReshardStep::Kind::AllReduce:
-      local = AllReduceOp::create(b, loc, type, local, meshRef, axes, reduction);
+      local =
+          AllReduceOp::create(b, loc, type, local, meshRef, axes, reduction);
       break;
     case ReshardStep::Kind::ReduceScatter:
       scale(step.dim, false);

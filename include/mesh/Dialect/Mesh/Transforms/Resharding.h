@@ -58,12 +58,13 @@ ShardingAttr withoutPartial(ShardingAttr s);
 /// The layout of `s`, or the replicated layout of rank `rank` when null.
 ShardingLayout layoutOf(ShardingAttr s, unsigned rank);
 
-/// Plans the collectives that take a tensor of global shape `globalShape`
-/// from `src` to `dst` on `mesh`. Fails, with a reason in `whyNot`, when the
-/// target adds a pending reduction that the source does not have.
-FailureOr<SmallVector<ReshardStep>>
-planResharding(MeshOp mesh, const ShardingLayout &src,
-               const ShardingLayout &dst, std::string &whyNot);
+/// Plans the collectives that take a tensor from `src` to `dst` (the plan
+/// depends on the layouts alone, not on the mesh's sizes). Fails, with a
+/// reason in `whyNot`, when the ranks differ or the target adds a pending
+/// reduction that the source does not have.
+FailureOr<SmallVector<ReshardStep>> planResharding(const ShardingLayout &src,
+                                                   const ShardingLayout &dst,
+                                                   std::string &whyNot);
 
 /// The per-device type of a tensor of global type `global` laid out as
 /// `layout`. Fails, with a reason in `whyNot`, when a static dim does not
