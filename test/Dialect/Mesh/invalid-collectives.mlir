@@ -203,7 +203,7 @@ func.func @barrier_repeated_axis() {
 
 mesh.mesh @world(["replicate" = 2, "shard" = 4])
 func.func @op_unknown_kind(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{unknown reduction kind 'mean'; expected one of sum, prod, min, max, avg, and, or, xor}}
+  // expected-error @+1 {{unknown reduction kind 'mean'; expected one of sum, prod, min, max, avg, and, or, xor (C10)}}
   %0 = mesh.all_reduce %x on @world axes = ["shard"] reduction = mean : tensor<4xf32> -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }

@@ -40,3 +40,9 @@ mesh.mesh @m(["a0" = 1, "a1" = 1, "a2" = 1, "a3" = 1, "a4" = 1, "a5" = 1, "a6" =
 
 // expected-error @+1 {{'mesh.mesh' op @m has more than 2^31-1 devices (M5)}}
 mesh.mesh @m(["a" = 65536, "b" = 65536])
+
+// -----
+
+// The custom syntax pairs names and sizes; the generic form need not.
+// expected-error @+1 {{'mesh.mesh' op has 2 axis names but 1 sizes (M7)}}
+"mesh.mesh"() <{sym_name = "m", axis_names = ["a", "b"], shape = array<i64: 2>}> : () -> ()

@@ -66,9 +66,9 @@ ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                      FlatSymbolRefAttr mesh, ArrayAttr dims,
                      ArrayAttr partialAxes, ReductionKind partialKind) {
   if (!mesh)
-    return emitError() << "sharding needs a mesh symbol";
+    return emitError() << "sharding needs a mesh symbol (S4)";
   if (!dims || !partialAxes)
-    return emitError() << "sharding needs its dims and partial axes";
+    return emitError() << "sharding needs its dims and partial axes (S4)";
   // Axis names are uniqued StringAttrs: compare pointers.
   SmallVector<Attribute, 8> seen;
   auto checkAxis = [&](Attribute a, int64_t dim) -> LogicalResult {
@@ -80,7 +80,7 @@ ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
         diag << "partial)";
       else
         diag << "dim " << dim << ")";
-      return diag;
+      return diag << " (S4)";
     }
     if (llvm::is_contained(seen, a))
       return emitError() << "mesh axis \"" << name.getValue()
@@ -92,7 +92,7 @@ ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     auto axes = dyn_cast<ArrayAttr>(dim);
     if (!axes)
       return emitError() << "sharding dim " << i
-                         << " must be a list of axis names";
+                         << " must be a list of axis names (S4)";
     for (Attribute a : axes)
       if (failed(checkAxis(a, static_cast<int64_t>(i))))
         return failure();
@@ -147,14 +147,14 @@ Attribute ShardingAttr::parse(AsmParser &parser, Type) {
     if (!parsed) {
       parser.emitError(kindLoc, "unknown reduction kind '")
           << keyword << "'; expected one of sum, prod, min, max, avg, and, "
-          << "or, xor";
+          << "or, xor (S5)";
       return {};
     }
     kind = *parsed;
     if (parseAxisList(parser, partial))
       return {};
     if (partial.empty()) {
-      parser.emitError(kindLoc, "partial needs at least one axis");
+      parser.emitError(kindLoc, "partial needs at least one axis (S5)");
       return {};
     }
   }
@@ -209,7 +209,7 @@ LogicalResult mlir::mesh::verifySharding(Operation *op, ShardingAttr sharding,
   } else {
     return op->emitOpError() << what << " of type " << type
                              << " cannot carry a sharding; it needs a ranked "
-                                "tensor";
+                                "tensor (S7)";
   }
   auto checkAxes = [&](ArrayAttr axes) -> LogicalResult {
     for (Attribute a : axes) {

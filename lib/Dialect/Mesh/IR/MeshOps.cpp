@@ -116,7 +116,7 @@ static ParseResult parseReduction(OpAsmParser &parser,
   if (!kind)
     return parser.emitError(loc, "unknown reduction kind '")
            << keyword
-           << "'; expected one of sum, prod, min, max, avg, and, or, xor";
+           << "'; expected one of sum, prod, min, max, avg, and, or, xor (C10)";
   reduction = ReductionKindAttr::get(parser.getContext(), *kind);
   return success();
 }
@@ -179,7 +179,7 @@ LogicalResult MeshOp::verify() {
   ArrayRef<int64_t> shape = getShape();
   if (shape.size() != getAxisNames().size())
     return emitOpError() << "has " << getAxisNames().size()
-                         << " axis names but " << shape.size() << " sizes";
+                         << " axis names but " << shape.size() << " sizes (M7)";
   if (shape.empty())
     return emitOpError() << "@" << getSymName()
                          << " needs at least one axis (M1)";
@@ -309,7 +309,8 @@ static ParseResult parseShardingRef(OpAsmParser &parser,
     return failure();
   sharding = dyn_cast<ShardingAttr>(attr);
   if (!sharding)
-    return parser.emitError(loc, "expected a #mesh.sharding, got ") << attr;
+    return parser.emitError(loc, "expected a #mesh.sharding, got ")
+           << attr << " (S6)";
   return success();
 }
 
