@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: the lit suite
-# (compiler) and ctest (runtime, MPI, unit tests). Ends with one line
-# "N passed, N failed, N skipped" summing both, and exits non-zero on failure.
+# (compiler), ctest (runtime, MPI, unit tests) and the formatting check
+# (scripts/check-format.sh --all, counted as one test). Ends with one line
+# "N passed, N failed, N skipped" summing them, and exits non-zero on failure.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
@@ -34,7 +35,11 @@ cf=$(grep -cE "Test +#[0-9]+: .*\*\*\*(Failed|Timeout|Exception|Not Run)|\*\*\*F
 if grep -q "No tests were found" "$BUILD_DIR/ctest.log"; then cf=$((cf + 1)); fi
 if [ "$ctest_rc" -ne 0 ] && [ "$cf" -eq 0 ]; then cf=1; fi
 
-echo "=== summary: lit $lp passed, $lf failed, $lu unsupported; ctest $cp passed, $cf failed, $cs skipped; $(( $(date +%s) - start ))s"
-passed=$((lp + cp)); failed=$((lf + cf)); skipped=$((lu + cs))
+echo "=== format"
+fp=0; ff=0
+if "$ROOT/scripts/check-format.sh" --all; then fp=1; else ff=1; fi
+
+echo "=== summary: lit $lp passed, $lf failed, $lu unsupported; ctest $cp passed, $cf failed, $cs skipped; format $fp passed, $ff failed; $(( $(date +%s) - start ))s"
+passed=$((lp + cp + fp)); failed=$((lf + cf + ff)); skipped=$((lu + cs))
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -22,6 +22,9 @@ static void printDimAxes(AsmPrinter &printer, ArrayRef<AxisListAttr> dims);
 static ParseResult parseReductionKindKeyword(AsmParser &parser,
                                              ReductionKind &kind);
 static void printReductionKindKeyword(AsmPrinter &printer, ReductionKind kind);
+static ParseResult parsePartialKindKeyword(AsmParser &parser,
+                                           ReductionKind &kind);
+static void printPartialKindKeyword(AsmPrinter &printer, ReductionKind kind);
 
 #define GET_ATTRDEF_CLASSES
 #include "mesh/Dialect/Mesh/IR/MeshAttrs.cpp.inc"
@@ -38,8 +41,9 @@ void MeshDialect::registerAttributes() {
 //===----------------------------------------------------------------------===//
 
 /// A reduction kind written as a bare keyword (`sum`), with a message that
-/// lists the valid kinds when it is not one.
-static FailureOr<ReductionKind> parseReductionKind(AsmParser &parser) {
+/// lists the valid kinds when it is not one, citing `constraint`.
+static FailureOr<ReductionKind> parseReductionKind(AsmParser &parser,
+                                                   StringRef constraint) {
   SMLoc loc = parser.getCurrentLocation();
   StringRef keyword;
   if (parser.parseKeyword(&keyword))
@@ -48,13 +52,24 @@ static FailureOr<ReductionKind> parseReductionKind(AsmParser &parser) {
   if (!kind)
     return parser.emitError(loc, "unknown reduction kind '")
            << keyword << "'; expected one of sum, prod, min, max, avg, and, "
-           << "or, xor";
+           << "or, xor (" << constraint << ")";
   return *kind;
 }
 
+/// The reduction of a collective (C10).
 static ParseResult parseReductionKindKeyword(AsmParser &parser,
                                              ReductionKind &kind) {
-  FailureOr<ReductionKind> parsed = parseReductionKind(parser);
+  FailureOr<ReductionKind> parsed = parseReductionKind(parser, "C10");
+  if (failed(parsed))
+    return failure();
+  kind = *parsed;
+  return success();
+}
+
+/// The pending reduction of a sharding (S5).
+static ParseResult parsePartialKindKeyword(AsmParser &parser,
+                                           ReductionKind &kind) {
+  FailureOr<ReductionKind> parsed = parseReductionKind(parser, "S5");
   if (failed(parsed))
     return failure();
   kind = *parsed;
@@ -63,6 +78,10 @@ static ParseResult parseReductionKindKeyword(AsmParser &parser,
 
 static void printReductionKindKeyword(AsmPrinter &printer, ReductionKind kind) {
   printer << stringifyReductionKind(kind);
+}
+
+static void printPartialKindKeyword(AsmPrinter &printer, ReductionKind kind) {
+  printReductionKindKeyword(printer, kind);
 }
 
 //===----------------------------------------------------------------------===//
@@ -159,11 +178,11 @@ ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                      FlatSymbolRefAttr mesh, ArrayRef<AxisListAttr> dims,
                      AxisListAttr partialAxes, ReductionKind partialKind) {
   if (!mesh)
-    return emitError() << "sharding needs a mesh symbol";
+    return emitError() << "sharding needs a mesh symbol (S4)";
   if (partialAxes && partialAxes.empty())
-    return emitError() << "partial needs at least one axis";
+    return emitError() << "partial needs at least one axis (S5)";
   if (!partialAxes && partialKind != ReductionKind::Sum)
-    return emitError() << "a partial reduction kind needs partial axes";
+    return emitError() << "a partial reduction kind needs partial axes (S5)";
   // Axis names are uniqued StringAttrs: compare pointers.
   SmallVector<StringAttr, 8> seen;
   auto checkAxes = [&](AxisListAttr axes, int64_t dim) -> LogicalResult {
@@ -175,7 +194,7 @@ ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
           diag << "partial)";
         else
           diag << "dim " << dim << ")";
-        return diag;
+        return diag << " (S4)";
       }
       if (llvm::is_contained(seen, name))
         return emitError() << "mesh axis \"" << name.getValue()
@@ -187,7 +206,7 @@ ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   for (auto [i, axes] : llvm::enumerate(dims)) {
     if (!axes)
       return emitError() << "sharding dim " << i
-                         << " must be a list of axis names";
+                         << " must be a list of axis names (S4)";
     if (failed(checkAxes(axes, static_cast<int64_t>(i))))
       return failure();
   }
@@ -218,7 +237,7 @@ LogicalResult mlir::mesh::verifySharding(Operation *op, ShardingAttr sharding,
   } else {
     return op->emitOpError() << what << " of type " << type
                              << " cannot carry a sharding; it needs a ranked "
-                                "tensor";
+                                "tensor (S7)";
   }
   auto checkAxes = [&](AxisListAttr axes) -> LogicalResult {
     if (!axes)

@@ -41,22 +41,23 @@ static LogicalResult verifyShardingAttrFor(Operation *op, Attribute attr,
       return op->emitOpError()
              << "has " << types.size() << " " << what
              << "s, so 'mesh.sharding' must be an array with one "
-                "#mesh.sharding for each";
+                "#mesh.sharding for each (S6)";
     return verifySharding(op, sharding, types.front(), what);
   }
   auto array = dyn_cast<ArrayAttr>(attr);
   if (!array)
     return op->emitOpError()
-           << "'mesh.sharding' must be a #mesh.sharding or an array of them";
+           << "'mesh.sharding' must be a #mesh.sharding or an array of them "
+              "(S6)";
   if (array.size() != types.size())
     return op->emitOpError() << "'mesh.sharding' has " << array.size()
                              << " entries but the op has " << types.size()
-                             << " " << what << "s";
+                             << " " << what << "s (S6)";
   for (auto [i, entry] : llvm::enumerate(array)) {
     auto sharding = dyn_cast<ShardingAttr>(entry);
     if (!sharding)
       return op->emitOpError() << "'mesh.sharding' entry " << i
-                               << " must be a #mesh.sharding";
+                               << " must be a #mesh.sharding (S6)";
     if (failed(verifySharding(op, sharding, types[i],
                               (what + " " + std::to_string(i)).str())))
       return failure();
@@ -69,7 +70,7 @@ LogicalResult MeshDialect::verifyOperationAttribute(Operation *op,
   if (attr.getName() != getShardingAttrName())
     return op->emitOpError() << "has unknown mesh dialect attribute '"
                              << attr.getName().getValue()
-                             << "'; the only one is 'mesh.sharding'";
+                             << "'; the only one is 'mesh.sharding' (S8)";
   return verifyShardingAttrFor(op, attr.getValue(), op->getResultTypes(),
                                "result");
 }
@@ -82,11 +83,11 @@ static LogicalResult verifyFunctionShardingAttr(Operation *op,
   if (attr.getName() != MeshDialect::getShardingAttrName())
     return op->emitOpError() << "has unknown mesh dialect attribute '"
                              << attr.getName().getValue() << "' on " << what
-                             << "; the only one is 'mesh.sharding'";
+                             << "; the only one is 'mesh.sharding' (S8)";
   auto sharding = dyn_cast<ShardingAttr>(attr.getValue());
   if (!sharding)
-    return op->emitOpError() << "'mesh.sharding' on " << what
-                             << " must be a #mesh.sharding";
+    return op->emitOpError()
+           << "'mesh.sharding' on " << what << " must be a #mesh.sharding (S6)";
   return verifySharding(op, sharding, type, what.str());
 }
 
@@ -110,7 +111,7 @@ LogicalResult MeshDialect::verifyRegionResultAttribute(Operation *op,
   auto fn = dyn_cast<FunctionOpInterface>(op);
   if (!fn)
     return op->emitOpError() << "'mesh.sharding' on a region result needs a "
-                                "function-like op";
+                                "function-like op (S6)";
   return verifyFunctionShardingAttr(op, attr, fn.getResultTypes()[resultIndex],
                                     "result " + Twine(resultIndex));
 }

@@ -155,7 +155,7 @@ LogicalResult MeshOp::verify() {
   ArrayRef<int64_t> shape = getShape();
   if (shape.size() != getAxisNames().size())
     return emitOpError() << "has " << getAxisNames().size()
-                         << " axis names but " << shape.size() << " sizes";
+                         << " axis names but " << shape.size() << " sizes (M7)";
   if (shape.empty())
     return emitOpError() << "@" << getSymName()
                          << " needs at least one axis (M1)";

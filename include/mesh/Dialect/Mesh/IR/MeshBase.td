@@ -168,12 +168,14 @@ def Mesh_ShardingAttr : AttrDef<Mesh_Dialect, "Sharding"> {
     for each tensor dimension, the ordered list of mesh axes that split it
     (major to minor); an empty list means the dimension is not split. Axes that
     split no dimension replicate the tensor. The list has one entry for each
-    dimension of the tensor (`(S2)`), and an axis appears at most once in the
-    whole sharding (`(S3)`).
+    dimension of the tensor (`(S2)`), axis names are non-empty strings
+    (`(S4)`), and an axis appears at most once in the whole sharding
+    (`(S3)`).
 
     An optional `partial = kind[axes]` says that the value held on each device
     is a partial result still to be reduced over those axes with that
     reduction kind: a pending reduction, as a sharded contraction produces.
+    It names a known kind and at least one axis (`(S5)`).
 
     ```mlir
     mesh.mesh @world(["replicate" = 2, "shard" = 4])
@@ -198,7 +200,7 @@ def Mesh_ShardingAttr : AttrDef<Mesh_Dialect, "Sharding"> {
   // `sum`: each has a small directive of its own.
   let assemblyFormat = [{
     `<` $mesh `,` custom<DimAxes>($dims)
-    (`,` `partial` `=` custom<ReductionKindKeyword>($partialKind) `` $partialAxes^)? `>`
+    (`,` `partial` `=` custom<PartialKindKeyword>($partialKind) `` $partialAxes^)? `>`
   }];
   let genVerifyDecl = 1;
   let builders = [

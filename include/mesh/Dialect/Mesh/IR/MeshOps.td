@@ -36,7 +36,8 @@ def Mesh_MeshOp : Mesh_Op<"mesh", [Symbol]> {
     from the number of processes.
 
     Constraints: at least one axis `(M1)`; every size is at least 1 or `?`
-    `(M2)`; names are non-empty and unique `(M3)`; at most one `?` `(M4)`.
+    `(M2)`; names are non-empty and unique `(M3)`; at most one `?` `(M4)`;
+    one size for each name `(M7)`.
 
     ```mlir
     mesh.mesh @world(["replicate" = 2, "shard" = 4])
@@ -80,8 +81,9 @@ def Mesh_ShardOp : Mesh_Op<"shard", [
     partitioning inserts the collectives that move the data there; it computes
     nothing. The type comes before the sharding because MLIR's parser reads a
     `: type` that follows a dialect attribute as that attribute's own type.
-    The sharding has one entry per tensor dimension `(S2)` and names
-    axes of its mesh `(S1)`, each at most once `(S3)`.
+    The sharding is a `#mesh.sharding` `(S6)`; it has one entry per tensor
+    dimension `(S2)` and names axes of its mesh `(S1)`, each at most once
+    `(S3)`.
 
     ```mlir
     %y = mesh.shard %v : tensor<64x128xf32>
@@ -144,7 +146,7 @@ def Mesh_AllReduceOp : Mesh_CollectiveOp<"all_reduce", (ins Mesh_ReductionKindAt
     Combines `input` elementwise over each group formed by `axes` with
     `reduction`, and gives every member of the group the combined value. The
     result has the shape and element type of the input `(C5)`; the reduction
-    is valid for the element type `(C6)`.
+    is a known kind `(C10)` and valid for the element type `(C6)`.
 
     ```mlir
     %r = mesh.all_reduce %x on @world axes = ["shard"] reduction = sum
@@ -183,7 +185,8 @@ def Mesh_ReduceScatterOp : Mesh_CollectiveOp<"reduce_scatter", (ins I64Attr:$sca
     Combines `input` elementwise over the group with `reduction`, then splits
     the result along `scatter_dim` into as many equal slices as the group has
     members; member `i` gets slice `i`. The input's `scatter_dim` must divide
-    by the group size where both are static `(C7)`.
+    by the group size where both are static `(C7)`; the reduction is a known
+    kind `(C10)` and valid for the element type `(C6)`.
 
     ```mlir
     %s = mesh.reduce_scatter %x on @world axes = ["shard"] scatter_dim = 0
