@@ -3,7 +3,8 @@
  * PMPI_X). Preloaded by run.sh (mpirun -x LD_PRELOAD=mpi_count.so), so it
  * sees the calls of compiled code and of libmeshrt alike, not those Open MPI
  * makes internally. At MPI_Finalize each rank prints one line to stderr:
- *   mpi_count rank R Comm_split N Comm_dup N Comm_free N Comm_rank N Allreduce N
+ *   mpi_count rank R Comm_split N Comm_dup N Comm_free N Comm_rank N Allreduce
+ * N
  */
 #include <mpi.h>
 #include <stdio.h>

@@ -9,10 +9,10 @@
 #include "mesh/InitMesh.h"
 #include "mesh/Conversion/Passes.h"
 #include "mesh/Dialect/Mesh/IR/MeshDialect.h"
-#include "mesh/Pipelines/Pipelines.h"
 #include "mesh/Dialect/Mesh/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mesh/Dialect/Mesh/Transforms/Passes.h"
 #include "mesh/Dialect/Mesh/Transforms/ShardingRuleModels.h"
+#include "mesh/Pipelines/Pipelines.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -27,8 +27,8 @@
 #include "mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
@@ -56,12 +56,12 @@
 
 void mlir::mesh::registerMeshToolDialects(mlir::DialectRegistry &registry) {
   using namespace mlir;
-  registry.insert<mesh::MeshDialect, func::FuncDialect,
-                  arith::ArithDialect, math::MathDialect, tensor::TensorDialect,
-                  linalg::LinalgDialect, memref::MemRefDialect, scf::SCFDialect,
-                  cf::ControlFlowDialect, affine::AffineDialect,
-                  index::IndexDialect, ub::UBDialect,
-                  bufferization::BufferizationDialect, LLVM::LLVMDialect>();
+  registry
+      .insert<mesh::MeshDialect, func::FuncDialect, arith::ArithDialect,
+              math::MathDialect, tensor::TensorDialect, linalg::LinalgDialect,
+              memref::MemRefDialect, scf::SCFDialect, cf::ControlFlowDialect,
+              affine::AffineDialect, index::IndexDialect, ub::UBDialect,
+              bufferization::BufferizationDialect, LLVM::LLVMDialect>();
 
   // Bufferization of the mesh collectives and of the upstream ops a sharded
   // program uses.

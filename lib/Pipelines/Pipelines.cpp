@@ -21,7 +21,7 @@
 using namespace mlir;
 
 void mlir::mesh::buildMeshToLLVMPipeline(OpPassManager &pm,
-                                   const MeshToLLVMOptions &options) {
+                                         const MeshToLLVMOptions &options) {
   // Drop the (partitioned) program's sharding annotations and keep callers'
   // buffers read-only.
   PrepareForBufferizationOptions prepare;

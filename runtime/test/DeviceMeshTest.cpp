@@ -160,9 +160,7 @@ TEST(DeviceMesh, SlicingReusesCommunicatorsAndFlattenMakesOne) {
   // A flattened name may not hide a real axis or change meaning.
   EXPECT_EQ(errorOf([&] { Mesh3D.flatten("tp", {"replicate"}); }).first,
             MESHRT_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(errorOf([&] {
-              Mesh3D.flatten("dp", {"shard", "tp"});
-            }).first,
+  EXPECT_EQ(errorOf([&] { Mesh3D.flatten("dp", {"shard", "tp"}); }).first,
             MESHRT_ERROR_INVALID_ARGUMENT);
   Rt.finalize();
 }
@@ -286,9 +284,8 @@ TEST(DeviceMesh, ErrorsAreThrownOnEveryRankAlike) {
                                 std::to_string(W)))
       << Msg;
   // A '?' that does not divide.
-  std::tie(Code, Msg) = errorOf([&] {
-    Rt.init_device_mesh("auto", {W + 1, -1}, {"x", "y"}, "bad2");
-  });
+  std::tie(Code, Msg) = errorOf(
+      [&] { Rt.init_device_mesh("auto", {W + 1, -1}, {"x", "y"}, "bad2"); });
   EXPECT_EQ(Code, MESHRT_ERROR_WORLD_SIZE);
   EXPECT_TRUE(contains(Msg, "not divisible")) << Msg;
 
@@ -315,9 +312,8 @@ TEST(DeviceMesh, ErrorsAreThrownOnEveryRankAlike) {
     std::vector<int64_t> Shape = {1, W};
     if (R == W - 1)
       Shape = {W, 1};
-    std::tie(Code, Msg) = errorOf([&] {
-      Rt.init_device_mesh("auto", Shape, {"a", "b"}, "m");
-    });
+    std::tie(Code, Msg) =
+        errorOf([&] { Rt.init_device_mesh("auto", Shape, {"a", "b"}, "m"); });
     EXPECT_EQ(Code, MESHRT_ERROR_MESH_MISMATCH);
     EXPECT_TRUE(contains(Msg, "rank 0 declared 'm' with shape (1, " +
                                   std::to_string(W) + ")"))

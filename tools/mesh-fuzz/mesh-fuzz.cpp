@@ -10,10 +10,10 @@
 
 #include "mesh/InitMesh.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
@@ -22,8 +22,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -34,8 +34,8 @@ mlir::MLIRContext &getContext() {
   static mlir::MLIRContext *context = [] {
     mlir::DialectRegistry registry;
     mlir::mesh::registerMeshToolDialects(registry);
-    auto *ctx = new mlir::MLIRContext(registry,
-                                      mlir::MLIRContext::Threading::DISABLED);
+    auto *ctx =
+        new mlir::MLIRContext(registry, mlir::MLIRContext::Threading::DISABLED);
     ctx->loadAllAvailableDialects();
     ctx->allowUnregisteredDialects(false);
     return ctx;

@@ -20,10 +20,10 @@ using scenario::MemRef;
 namespace {
 /// The results of @device_mesh_2d, in order.
 struct Groups {
-  MemRef<int64_t, 2> shard;       // 1x4
-  MemRef<int64_t, 2> replicate;   // 2x1
-  MemRef<int64_t, 2> mesh;        // 2x4
-  MemRef<int64_t, 2> transposed;  // 1x8
+  MemRef<int64_t, 2> shard;      // 1x4
+  MemRef<int64_t, 2> replicate;  // 2x1
+  MemRef<int64_t, 2> mesh;       // 2x4
+  MemRef<int64_t, 2> transposed; // 1x8
   int64_t replicateIndex, shardIndex, replicateSize, shardSize;
 };
 } // namespace
@@ -90,8 +90,8 @@ int main() {
                g.replicateIndex == rank / 4 && g.shardIndex == rank % 4);
     check.that("axis sizes are (2, 4)",
                g.replicateSize == 2 && g.shardSize == 4);
-    check.exact("shard group (tutorial: new_group(shard_rank_lists[i]))",
-                shard, myShard);
+    check.exact("shard group (tutorial: new_group(shard_rank_lists[i]))", shard,
+                myShard);
     check.exact("replicate group (tutorial: new_group(range(i, 8, 4)))",
                 replicate, myReplicate);
     check.exact("whole mesh (gather over shard, then replicate)",

@@ -41,7 +41,9 @@ std::vector<double> referenceStep(const std::vector<float> &p,
                                   const std::vector<float> &t, int64_t n,
                                   double lr, double &loss) {
   auto W1 = [&](int64_t o, int64_t k) { return double(p[OffW1 + o * In + k]); };
-  auto W2 = [&](int64_t o, int64_t k) { return double(p[OffW2 + o * Hid + k]); };
+  auto W2 = [&](int64_t o, int64_t k) {
+    return double(p[OffW2 + o * Hid + k]);
+  };
   std::vector<double> grad(Padded, 0.0);
   loss = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -111,8 +113,8 @@ int main() {
     std::vector<float> t = rng.floats(GlobalBatch * Out, -1, 1);
 
     double wantLoss = 0;
-    std::vector<double> want = referenceStep(params, x, t, GlobalBatch,
-                                             LearningRate, wantLoss);
+    std::vector<double> want =
+        referenceStep(params, x, t, GlobalBatch, LearningRate, wantLoss);
 
     // This rank's samples and parameter shard.
     std::vector<float> myX(x.begin() + rank * LocalBatch * In,
@@ -151,16 +153,15 @@ int main() {
                 std::vector<float>(Padded - NumParams, 0.0f));
 
     char line[320];
-    std::snprintf(line, sizeof line,
-                  "rank %lld (replicate=%lld, shard=%lld): samples [%lld, "
-                  "%lld), params [%lld, %lld); loss %.6f (reference %.6f); "
-                  "165 updated params vs one process: %s; max |step| %.4f\n",
-                  (long long)rank, (long long)(rank / Shards),
-                  (long long)shardIndex, (long long)(rank * LocalBatch),
-                  (long long)((rank + 1) * LocalBatch),
-                  (long long)(shardIndex * 42),
-                  (long long)((shardIndex + 1) * 42), double(loss), wantLoss,
-                  paramErr.c_str(), moved);
+    std::snprintf(
+        line, sizeof line,
+        "rank %lld (replicate=%lld, shard=%lld): samples [%lld, "
+        "%lld), params [%lld, %lld); loss %.6f (reference %.6f); "
+        "165 updated params vs one process: %s; max |step| %.4f\n",
+        (long long)rank, (long long)(rank / Shards), (long long)shardIndex,
+        (long long)(rank * LocalBatch), (long long)((rank + 1) * LocalBatch),
+        (long long)(shardIndex * 42), (long long)((shardIndex + 1) * 42),
+        double(loss), wantLoss, paramErr.c_str(), moved);
     check.out << line;
     if (rank == 0)
       check.out << "  tolerance |got - want| <= " << Atol << " + " << Rtol

@@ -98,7 +98,8 @@ int main() {
         for (int64_t e = 0; e < Emb; ++e) {
           loss += 0.5 * y[e] * y[e] / double(dpSize);
           for (int64_t hd = 0; hd < Heads * Dim; ++hd)
-            grad[hd * Emb + e] += o[s * Heads * Dim + hd] * y[e] / double(dpSize);
+            grad[hd * Emb + e] +=
+                o[s * Heads * Dim + hd] * y[e] / double(dpSize);
         }
       }
       if (d == myDp)
@@ -108,9 +109,9 @@ int main() {
 
     // This device's tokens.
     auto slice = [&](std::vector<float> &all) {
-      return std::vector<float>(
-          all.begin() + mySp * LocalSeq * Heads * Dim,
-          all.begin() + (mySp + 1) * LocalSeq * Heads * Dim);
+      return std::vector<float>(all.begin() + mySp * LocalSeq * Heads * Dim,
+                                all.begin() +
+                                    (mySp + 1) * LocalSeq * Heads * Dim);
     };
     std::vector<float> myQ = slice(q[myDp]), myK = slice(k[myDp]),
                        myV = slice(v[myDp]);
@@ -125,15 +126,15 @@ int main() {
                r.dp == myDp && r.sp == mySp);
     check.that("data_parallel size (?) resolved to processes / 4",
                r.dpSize == dpSize);
-    check.close("attention output of this device's tokens", r.o.toVector(),
-                myO, Atol, Rtol);
+    check.close("attention output of this device's tokens", r.o.toVector(), myO,
+                Atol, Rtol);
     std::string oErr = check.lastError();
-    check.close("gradient of Wo (sum over sp, avg over dp)",
-                r.grad.toVector(), grad, Atol, Rtol);
+    check.close("gradient of Wo (sum over sp, avg over dp)", r.grad.toVector(),
+                grad, Atol, Rtol);
     std::string gErr = check.lastError();
     float gotLoss = r.loss.toVector()[0];
-    check.close("loss", std::vector<float>{gotLoss},
-                std::vector<double>{loss}, Atol, Rtol);
+    check.close("loss", std::vector<float>{gotLoss}, std::vector<double>{loss},
+                Atol, Rtol);
 
     char line[400];
     std::snprintf(line, sizeof line,

@@ -96,23 +96,22 @@ int main() {
     check.close("y rows of this dp replica", got, want, 0, 0);
 
     char line[320];
-    std::snprintf(line, sizeof line,
-                  "rank %lld (dp=%lld, tp=%lld): W1 columns [%lld, %lld), W2 "
-                  "rows [%lld, %lld), one all_reduce over tp; y rows [%lld, "
-                  "%lld) (%lld values) %s the unsharded MLP (%s)\n",
-                  (long long)world.rank(), (long long)s.dp, (long long)s.tp,
-                  (long long)(s.tp * LocalFfn),
-                  (long long)((s.tp + 1) * LocalFfn),
-                  (long long)(s.tp * LocalFfn),
-                  (long long)((s.tp + 1) * LocalFfn),
-                  (long long)(s.dp * LocalTokens),
-                  (long long)((s.dp + 1) * LocalTokens),
-                  (long long)got.size(), exact ? "equal" : "DIFFER from",
-                  check.lastError().c_str());
+    std::snprintf(
+        line, sizeof line,
+        "rank %lld (dp=%lld, tp=%lld): W1 columns [%lld, %lld), W2 "
+        "rows [%lld, %lld), one all_reduce over tp; y rows [%lld, "
+        "%lld) (%lld values) %s the unsharded MLP (%s)\n",
+        (long long)world.rank(), (long long)s.dp, (long long)s.tp,
+        (long long)(s.tp * LocalFfn), (long long)((s.tp + 1) * LocalFfn),
+        (long long)(s.tp * LocalFfn), (long long)((s.tp + 1) * LocalFfn),
+        (long long)(s.dp * LocalTokens), (long long)((s.dp + 1) * LocalTokens),
+        (long long)got.size(), exact ? "equal" : "DIFFER from",
+        check.lastError().c_str());
     check.out << line;
     if (world.rank() == 0)
-      check.out << "  e.g. y[0] = " << check.str(std::vector<float>(
-                                            got.begin(), got.begin() + Hidden))
+      check.out << "  e.g. y[0] = "
+                << check.str(
+                       std::vector<float>(got.begin(), got.begin() + Hidden))
                 << "\n";
 
     out.release();

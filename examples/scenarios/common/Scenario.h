@@ -129,9 +129,9 @@ public:
     int64_t dynamic = -1;
     const char *axis = "rank";
     meshrt_mesh_t mesh;
-    checkStatus(meshrt_mesh_declare("scenario_host_world", 1, &dynamic, &axis,
-                                    &mesh),
-                "meshrt_mesh_declare");
+    checkStatus(
+        meshrt_mesh_declare("scenario_host_world", 1, &dynamic, &axis, &mesh),
+        "meshrt_mesh_declare");
     int64_t axes = 0;
     checkStatus(meshrt_comm_get(mesh, 1, &axes, &Comm), "meshrt_comm_get");
   }
@@ -148,14 +148,13 @@ public:
     int64_t longest = *std::max_element(lens.begin(), lens.end());
     std::vector<uint8_t> mine(size_t(longest), 0), all(size_t(longest * Size));
     std::copy(text.begin(), text.end(), mine.begin());
-    checkStatus(meshrt_all_gather(Comm, mine.data(), all.data(), longest,
-                                  MESHRT_U8),
-                "meshrt_all_gather");
+    checkStatus(
+        meshrt_all_gather(Comm, mine.data(), all.data(), longest, MESHRT_U8),
+        "meshrt_all_gather");
     if (Rank != 0)
       return;
     for (int64_t r = 0; r < Size; ++r)
-      std::fwrite(all.data() + r * longest, 1, size_t(lens[size_t(r)]),
-                  stdout);
+      std::fwrite(all.data() + r * longest, 1, size_t(lens[size_t(r)]), stdout);
     std::fflush(stdout);
   }
 
@@ -190,7 +189,7 @@ public:
     if (!ok) {
       Failed = true;
       Problems << "  MISMATCH " << what << ": got " << str(got) << ", expected "
-          << str(want) << "\n";
+               << str(want) << "\n";
     }
     return ok;
   }
@@ -219,11 +218,11 @@ public:
     LastError = buf;
     if (!ok) {
       Failed = true;
-      Problems << "  MISMATCH " << what << ": " << buf << " (element " << worstAt
-          << ": got " << (got.size() > worstAt ? double(got[worstAt]) : NAN)
-          << ", expected "
-          << (want.size() > worstAt ? want[worstAt] : NAN)
-          << "; tolerance " << atol << " + " << rtol << " * |expected|)\n";
+      Problems << "  MISMATCH " << what << ": " << buf << " (element "
+               << worstAt << ": got "
+               << (got.size() > worstAt ? double(got[worstAt]) : NAN)
+               << ", expected " << (want.size() > worstAt ? want[worstAt] : NAN)
+               << "; tolerance " << atol << " + " << rtol << " * |expected|)\n";
     }
     return ok;
   }

@@ -14,8 +14,7 @@ namespace mlir {
 namespace mesh {
 
 /// Options of --mesh-to-llvm.
-struct MeshToLLVMOptions
-    : public mlir::PassPipelineOptions<MeshToLLVMOptions> {
+struct MeshToLLVMOptions : public mlir::PassPipelineOptions<MeshToLLVMOptions> {
   PassOptions::Option<std::string> initSymbol{
       *this, "init-symbol",
       llvm::cl::desc("Name of the generated start-up function"),

@@ -637,9 +637,8 @@ void RuntimeModule::emitMeshDeclaration(OpBuilder &b, Location loc,
   for (int64_t size : shape)
     sizes.push_back(constI64(
         b, loc, ShapedType::isDynamic(size) ? kDynamicAxisSize : size));
-  for (Attribute name : mesh.getAxisNames())
-    names.push_back(LLVM::AddressOfOp::create(
-        b, loc, getString(cast<StringAttr>(name).getValue())));
+  for (StringRef name : mesh.getAxisNames().getAsValueRange<StringAttr>())
+    names.push_back(LLVM::AddressOfOp::create(b, loc, getString(name)));
   Value sizeArray = stackArray(b, loc, i64Type, sizes);
   Value nameArray = stackArray(b, loc, ptrType, names);
   Value meshName =
@@ -880,9 +879,8 @@ static LogicalResult lowerCollective(RuntimeModule &rt,
 /// Lowers `barrier` to meshrt_barrier on the communicator of its axes.
 static void lowerBarrier(RuntimeModule &rt, BarrierOp barrier, MeshOp mesh) {
   OpLowering l(rt, barrier);
-  SmallVector<StringRef> axes;
-  for (Attribute a : barrier.getAxes())
-    axes.push_back(cast<StringAttr>(a).getValue());
+  SmallVector<StringRef> axes =
+      llvm::to_vector(barrier.getAxes().getAsValueRange<StringAttr>());
   Value comm = rt.loadHandle(l.b, l.loc, rt.getCommGlobal(mesh, axes));
   l.call("meshrt_barrier", {comm});
   barrier->erase();

@@ -5,7 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-struct Desc1 { float *allocated, *aligned; int64_t offset, size, stride; };
+struct Desc1 {
+  float *allocated, *aligned;
+  int64_t offset, size, stride;
+};
 extern "C" void _mlir_ciface_sum_over_shard(Desc1 *out, Desc1 *in);
 extern "C" void mesh_module_init();
 extern "C" void mesh_module_fini();

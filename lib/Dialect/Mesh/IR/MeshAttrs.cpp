@@ -88,7 +88,8 @@ static void printPartialKindKeyword(AsmPrinter &printer, ReductionKind kind) {
 // #mesh.axes
 //===----------------------------------------------------------------------===//
 
-AxisListAttr AxisListAttr::get(MLIRContext *context, ArrayRef<StringRef> names) {
+AxisListAttr AxisListAttr::get(MLIRContext *context,
+                               ArrayRef<StringRef> names) {
   SmallVector<StringAttr, 4> axes;
   for (StringRef name : names)
     axes.push_back(StringAttr::get(context, name));
@@ -96,7 +97,8 @@ AxisListAttr AxisListAttr::get(MLIRContext *context, ArrayRef<StringRef> names) 
 }
 
 SmallVector<StringRef> AxisListAttr::getNames() const {
-  return llvm::map_to_vector(getAxes(), [](StringAttr a) { return a.getValue(); });
+  return llvm::map_to_vector(getAxes(),
+                             [](StringAttr a) { return a.getValue(); });
 }
 
 /// `["a", "b"]`, possibly empty.
@@ -116,8 +118,9 @@ Attribute AxisListAttr::parse(AsmParser &parser, Type) {
 
 void AxisListAttr::print(AsmPrinter &printer) const {
   printer << '[';
-  llvm::interleaveComma(getAxes(), printer,
-                        [&](StringAttr a) { printer.printString(a.getValue()); });
+  llvm::interleaveComma(getAxes(), printer, [&](StringAttr a) {
+    printer.printString(a.getValue());
+  });
   printer << ']';
 }
 
@@ -173,10 +176,11 @@ bool ShardingAttr::isFullyReplicated() const {
 /// Structural checks, without the mesh: every dim has a list of non-empty
 /// names, a partial list names at least one axis, and no axis appears twice
 /// in the whole sharding (S3).
-LogicalResult
-ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                     FlatSymbolRefAttr mesh, ArrayRef<AxisListAttr> dims,
-                     AxisListAttr partialAxes, ReductionKind partialKind) {
+LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   FlatSymbolRefAttr mesh,
+                                   ArrayRef<AxisListAttr> dims,
+                                   AxisListAttr partialAxes,
+                                   ReductionKind partialKind) {
   if (!mesh)
     return emitError() << "sharding needs a mesh symbol (S4)";
   if (partialAxes && partialAxes.empty())
@@ -220,8 +224,8 @@ LogicalResult mlir::mesh::verifySharding(Operation *op, ShardingAttr sharding,
                                          SymbolTableCollection *symbolTables) {
   // Attributes built in C++ without getChecked reach here unverified.
   if (failed(ShardingAttr::verify(
-          [&] { return op->emitOpError() << what << ": "; },
-          sharding.getMesh(), sharding.getDims(), sharding.getPartialAxes(),
+          [&] { return op->emitOpError() << what << ": "; }, sharding.getMesh(),
+          sharding.getDims(), sharding.getPartialAxes(),
           sharding.getPartialKind())))
     return failure();
   FailureOr<MeshOp> mesh =
@@ -245,11 +249,10 @@ LogicalResult mlir::mesh::verifySharding(Operation *op, ShardingAttr sharding,
     for (StringAttr axis : axes) {
       StringRef name = axis.getValue();
       if (!mesh->getAxisIndex(name))
-        return op->emitOpError()
-               << what << ": sharding names axis \"" << name
-               << "\" which mesh @" << mesh->getSymName()
-               << " does not have; its axes are "
-               << mesh->getAxisListForDiagnostic() << " (S1)";
+        return op->emitOpError() << what << ": sharding names axis \"" << name
+                                 << "\" which mesh @" << mesh->getSymName()
+                                 << " does not have; its axes are "
+                                 << mesh->getAxisListForDiagnostic() << " (S1)";
     }
     return success();
   };

@@ -28,7 +28,7 @@ void MeshDialect::initialize() {
 }
 
 Operation *MeshDialect::materializeConstant(OpBuilder &builder, Attribute value,
-                                           Type type, Location loc) {
+                                            Type type, Location loc) {
   return arith::ConstantOp::materialize(builder, value, type, loc);
 }
 

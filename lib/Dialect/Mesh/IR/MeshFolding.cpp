@@ -27,13 +27,19 @@ static OpFoldResult foldSingletonGroup(CollectiveOpInterface op) {
   return {};
 }
 
-OpFoldResult AllReduceOp::fold(FoldAdaptor) { return foldSingletonGroup(*this); }
-OpFoldResult AllGatherOp::fold(FoldAdaptor) { return foldSingletonGroup(*this); }
+OpFoldResult AllReduceOp::fold(FoldAdaptor) {
+  return foldSingletonGroup(*this);
+}
+OpFoldResult AllGatherOp::fold(FoldAdaptor) {
+  return foldSingletonGroup(*this);
+}
 OpFoldResult ReduceScatterOp::fold(FoldAdaptor) {
   return foldSingletonGroup(*this);
 }
 OpFoldResult AllToAllOp::fold(FoldAdaptor) { return foldSingletonGroup(*this); }
-OpFoldResult BroadcastOp::fold(FoldAdaptor) { return foldSingletonGroup(*this); }
+OpFoldResult BroadcastOp::fold(FoldAdaptor) {
+  return foldSingletonGroup(*this);
+}
 
 OpFoldResult PermuteOp::fold(FoldAdaptor) {
   // A permute in a group of one sends to itself only with `rotate`; without
@@ -53,8 +59,7 @@ OpFoldResult AllSliceOp::fold(FoldAdaptor) {
     return {};
   auto gather = getInput().getDefiningOp<AllGatherOp>();
   if (!gather || gather.getMeshAttr() != getMeshAttr() ||
-      gather.getAxes() != getAxes() ||
-      gather.getGatherDim() != getSliceDim() ||
+      gather.getAxes() != getAxes() || gather.getGatherDim() != getSliceDim() ||
       gather.getInput().getType() != getType())
     return {};
   return gather.getInput();

@@ -48,9 +48,9 @@ MeshOp mlir::mesh::lookupMesh(Operation *from, FlatSymbolRefAttr meshRef,
   if (!symbolTables)
     if (MeshOp mesh = findMeshInNearestTable(from, meshRef))
       return mesh;
-  Operation *found =
-      symbolTables ? symbolTables->lookupNearestSymbolFrom(from, meshRef)
-                   : SymbolTable::lookupNearestSymbolFrom(from, meshRef);
+  Operation *found = symbolTables
+                         ? symbolTables->lookupNearestSymbolFrom(from, meshRef)
+                         : SymbolTable::lookupNearestSymbolFrom(from, meshRef);
   return dyn_cast_or_null<MeshOp>(found);
 }
 
@@ -60,16 +60,16 @@ mlir::mesh::getMeshOrEmitError(Operation *op, FlatSymbolRefAttr meshRef,
   if (!symbolTables)
     if (MeshOp mesh = findMeshInNearestTable(op, meshRef))
       return mesh;
-  Operation *found =
-      symbolTables ? symbolTables->lookupNearestSymbolFrom(op, meshRef)
-                   : SymbolTable::lookupNearestSymbolFrom(op, meshRef);
+  Operation *found = symbolTables
+                         ? symbolTables->lookupNearestSymbolFrom(op, meshRef)
+                         : SymbolTable::lookupNearestSymbolFrom(op, meshRef);
   if (!found)
     return op->emitError() << "'" << op->getName() << "' refers to mesh "
                            << meshRef << ", which is not defined (C0)";
   auto mesh = dyn_cast<MeshOp>(found);
   if (!mesh)
-    return op->emitError() << "'" << op->getName() << "' refers to "
-                           << meshRef << ", which is a '" << found->getName()
+    return op->emitError() << "'" << op->getName() << "' refers to " << meshRef
+                           << ", which is a '" << found->getName()
                            << "', not a 'mesh.mesh' (C0)";
   return mesh;
 }
@@ -136,13 +136,13 @@ static ParseResult parseMeshAxes(OpAsmParser &parser, ArrayAttr &names,
 static void printMeshAxes(OpAsmPrinter &printer, MeshOp, ArrayAttr names,
                           DenseI64ArrayAttr shape) {
   printer << '[';
-  for (auto [i, name] : llvm::enumerate(names)) {
+  for (auto [i, name] : llvm::enumerate(names.getAsValueRange<StringAttr>())) {
     if (i)
       printer << ", ";
-    printer.printString(cast<StringAttr>(name).getValue());
+    printer.printString(name);
     printer << " = ";
-    int64_t size = i < static_cast<size_t>(shape.size()) ? shape[i]
-                                                         : ShapedType::kDynamic;
+    int64_t size =
+        i < static_cast<size_t>(shape.size()) ? shape[i] : ShapedType::kDynamic;
     if (ShapedType::isDynamic(size))
       printer << '?';
     else
@@ -161,8 +161,8 @@ LogicalResult MeshOp::verify() {
                          << " needs at least one axis (M1)";
   llvm::SmallSet<StringRef, 8> seen;
   int dynamicCount = 0;
-  for (auto [name, size] : llvm::zip(getAxisNames(), shape)) {
-    StringRef axis = cast<StringAttr>(name).getValue();
+  for (auto [axis, size] :
+       llvm::zip(getAxisNames().getAsValueRange<StringAttr>(), shape)) {
     if (axis.empty())
       return emitOpError() << "@" << getSymName()
                            << " has an axis with an empty name (M3)";
@@ -199,8 +199,9 @@ LogicalResult MeshOp::verify() {
 }
 
 std::optional<unsigned> MeshOp::getAxisIndex(StringRef name) {
-  for (auto [i, a] : llvm::enumerate(getAxisNames()))
-    if (cast<StringAttr>(a).getValue() == name)
+  for (auto [i, axis] :
+       llvm::enumerate(getAxisNames().getAsValueRange<StringAttr>()))
+    if (axis == name)
       return i;
   return std::nullopt;
 }
@@ -225,9 +226,8 @@ int64_t MeshOp::getGroupSize(ArrayRef<StringRef> axes) {
 std::string MeshOp::getAxisListForDiagnostic() {
   std::string out;
   llvm::raw_string_ostream os(out);
-  llvm::interleaveComma(getAxisNames(), os, [&](Attribute a) {
-    os << '"' << cast<StringAttr>(a).getValue() << '"';
-  });
+  llvm::interleaveComma(getAxisNames().getAsValueRange<StringAttr>(), os,
+                        [&](StringRef axis) { os << '"' << axis << '"'; });
   return out;
 }
 
@@ -238,11 +238,10 @@ std::string MeshOp::getAxisListForDiagnostic() {
 /// C2: an axis appears at most once in an op's axis list.
 static LogicalResult verifyNoRepeatedAxes(Operation *op, ArrayAttr axes) {
   llvm::SmallSet<StringRef, 8> seen;
-  for (Attribute a : axes) {
-    StringRef name = cast<StringAttr>(a).getValue();
+  for (StringRef name : axes.getAsValueRange<StringAttr>()) {
     if (!seen.insert(name).second)
-      return op->emitOpError() << "axis \"" << name
-                               << "\" appears more than once in axes (C2)";
+      return op->emitOpError()
+             << "axis \"" << name << "\" appears more than once in axes (C2)";
   }
   return success();
 }
@@ -265,10 +264,7 @@ static FailureOr<MeshOp> verifyMeshAndAxes(Operation *op,
 }
 
 static SmallVector<StringRef> toStrings(ArrayAttr axes) {
-  SmallVector<StringRef> out;
-  for (Attribute a : axes)
-    out.push_back(cast<StringAttr>(a).getValue());
-  return out;
+  return llvm::to_vector(axes.getAsValueRange<StringAttr>());
 }
 
 //===----------------------------------------------------------------------===//
@@ -296,9 +292,10 @@ LogicalResult ShardOp::verifySymbolUses(SymbolTableCollection &tables) {
 
 /// C4: input and result are both tensors or both memrefs, with the same
 /// element type and rank. C6 when `reduction` is given. C3 for each dim.
-static LogicalResult verifyCollectiveLocal(Operation *op, ArrayAttr axes,
-                                           std::optional<ReductionKind> reduction,
-                                           ArrayRef<std::pair<StringRef, int64_t>> dims) {
+static LogicalResult
+verifyCollectiveLocal(Operation *op, ArrayAttr axes,
+                      std::optional<ReductionKind> reduction,
+                      ArrayRef<std::pair<StringRef, int64_t>> dims) {
   if (failed(verifyNoRepeatedAxes(op, axes)))
     return failure();
   auto in = cast<ShapedType>(op->getOperand(0).getType());
@@ -311,14 +308,14 @@ static LogicalResult verifyCollectiveLocal(Operation *op, ArrayAttr axes,
                              << " differs from input element type "
                              << in.getElementType() << " (C4)";
   if (in.getRank() != out.getRank())
-    return op->emitOpError() << "result rank " << out.getRank()
-                             << " differs from input rank " << in.getRank()
-                             << " (C4)";
+    return op->emitOpError()
+           << "result rank " << out.getRank() << " differs from input rank "
+           << in.getRank() << " (C4)";
   for (auto [name, dim] : dims)
     if (dim < 0 || dim >= in.getRank())
-      return op->emitOpError() << name << " " << dim
-                               << " is out of range for rank " << in.getRank()
-                               << " (C3)";
+      return op->emitOpError()
+             << name << " " << dim << " is out of range for rank "
+             << in.getRank() << " (C3)";
   if (reduction && !isReductionValidFor(*reduction, in.getElementType()))
     return op->emitOpError()
            << "reduction '" << stringifyReductionKind(*reduction)
@@ -354,8 +351,7 @@ LogicalResult BroadcastOp::verify() {
   // I64Attr getters are unsigned; the attribute holds a signed i64.
   int64_t root = static_cast<int64_t>(getRoot());
   if (root < 0)
-    return emitOpError() << "root " << root
-                         << " must not be negative (C8)";
+    return emitOpError() << "root " << root << " must not be negative (C8)";
   return verifyCollectiveLocal(*this, getAxes(), std::nullopt, {});
 }
 LogicalResult PermuteOp::verify() {
@@ -397,18 +393,16 @@ verifyResultShape(Operation *op, int64_t groupSize,
       }
       if (change == DimChange::Multiply) {
         if (llvm::MulOverflow(expected, groupSize, expected))
-          return op->emitOpError()
-                 << name << " " << d << " of size " << inSize
-                 << " times the group size " << groupSize
-                 << " overflows a 64-bit size (C5)";
+          return op->emitOpError() << name << " " << d << " of size " << inSize
+                                   << " times the group size " << groupSize
+                                   << " overflows a 64-bit size (C5)";
         why = "multiplied by the group size";
         continue;
       }
       if (expected % groupSize != 0)
-        return op->emitOpError()
-               << name << " " << d << " has size " << expected
-               << ", which does not divide by the group size " << groupSize
-               << " (C7)";
+        return op->emitOpError() << name << " " << d << " has size " << expected
+                                 << ", which does not divide by the group size "
+                                 << groupSize << " (C7)";
       expected = expected / groupSize;
       why = "divided by the group size";
     }
@@ -450,8 +444,8 @@ LogicalResult AllReduceOp::verifyGroupSize(int64_t groupSize) {
 }
 
 LogicalResult AllGatherOp::verifyGroupSize(int64_t groupSize) {
-  return verifyResultShape(*this, groupSize,
-                           {{"gather_dim", getGatherDim(), DimChange::Multiply}});
+  return verifyResultShape(
+      *this, groupSize, {{"gather_dim", getGatherDim(), DimChange::Multiply}});
 }
 
 LogicalResult ReduceScatterOp::verifyGroupSize(int64_t groupSize) {
@@ -533,7 +527,6 @@ void BarrierOp::getEffects(
   effects.emplace_back(MemoryEffects::Write::get(),
                        CommunicationResource::get());
 }
-
 
 #define GET_OP_CLASSES
 #include "mesh/Dialect/Mesh/IR/MeshOps.cpp.inc"

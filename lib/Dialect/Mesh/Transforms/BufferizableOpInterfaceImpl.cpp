@@ -22,16 +22,16 @@ namespace {
 
 /// The buffer type of a collective's result: identity layout, in the memory
 /// space of the operand's buffer.
-static BaseMemRefType getResultBufferType(Operation *op, Attribute memorySpace) {
+static BaseMemRefType getResultBufferType(Operation *op,
+                                          Attribute memorySpace) {
   auto tensorType = cast<RankedTensorType>(op->getResult(0).getType());
   return MemRefType::get(tensorType.getShape(), tensorType.getElementType(),
                          MemRefLayoutAttrInterface(), memorySpace);
 }
 
 template <typename OpTy>
-struct CollectiveBufferization
-    : public BufferizableOpInterface::ExternalModel<
-          CollectiveBufferization<OpTy>, OpTy> {
+struct CollectiveBufferization : public BufferizableOpInterface::ExternalModel<
+                                     CollectiveBufferization<OpTy>, OpTy> {
   bool bufferizesToMemoryRead(Operation *, OpOperand &,
                               const AnalysisState &) const {
     return true;
@@ -56,7 +56,8 @@ struct CollectiveBufferization
       return failure();
     auto memref = dyn_cast<BaseMemRefType>(*inputType);
     if (!memref)
-      return op->emitError("expected a memref buffer for the collective's input");
+      return op->emitError(
+          "expected a memref buffer for the collective's input");
     return cast<BufferLikeType>(
         getResultBufferType(op, memref.getMemorySpace()));
   }

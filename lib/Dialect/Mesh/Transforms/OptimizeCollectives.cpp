@@ -49,8 +49,7 @@ struct AllReduceThenSlice : public OpRewritePattern<AllSliceOp> {
 };
 
 /// Drops the axes of size 1 from a collective's axis list.
-struct DropUnitAxes
-    : public OpInterfaceRewritePattern<CollectiveOpInterface> {
+struct DropUnitAxes : public OpInterfaceRewritePattern<CollectiveOpInterface> {
   using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
   LogicalResult matchAndRewrite(CollectiveOpInterface op,
                                 PatternRewriter &rewriter) const override {
@@ -68,9 +67,8 @@ struct DropUnitAxes
     }
     if (!dropped)
       return failure();
-    rewriter.modifyOpInPlace(op, [&] {
-      op->setAttr("axes", rewriter.getStrArrayAttr(kept));
-    });
+    rewriter.modifyOpInPlace(
+        op, [&] { op->setAttr("axes", rewriter.getStrArrayAttr(kept)); });
     return success();
   }
 };
@@ -170,18 +168,17 @@ private:
     auto flatType = RankedTensorType::get({total}, element);
     Value joined = tensor::ConcatOp::create(b, loc, flatType, 0, flat);
     AllReduceOp first = group.front();
-    Value reduced = AllReduceOp::create(b, loc, flatType, joined,
-                                        first.getMeshAttr(), first.getAxes(),
-                                        first.getReductionAttr());
+    Value reduced =
+        AllReduceOp::create(b, loc, flatType, joined, first.getMeshAttr(),
+                            first.getAxes(), first.getReductionAttr());
     int64_t offset = 0;
     for (AllReduceOp op : group) {
       auto type = cast<RankedTensorType>(op.getType());
       int64_t n = type.getNumElements();
       Value part = tensor::ExtractSliceOp::create(
-          b, loc, RankedTensorType::get({n}, element), reduced,
-          ValueRange(), ValueRange(), ValueRange(),
-          b.getDenseI64ArrayAttr({offset}), b.getDenseI64ArrayAttr({n}),
-          b.getDenseI64ArrayAttr({1}));
+          b, loc, RankedTensorType::get({n}, element), reduced, ValueRange(),
+          ValueRange(), ValueRange(), b.getDenseI64ArrayAttr({offset}),
+          b.getDenseI64ArrayAttr({n}), b.getDenseI64ArrayAttr({1}));
       SmallVector<ReassociationIndices> all(1);
       for (int64_t d = 0; d < type.getRank(); ++d)
         all[0].push_back(d);
@@ -206,8 +203,7 @@ struct OptimizeCollectivesPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<AllReduceThenSlice, DropUnitAxes>(&getContext());
-    for (RegisteredOperationName name :
-         getContext().getRegisteredOperations())
+    for (RegisteredOperationName name : getContext().getRegisteredOperations())
       if (name.getDialectNamespace() == MeshDialect::getDialectNamespace())
         name.getCanonicalizationPatterns(patterns, &getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

@@ -69,8 +69,8 @@ private:
   LogicalResult place(Value v, ShardingAttr s, Operation *where,
                       const Twine &what);
   FailureOr<RankedTensorType> localType(Operation *where,
-                                        RankedTensorType global,
-                                        ShardingAttr s, const Twine &what);
+                                        RankedTensorType global, ShardingAttr s,
+                                        const Twine &what);
   /// The sharding `v` has now (null: replicated, on no mesh).
   ShardingAttr placedOf(Value v) { return placed.lookup(v); }
   MeshOp meshFor(Operation *op, FlatSymbolRefAttr ref) {
@@ -78,17 +78,15 @@ private:
   }
 
   // Resharding.
-  FailureOr<Value> reshard(Value v, ShardingAttr target,
-                           FlatSymbolRefAttr mesh, Operation *where,
-                           const Twine &what);
+  FailureOr<Value> reshard(Value v, ShardingAttr target, FlatSymbolRefAttr mesh,
+                           Operation *where, const Twine &what);
   LogicalResult reshardOperand(OpOperand &operand, ShardingAttr target,
                                FlatSymbolRefAttr mesh, Operation *where,
                                const Twine &what);
   Value findReshard(Value v, Attribute targetKey, Operation *where);
   FailureOr<ArrayRef<ReshardStep>> getPlan(MeshOp mesh, ShardingAttr from,
                                            ShardingAttr target, unsigned rank,
-                                           Operation *where,
-                                           const Twine &what);
+                                           Operation *where, const Twine &what);
 
   // Ops, by role.
   LogicalResult partitionBlock(Block &block);
@@ -388,7 +386,8 @@ LogicalResult FunctionPartitioner::partitionCall(CallOpInterface call) {
   FunctionOpInterface callee = getCallee(call, tables);
   auto it = callee ? signatures.find(callee) : signatures.end();
   if (it == signatures.end()) {
-    InFlightDiagnostic diag = call->emitError() << "cannot partition a call to ";
+    InFlightDiagnostic diag = call->emitError()
+                              << "cannot partition a call to ";
     if (auto symbol = dyn_cast<SymbolRefAttr>(call.getCallableForCallee()))
       diag << symbol << ", which has no body in this module";
     else
@@ -416,8 +415,8 @@ LogicalResult FunctionPartitioner::partitionReturn(Operation *ret) {
   for (OpOperand &operand : ret->getOpOperands()) {
     unsigned i = operand.getOperandNumber();
     if (failed(reshardOperand(operand,
-                              fn.getResultAttrOfType<ShardingAttr>(i, name),
-                              {}, ret, "result " + Twine(i))))
+                              fn.getResultAttrOfType<ShardingAttr>(i, name), {},
+                              ret, "result " + Twine(i))))
       return failure();
   }
   return success();
@@ -466,8 +465,7 @@ FunctionPartitioner::partitionRegionBranch(RegionBranchOpInterface op,
         auto it = targetOf.find(&operand);
         if (it != targetOf.end() &&
             failed(reshardOperand(operand, it->second, {}, terminator,
-                                  "value " +
-                                      Twine(operand.getOperandNumber()) +
+                                  "value " + Twine(operand.getOperandNumber()) +
                                       " passed on by '" +
                                       terminator->getName().getStringRef() +
                                       "'")))
@@ -591,9 +589,9 @@ FunctionPartitioner::typeResults(Operation *op, const ShardingRule *rule,
     if (!type)
       continue;
     unsigned r = result.getResultNumber();
-    std::string what = ("result " + Twine(r) + " of '" +
-                        op->getName().getStringRef() + "'")
-                           .str();
+    std::string what =
+        ("result " + Twine(r) + " of '" + op->getName().getStringRef() + "'")
+            .str();
     ShardingAttr produced =
         mesh && r < rule->resultDims.size()
             ? projector.projectResult(mesh, *rule, assignment->getFactors(),
@@ -610,7 +608,8 @@ FunctionPartitioner::typeResults(Operation *op, const ShardingRule *rule,
     SmallVector<OpOperand *> uses;
     for (OpOperand &use : result.getUses())
       uses.push_back(&use);
-    FailureOr<Value> v = reshard(result, annotated, {}, op->getNextNode(), what);
+    FailureOr<Value> v =
+        reshard(result, annotated, {}, op->getNextNode(), what);
     if (failed(v))
       return failure();
     for (OpOperand *use : uses)

@@ -430,8 +430,7 @@ ShardingAttr Propagation::layoutFor(Value v, const ValueInfo *&infoOut) {
   auto type = cast<RankedTensorType>(v.getType());
   ShardingAttr &replicated = replicatedByRank[type.getRank()];
   if (!replicated)
-    replicated =
-        ShardingLayout::replicated(type.getRank()).toAttr(defaultMesh);
+    replicated = ShardingLayout::replicated(type.getRank()).toAttr(defaultMesh);
   return replicated;
 }
 

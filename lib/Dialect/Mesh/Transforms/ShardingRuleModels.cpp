@@ -66,8 +66,7 @@ static std::optional<ReductionKind> getReductionKind(linalg::LinalgOp op) {
     Operation *combiner = value.getDefiningOp();
     if (!combiner || combiner->getNumOperands() != 2)
       return std::nullopt;
-    BlockArgument acc =
-        op.getMatchingBlockArgument(op.getDpsInitOperand(i));
+    BlockArgument acc = op.getMatchingBlockArgument(op.getDpsInitOperand(i));
     if (combiner->getOperand(0) != acc && combiner->getOperand(1) != acc)
       return std::nullopt;
     std::optional<ReductionKind> k = getCombinerKind(combiner);
@@ -90,9 +89,9 @@ static bool startsNeutral(Value init, ReductionKind kind) {
     return false;
   if (auto f = dyn_cast<FloatAttr>(value)) {
     double v = f.getValueAsDouble();
-    return kind == ReductionKind::Sum ? v == 0.0
+    return kind == ReductionKind::Sum    ? v == 0.0
            : kind == ReductionKind::Prod ? v == 1.0
-                                          : false;
+                                         : false;
   }
   if (auto i = dyn_cast<IntegerAttr>(value)) {
     APInt v = i.getValue();
@@ -237,7 +236,8 @@ static FailureOr<ShardingRule> getSliceRule(OffsetSizeAndStrideOpInterface op,
   SmallVector<int64_t> dims;
   for (int64_t d = 0; d < full.getRank(); ++d) {
     bool whole = op.isDynamicOffset(d) == false && op.getStaticOffset(d) == 0 &&
-                 !op.isDynamicSize(d) && op.getStaticSize(d) == full.getDimSize(d) &&
+                 !op.isDynamicSize(d) &&
+                 op.getStaticSize(d) == full.getDimSize(d) &&
                  !full.isDynamicDim(d) && !op.isDynamicStride(d) &&
                  op.getStaticStride(d) == 1;
     if (whole) {
@@ -255,7 +255,6 @@ static FailureOr<ShardingRule> getSliceRule(OffsetSizeAndStrideOpInterface op,
   rule.resultDims.push_back(dims);
   return rule;
 }
-
 
 static FailureOr<ShardingRule> getFillRule(linalg::FillOp fill) {
   // One parallel factor per dim of the init; the scalar maps to none.
@@ -333,8 +332,8 @@ struct LinalgRuleModel
   }
   bool isRuleFixedByTypes(Operation *) const { return false; }
   void updateSizesForLocalTypes(
-      Operation *,
-      function_ref<Value(OpBuilder &, unsigned, unsigned)>) const {}
+      Operation *, function_ref<Value(OpBuilder &, unsigned, unsigned)>) const {
+  }
 };
 
 struct FillRuleModel
@@ -364,8 +363,8 @@ struct EmptyRuleModel
       if (!empty.getType().isDynamicDim(d))
         continue;
       if (Value n = devicesAlong(b, 0, d))
-        op->setOperand(k, arith::DivUIOp::create(b, op->getLoc(),
-                                                 empty.getDynamicSizes()[k], n));
+        op->setOperand(k, arith::DivUIOp::create(
+                              b, op->getLoc(), empty.getDynamicSizes()[k], n));
       ++k;
     }
   }
@@ -404,7 +403,8 @@ struct ExpandShapeRuleModel
   }
   /// The output shape follows the per-device result type.
   void updateSizesForLocalTypes(
-      Operation *op, function_ref<Value(OpBuilder &, unsigned, unsigned)>) const {
+      Operation *op,
+      function_ref<Value(OpBuilder &, unsigned, unsigned)>) const {
     auto expand = cast<tensor::ExpandShapeOp>(op);
     expand.setStaticOutputShape(expand.getResultType().getShape());
   }
@@ -418,11 +418,11 @@ struct ExtractSliceRuleModel
     return getSliceRule(extract, extract.getSourceType(), extract.getType());
   }
   void updateSizesForLocalTypes(
-      Operation *op, function_ref<Value(OpBuilder &, unsigned, unsigned)>) const {
+      Operation *op,
+      function_ref<Value(OpBuilder &, unsigned, unsigned)>) const {
     auto extract = cast<tensor::ExtractSliceOp>(op);
-    setLocalSliceSizes(extract, extract.getType(), [&](ArrayRef<int64_t> s) {
-      extract.setStaticSizes(s);
-    });
+    setLocalSliceSizes(extract, extract.getType(),
+                       [&](ArrayRef<int64_t> s) { extract.setStaticSizes(s); });
   }
 };
 
@@ -434,7 +434,8 @@ struct InsertSliceRuleModel
     return getSliceRule(insert, insert.getDestType(), insert.getSourceType());
   }
   void updateSizesForLocalTypes(
-      Operation *op, function_ref<Value(OpBuilder &, unsigned, unsigned)>) const {
+      Operation *op,
+      function_ref<Value(OpBuilder &, unsigned, unsigned)>) const {
     auto insert = cast<tensor::InsertSliceOp>(op);
     setLocalSliceSizes(insert, insert.getSourceType(),
                        [&](ArrayRef<int64_t> s) { insert.setStaticSizes(s); });

@@ -227,8 +227,7 @@ MeshOp MeshCache::get(Operation *op, FlatSymbolRefAttr ref) {
   return it->second;
 }
 
-std::optional<int64_t> MeshCache::getGroupSize(MeshOp mesh,
-                                               AxisListAttr axes) {
+std::optional<int64_t> MeshCache::getGroupSize(MeshOp mesh, AxisListAttr axes) {
   auto [it, inserted] =
       groupSizes.try_emplace({mesh.getOperation(), axes}, std::nullopt);
   if (inserted) {
@@ -248,8 +247,8 @@ static unsigned hashRule(const ShardingRule &rule) {
   for (const auto *list : {&rule.operandDims, &rule.resultDims}) {
     h = llvm::hash_combine(h, list->size());
     for (const SmallVector<int64_t> &dims : *list)
-      h = llvm::hash_combine(h, llvm::hash_combine_range(dims.begin(),
-                                                         dims.end()));
+      h = llvm::hash_combine(
+          h, llvm::hash_combine_range(dims.begin(), dims.end()));
   }
   return static_cast<unsigned>(h);
 }
@@ -259,7 +258,8 @@ static bool equalRules(const ShardingRule &a, const ShardingRule &b) {
       a.resultDims != b.resultDims)
     return false;
   for (auto [x, y] : llvm::zip(a.factors, b.factors))
-    if (x.size != y.size || x.blocked != y.blocked || x.reduction != y.reduction)
+    if (x.size != y.size || x.blocked != y.blocked ||
+        x.reduction != y.reduction)
       return false;
   return true;
 }
@@ -275,8 +275,8 @@ std::optional<unsigned> ShardingRuleTable::add(Operation *op) {
     key.push_back(t.getAsOpaquePointer());
   for (Type t : op->getResultTypes())
     key.push_back(t.getAsOpaquePointer());
-  unsigned h = static_cast<unsigned>(
-      llvm::hash_combine_range(key.begin(), key.end()));
+  unsigned h =
+      static_cast<unsigned>(llvm::hash_combine_range(key.begin(), key.end()));
   SmallVector<SignatureEntry, 1> &bucket = bySignature[h];
   for (const SignatureEntry &entry : bucket)
     if (entry.key == key)
@@ -312,8 +312,8 @@ bool FactorAssignment::onMesh(ShardingAttr s) {
 }
 
 bool FactorAssignment::isUsed(AxisListAttr axes) const {
-  return llvm::any_of(axes,
-                      [&](StringAttr a) { return llvm::is_contained(used, a); });
+  return llvm::any_of(
+      axes, [&](StringAttr a) { return llvm::is_contained(used, a); });
 }
 
 void FactorAssignment::assign(unsigned factor, AxisListAttr axes) {

@@ -1,4 +1,4 @@
-//===- ShardingSupport.h - what propagation and partitioning share -*- C++ -*-===//
+//===- ShardingSupport.h - shared by propagation and partition --*- C++ -*-===//
 //
 // Private to the two passes: how they see an op (by interface, never by
 // name), the tied values of region ops, the rules of many ops kept once,
@@ -69,7 +69,8 @@ struct TiedGroup {
 /// The tied groups of `op`, in the order of their first member. Fails when
 /// a tensor region argument or result receives nothing the interface
 /// describes.
-FailureOr<SmallVector<TiedGroup>> getTiedValueGroups(RegionBranchOpInterface op);
+FailureOr<SmallVector<TiedGroup>>
+getTiedValueGroups(RegionBranchOpInterface op);
 
 /// The function `call` calls, if it can be found.
 FunctionOpInterface getCallee(CallOpInterface call,

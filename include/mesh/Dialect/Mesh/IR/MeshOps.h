@@ -24,7 +24,9 @@
 #define GET_ATTRDEF_CLASSES
 #include "mesh/Dialect/Mesh/IR/MeshAttrs.h.inc"
 
+// The interfaces name ShardingRule: its header comes first.
 #include "mesh/Dialect/Mesh/IR/ShardingRule.h"
+
 #include "mesh/Dialect/Mesh/IR/MeshInterfaces.h.inc"
 
 #define GET_OP_CLASSES

@@ -1,4 +1,4 @@
-//===- BufferizableOpInterfaceImpl.h - bufferization of mesh ops -*- C++ -*-===//
+//===- BufferizableOpInterfaceImpl.h - bufferizing collectives --*- C++ -*-===//
 //
 // One-shot bufferization of the tensor collectives: each becomes the memref
 // form of the same op, which reads its input buffer and allocates its result.

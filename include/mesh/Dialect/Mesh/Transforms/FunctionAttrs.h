@@ -16,9 +16,8 @@ namespace mlir {
 namespace mesh {
 
 /// Calls `edit(i, attrs)` for each argument and sets all of them once.
-inline void
-editArgAttrs(FunctionOpInterface fn,
-             function_ref<void(unsigned, NamedAttrList &)> edit) {
+inline void editArgAttrs(FunctionOpInterface fn,
+                         function_ref<void(unsigned, NamedAttrList &)> edit) {
   SmallVector<DictionaryAttr> all;
   all.reserve(fn.getNumArguments());
   for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {

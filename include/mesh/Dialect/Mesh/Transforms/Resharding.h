@@ -1,4 +1,4 @@
-//===- Resharding.h - plans that move a tensor between shardings -*- C++ -*-===//
+//===- Resharding.h - moving a tensor between shardings ---------*- C++ -*-===//
 //
 // A resharding plan takes a tensor from one sharding to another on the same
 // mesh as a short list of collectives: pending reductions are finished
@@ -75,8 +75,8 @@ FailureOr<RankedTensorType> getLocalType(MeshOp mesh, RankedTensorType global,
 
 /// Emits `steps` on `local`, a per-device value; returns the resharded
 /// per-device value.
-Value emitResharding(OpBuilder &builder, Location loc, MeshOp mesh,
-                     Value local, ArrayRef<ReshardStep> steps);
+Value emitResharding(OpBuilder &builder, Location loc, MeshOp mesh, Value local,
+                     ArrayRef<ReshardStep> steps);
 
 } // namespace mesh
 } // namespace mlir
