@@ -125,6 +125,7 @@ private:
   /// The tied values of each region-branch op, read before types change.
   DenseMap<Operation *, SmallVector<TiedGroup>> tiedGroups;
   ShardingProjector projector;
+  OpClassifier classifier;
   MeshCache meshCache{tables};
   /// (source, target), (mesh, rank) -> the plan between them.
   using PlanKey = std::pair<std::pair<Attribute, Attribute>,
@@ -149,7 +150,7 @@ LogicalResult FunctionPartitioner::run() {
   fn.walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (op == fn.getOperation())
       return;
-    OpRole role = classifyOp(op);
+    OpRole role = classifier.classify(op);
     if (role == OpRole::Rule)
       rulesInOrder.push_back({op, rules.add(op)});
     if (role != OpRole::RegionBranch)
@@ -340,7 +341,7 @@ LogicalResult FunctionPartitioner::partitionBlock(Block &block) {
 }
 
 LogicalResult FunctionPartitioner::partition(Operation *op) {
-  switch (classifyOp(op)) {
+  switch (classifier.classify(op)) {
   case OpRole::Shard:
     return partitionShard(cast<ShardOp>(op));
   case OpRole::Call:
@@ -589,15 +590,17 @@ FunctionPartitioner::typeResults(Operation *op, const ShardingRule *rule,
     if (!type)
       continue;
     unsigned r = result.getResultNumber();
-    std::string what =
-        ("result " + Twine(r) + " of '" + op->getName().getStringRef() + "'")
-            .str();
+    // The description is spelled out at each use: a Twine must not outlive
+    // its statement, and a string built for every result costs more than the
+    // rest of the loop.
+    StringRef opName = op->getName().getStringRef();
     ShardingAttr produced =
         mesh && r < rule->resultDims.size()
             ? projector.projectResult(mesh, *rule, assignment->getFactors(),
                                       rule->resultDims[r])
             : ShardingAttr();
-    FailureOr<RankedTensorType> local = localType(op, type, produced, what);
+    FailureOr<RankedTensorType> local = localType(
+        op, type, produced, "result " + Twine(r) + " of '" + opName + "'");
     if (failed(local))
       return failure();
     result.setType(*local);
@@ -608,8 +611,8 @@ FunctionPartitioner::typeResults(Operation *op, const ShardingRule *rule,
     SmallVector<OpOperand *> uses;
     for (OpOperand &use : result.getUses())
       uses.push_back(&use);
-    FailureOr<Value> v =
-        reshard(result, annotated, {}, op->getNextNode(), what);
+    FailureOr<Value> v = reshard(result, annotated, {}, op->getNextNode(),
+                                 "result " + Twine(r) + " of '" + opName + "'");
     if (failed(v))
       return failure();
     for (OpOperand *use : uses)
@@ -621,9 +624,9 @@ FunctionPartitioner::typeResults(Operation *op, const ShardingRule *rule,
 /// Lets the op rewrite the sizes it spells for its per-device types.
 void FunctionPartitioner::updateSizes(Operation *op, const ShardingRule &rule,
                                       const FactorAssignment &assignment) {
-  auto iface = dyn_cast<ShardingRuleOpInterface>(op);
-  if (!iface)
+  if (!classifier.hasRuleInterface(op))
     return;
+  auto iface = cast<ShardingRuleOpInterface>(op);
   FlatSymbolRefAttr mesh = assignment.getMesh();
   auto devicesAlong = [&](OpBuilder &b, unsigned result,
                           unsigned dim) -> Value {

@@ -22,6 +22,7 @@
 #include "mesh/Dialect/Mesh/Transforms/Passes.h"
 #include "mesh/Dialect/Mesh/Transforms/Resharding.h"
 
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/PointerIntPair.h"
 
 namespace mlir {
@@ -52,14 +53,13 @@ static_assert(sizeof(ValueInfo) == 16, "ValueInfo should stay small");
 
 bool isRankedTensor(Value v) { return isa<RankedTensorType>(v.getType()); }
 
-/// One op of the sweeps and what propagation knows of it.
+/// What propagation knows of one op of the sweeps: 8 bytes, apart from the
+/// op pointer and its done bit, so that a sweep over 50,000 ops reads little
+/// memory for the ops it skips.
 struct OpEntry {
-  Operation *op;
-  OpRole role;
   /// The index of its rule in the table, for OpRole::Rule.
   unsigned rule = 0;
-  /// Nothing more can propagate through it.
-  bool done = false;
+  OpRole role;
 };
 
 class Propagation {
@@ -82,7 +82,7 @@ private:
   void setFixed(Value v, ShardingAttr s);
 
   // Sweeps.
-  bool visitAndMark(OpEntry &entry, bool forward);
+  bool visitAndMark(size_t index, bool forward);
   bool visitShard(ShardOp shard, bool forward);
   bool visitCall(CallOpInterface call, bool forward);
   bool visitFunctionReturn(Operation *ret, bool forward);
@@ -108,11 +108,15 @@ private:
   SymbolTableCollection symbolTables;
   /// Every op but the module and meshes, in walk order.
   SmallVector<Operation *> walked;
-  /// The same without functions, with their roles.
-  SmallVector<OpEntry> ops;
+  /// The same without functions; their roles; and whether nothing more
+  /// can propagate through them.
+  SmallVector<Operation *> ops;
+  SmallVector<OpEntry> entries;
+  llvm::BitVector done;
   /// The tied values of each region-branch op.
   DenseMap<Operation *, SmallVector<TiedGroup>> tiedGroups;
   MeshCache meshCache{symbolTables};
+  OpClassifier classifier;
   ShardingProjector projector;
   DenseMap<Value, ValueInfo, ValueAddressInfo> info;
   ShardingRuleTable rules;
@@ -143,19 +147,20 @@ void Propagation::run() {
     values += op->getNumResults();
   });
   info.reserve(values + info.size());
+  done.resize(ops.size());
   // Sweeps until nothing changes; a value only ever goes from unknown to
   // known, so this ends, and in practice after two or three sweeps.
   for (int sweep = 0; sweep < 16; ++sweep) {
     bool changed = false;
     bool forward = sweep % 2 == 0;
     if (forward) {
-      for (OpEntry &entry : ops)
-        if (!entry.done)
-          changed |= visitAndMark(entry, /*forward=*/true);
+      for (size_t i = 0, e = ops.size(); i < e; ++i)
+        if (!done.test(i))
+          changed |= visitAndMark(i, /*forward=*/true);
     } else {
-      for (OpEntry &entry : llvm::reverse(ops))
-        if (!entry.done)
-          changed |= visitAndMark(entry, /*forward=*/false);
+      for (size_t i = ops.size(); i-- > 0;)
+        if (!done.test(i))
+          changed |= visitAndMark(i, /*forward=*/false);
     }
     if (!changed && sweep > 0)
       break;
@@ -165,7 +170,8 @@ void Propagation::run() {
 
 void Propagation::addOp(Operation *op) {
   collectAnnotations(op);
-  OpEntry entry{op, classifyOp(op)};
+  OpEntry entry;
+  entry.role = classifier.classify(op);
   if (entry.role == OpRole::RegionBranch) {
     FailureOr<SmallVector<TiedGroup>> groups =
         getTiedValueGroups(cast<RegionBranchOpInterface>(op));
@@ -180,7 +186,8 @@ void Propagation::addOp(Operation *op) {
     else
       entry.role = OpRole::NoRule;
   }
-  ops.push_back(entry);
+  ops.push_back(op);
+  entries.push_back(entry);
 }
 
 void Propagation::setFixed(Value v, ShardingAttr s) {
@@ -222,8 +229,9 @@ bool Propagation::assign(Value v, ShardingAttr sharding,
 
 /// Visits one op; marks it done once every tensor it touches has a
 /// sharding, since then no later sweep can change anything through it.
-bool Propagation::visitAndMark(OpEntry &entry, bool forward) {
-  Operation *op = entry.op;
+bool Propagation::visitAndMark(size_t index, bool forward) {
+  Operation *op = ops[index];
+  const OpEntry &entry = entries[index];
   bool settled = false;
   bool changed = false;
   switch (entry.role) {
@@ -255,7 +263,7 @@ bool Propagation::visitAndMark(OpEntry &entry, bool forward) {
   auto known = [&](Value v) { return !isRankedTensor(v) || info.count(v); };
   if (settled || (llvm::all_of(op->getOperands(), known) &&
                   llvm::all_of(op->getResults(), known)))
-    entry.done = true;
+    done.set(index);
   return changed;
 }
 
@@ -387,10 +395,9 @@ bool Propagation::visitRule(Operation *op, const ShardingRule &rule,
 }
 
 void Propagation::warnAboutOpsWithoutRules() {
-  for (const OpEntry &entry : ops) {
+  for (auto [op, entry] : llvm::zip(ops, entries)) {
     if (entry.role != OpRole::NoRule)
       continue;
-    Operation *op = entry.op;
     bool touchesTensors = llvm::any_of(
         op->getResultTypes(), [](Type t) { return isa<RankedTensorType>(t); });
     if (touchesTensors)

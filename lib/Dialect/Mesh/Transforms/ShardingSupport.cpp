@@ -12,27 +12,42 @@ using namespace mlir::mesh;
 // Op roles
 //===----------------------------------------------------------------------===//
 
-/// True when `op` passes values on to a successor of its region-branch
-/// parent, which then handles it.
-static bool isRegionTerminator(Operation *op) {
-  return isa<RegionBranchTerminatorOpInterface>(op) &&
-         isa_and_nonnull<RegionBranchOpInterface>(op->getParentOp());
+OpClassifier::NameInfo &OpClassifier::getInfo(Operation *op) {
+  auto [it, inserted] =
+      byName.try_emplace(op->getName().getAsOpaquePointer(), NameInfo());
+  NameInfo &info = it->second;
+  if (!inserted)
+    return info;
+  info.returnLike = op->hasTrait<OpTrait::ReturnLike>();
+  info.branchTerminator = isa<RegionBranchTerminatorOpInterface>(op);
+  info.ruleInterface = isa<ShardingRuleOpInterface>(op);
+  if (isa<ShardOp>(op))
+    info.role = OpRole::Shard;
+  else if (isa<CollectiveOpInterface>(op))
+    info.role = OpRole::PerDevice;
+  else if (isa<CallOpInterface>(op))
+    info.role = OpRole::Call;
+  else if (isa<RegionBranchOpInterface>(op) && !info.ruleInterface)
+    info.role = OpRole::RegionBranch;
+  else if (info.returnLike || info.branchTerminator)
+    info.role = OpRole::RegionTerminator; // Refined by the parent below.
+  else
+    info.role = OpRole::Rule;
+  return info;
 }
 
-OpRole mlir::mesh::classifyOp(Operation *op) {
-  if (isa<ShardOp>(op))
-    return OpRole::Shard;
-  if (isa<CollectiveOpInterface>(op))
-    return OpRole::PerDevice;
-  if (isa<CallOpInterface>(op))
-    return OpRole::Call;
-  if (op->hasTrait<OpTrait::ReturnLike>() &&
-      isa_and_nonnull<FunctionOpInterface>(op->getParentOp()))
+/// The roles that depend on more than the name: a terminator is a function
+/// return or a region-branch terminator by its parent, else it has a rule
+/// role like any op.
+OpRole OpClassifier::classifySpecial(Operation *op) {
+  NameInfo &info = getInfo(op);
+  if (info.role != OpRole::RegionTerminator)
+    return info.role;
+  Operation *parent = op->getParentOp();
+  if (info.returnLike && isa_and_nonnull<FunctionOpInterface>(parent))
     return OpRole::FunctionReturn;
-  if (isRegionTerminator(op))
+  if (info.branchTerminator && isa_and_nonnull<RegionBranchOpInterface>(parent))
     return OpRole::RegionTerminator;
-  if (isa<RegionBranchOpInterface>(op) && !isa<ShardingRuleOpInterface>(op))
-    return OpRole::RegionBranch;
   return OpRole::Rule;
 }
 
@@ -265,7 +280,11 @@ static bool equalRules(const ShardingRule &a, const ShardingRule &b) {
 }
 
 std::optional<unsigned> ShardingRuleTable::add(Operation *op) {
-  if (!isShardingRuleFixedByTypes(op))
+  auto [fixed, inserted] =
+      fixedByTypes.try_emplace(op->getName().getAsOpaquePointer(), false);
+  if (inserted)
+    fixed->second = isShardingRuleFixedByTypes(op);
+  if (!fixed->second)
     return intern(getShardingRule(op));
   SmallVector<const void *, 8> key;
   key.push_back(op->getName().getAsOpaquePointer());
@@ -302,45 +321,6 @@ ShardingRuleTable::intern(FailureOr<ShardingRule> rule) {
 //===----------------------------------------------------------------------===//
 // FactorAssignment
 //===----------------------------------------------------------------------===//
-
-bool FactorAssignment::onMesh(ShardingAttr s) {
-  if (!mesh) {
-    mesh = s.getMesh();
-    meshOp = meshes.get(op, mesh);
-  }
-  return meshOp && s.getMesh() == mesh;
-}
-
-bool FactorAssignment::isUsed(AxisListAttr axes) const {
-  return llvm::any_of(
-      axes, [&](StringAttr a) { return llvm::is_contained(used, a); });
-}
-
-void FactorAssignment::assign(unsigned factor, AxisListAttr axes) {
-  factors[factor] = axes;
-  llvm::append_range(used, axes.getAxes());
-}
-
-void FactorAssignment::takeDims(ShardingAttr s, ArrayRef<int64_t> dims) {
-  if (!onMesh(s))
-    return;
-  ArrayRef<AxisListAttr> valueDims = s.getDims();
-  for (auto [d, f] : llvm::enumerate(dims)) {
-    if (f < 0 || d >= valueDims.size())
-      continue;
-    AxisListAttr axes = valueDims[d];
-    const ShardingFactor &factor = rule.factors[f];
-    if (axes.empty() || factors[f] || factor.blocked || isUsed(axes))
-      continue;
-    std::optional<int64_t> n = meshes.getGroupSize(meshOp, axes);
-    if (!n)
-      continue;
-    if (!ShapedType::isDynamic(factor.size) && !ShapedType::isDynamic(*n) &&
-        factor.size % *n != 0)
-      continue;
-    assign(f, axes);
-  }
-}
 
 void FactorAssignment::takePartial(
     ShardingAttr s, function_ref<ShardingAttr(unsigned)> operandSharding) {

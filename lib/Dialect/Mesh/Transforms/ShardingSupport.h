@@ -48,9 +48,36 @@ enum class OpRole : uint8_t {
   PerDevice,
 };
 
-/// The role of `op`, and for OpRole::Rule the role comes with a rule (see
-/// ShardingRuleTable).
-OpRole classifyOp(Operation *op);
+/// The role of each op. What depends on the op's name alone (its interfaces
+/// and traits) is looked up once per name: the passes ask for every op of
+/// programs of 50,000 ops, and an interface lookup per op and interface adds
+/// up.
+class OpClassifier {
+public:
+  /// The role of `op`; for OpRole::Rule, its rule is in a ShardingRuleTable.
+  OpRole classify(Operation *op) {
+    return getInfo(op).role == OpRole::Rule ? OpRole::Rule
+                                            : classifySpecial(op);
+  }
+  /// True when `op` implements ShardingRuleOpInterface.
+  bool hasRuleInterface(Operation *op) { return getInfo(op).ruleInterface; }
+
+private:
+  struct NameInfo {
+    /// The role, unless the op's parent decides otherwise (below).
+    OpRole role;
+    /// ReturnLike: a FunctionReturn inside a function.
+    bool returnLike;
+    /// A RegionBranchTerminatorOpInterface: a RegionTerminator inside a
+    /// region-branch op.
+    bool branchTerminator;
+    /// Implements ShardingRuleOpInterface.
+    bool ruleInterface;
+  };
+  NameInfo &getInfo(Operation *op);
+  OpRole classifySpecial(Operation *op);
+  DenseMap<const void *, NameInfo> byName;
+};
 
 /// Values of a region-branch op that must share one layout: an operand
 /// passed in, the region arguments that receive it, the values terminators
@@ -173,6 +200,8 @@ public:
 private:
   std::optional<unsigned> intern(FailureOr<ShardingRule> rule);
   SmallVector<ShardingRule, 0> rules;
+  /// Op name -> whether its rules are fixed by types (asked once a name).
+  DenseMap<const void *, bool> fixedByTypes;
   /// Hash of a rule -> indices of the rules with that hash.
   DenseMap<unsigned, SmallVector<unsigned, 1>> byHash;
   /// A signature (op name, operand types, result types) and its rule.
@@ -231,6 +260,48 @@ private:
   /// Axes already given to a factor.
   SmallVector<StringAttr, 8> used;
 };
+
+// The methods called for every value of every op, defined here so that
+// they inline into the passes' loops.
+
+inline bool FactorAssignment::onMesh(ShardingAttr s) {
+  if (!mesh) {
+    mesh = s.getMesh();
+    meshOp = meshes.get(op, mesh);
+  }
+  return meshOp && s.getMesh() == mesh;
+}
+
+inline bool FactorAssignment::isUsed(AxisListAttr axes) const {
+  return llvm::any_of(
+      axes, [&](StringAttr a) { return llvm::is_contained(used, a); });
+}
+
+inline void FactorAssignment::assign(unsigned factor, AxisListAttr axes) {
+  factors[factor] = axes;
+  llvm::append_range(used, axes.getAxes());
+}
+
+inline void FactorAssignment::takeDims(ShardingAttr s, ArrayRef<int64_t> dims) {
+  if (!onMesh(s))
+    return;
+  ArrayRef<AxisListAttr> valueDims = s.getDims();
+  for (auto [d, f] : llvm::enumerate(dims)) {
+    if (f < 0 || d >= valueDims.size())
+      continue;
+    AxisListAttr axes = valueDims[d];
+    const ShardingFactor &factor = rule.factors[f];
+    if (axes.empty() || factors[f] || factor.blocked || isUsed(axes))
+      continue;
+    std::optional<int64_t> n = meshes.getGroupSize(meshOp, axes);
+    if (!n)
+      continue;
+    if (!ShapedType::isDynamic(factor.size) && !ShapedType::isDynamic(*n) &&
+        factor.size % *n != 0)
+      continue;
+    assign(f, axes);
+  }
+}
 
 } // namespace mesh
 } // namespace mlir
