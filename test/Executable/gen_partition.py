@@ -11,7 +11,8 @@ reference runs replicated, on every rank.
 
 Cases: a fixed suite (a matmul with every sharding of its three dims on the
 (2, 4) mesh) followed by random programs (elementwise chains, matmuls,
-transposes, reductions, constraints) on the meshes (8), (2, 4), (2, 2, 2).
+transposes, reductions, loops (scf.for, scf.while), branches, constraints)
+on the meshes (8), (2, 4), (2, 2, 2).
 
 Usage: gen_partition.py OUT.mlir [--cases N] [--seed S]
 """
@@ -209,11 +210,30 @@ def random_case(rng, index):
                 c.body.append(f"{r} = tensor.concat dim(0) {v}, {w} : ({ttype(s)}, {ttype(s)}) -> {ttype(t)}")
             pool.append((r, t))
         elif kind < 0.80:
-            # A loop carrying a value, or a branch (scf.for / scf.if).
+            # A loop carrying a value, or a branch (scf.for / scf.while /
+            # scf.if).
             same = [p for p in pool if p[1] == s]
             w, _ = rng.choice(same)
             r, y = c.fresh(), c.fresh()
-            if rng.random() < 0.6:
+            roll = rng.random()
+            if 0.45 <= roll < 0.6:
+                # A while loop: the value and a counter through both regions.
+                acc, k, go, acc2, k2, k3 = (c.fresh() for _ in range(6))
+                trips = rng.randint(1, 3)
+                t = ttype(s)
+                c.body += [
+                    f"{r}:2 = scf.while ({acc} = {v}, {k} = %c0) : ({t}, index) -> ({t}, index) {{",
+                    f"  {go} = arith.cmpi slt, {k}, %c{trips} : index",
+                    f"  scf.condition({go}) {acc}, {k} : {t}, index",
+                    "} do {",
+                    f"^bb0({acc2}: {t}, {k2}: index):",
+                    f"  {y} = arith.addi {acc2}, {w} : {t}",
+                    f"  {k3} = arith.addi {k2}, %c1 : index",
+                    f"  scf.yield {y}, {k3} : {t}, index",
+                    "}"]
+                pool.append((r + "#0", s))
+                continue
+            if roll < 0.45:
                 acc = c.fresh()
                 trips = rng.randint(1, 3)
                 c.body += [

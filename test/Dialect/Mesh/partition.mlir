@@ -125,3 +125,61 @@ func.func @replicated_twice(%x: tensor<8xf32> {mesh.sharding = #mesh.sharding<@m
   %y = math.tanh %x : tensor<8xf32>
   return %y, %x : tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// scf.while through RegionBranchOpInterface: the value passed in, both
+// regions' arguments, the values the terminators pass on and the result share
+// the annotation; the before-region's arguments, which no result receives,
+// keep the layout of the value passed in. Nothing is gathered.
+mesh.mesh @m(["a" = 2, "b" = 4])
+// CHECK-LABEL: func.func @while_loop
+// CHECK-SAME: (%[[X:.*]]: tensor<1x4xi32>, %[[GO:.*]]: i1) -> tensor<1x4xi32>
+// CHECK-NOT: mesh.all_
+// CHECK: %[[R:.*]] = scf.while (%[[V:.*]] = %[[X]]) : (tensor<1x4xi32>) -> tensor<1x4xi32>
+// CHECK: scf.condition(%[[GO]]) %[[V]] : tensor<1x4xi32>
+// CHECK: ^bb0(%[[W:.*]]: tensor<1x4xi32>):
+// CHECK: %[[D:.*]] = arith.addi %[[W]], %[[W]] : tensor<1x4xi32>
+// CHECK: scf.yield %[[D]] : tensor<1x4xi32>
+// CHECK-NOT: mesh.all_
+// CHECK: return %[[R]]
+func.func @while_loop(%x: tensor<8x4xi32> {mesh.sharding = #mesh.sharding<@m, [["a", "b"], []]>}, %go: i1)
+    -> (tensor<8x4xi32> {mesh.sharding = #mesh.sharding<@m, [["a", "b"], []]>}) {
+  %r = scf.while (%v = %x) : (tensor<8x4xi32>) -> tensor<8x4xi32> {
+    scf.condition(%go) %v : tensor<8x4xi32>
+  } do {
+  ^bb0(%w: tensor<8x4xi32>):
+    %d = arith.addi %w, %w {mesh.sharding = #mesh.sharding<@m, [["a", "b"], []]>} : tensor<8x4xi32>
+    scf.yield %d : tensor<8x4xi32>
+  } attributes {mesh.sharding = #mesh.sharding<@m, [["a", "b"], []]>}
+  return %r : tensor<8x4xi32>
+}
+
+// -----
+
+// An op on a function argument reads its rule on global shapes: the slice
+// takes dim 0 whole, so it stays split (it used to see the argument's local
+// size, lose the factor, and gather).
+mesh.mesh @m(["a" = 2, "b" = 4])
+// CHECK-LABEL: func.func @slice_of_argument
+// CHECK-SAME: (%[[X:.*]]: tensor<4x16xi32>) -> tensor<4x8xi32>
+// CHECK-NOT: mesh.all_
+// CHECK: tensor.extract_slice %[[X]][0, 8] [4, 8] [1, 1] : tensor<4x16xi32> to tensor<4x8xi32>
+// CHECK-NOT: mesh.all_
+func.func @slice_of_argument(%x: tensor<8x16xi32> {mesh.sharding = #mesh.sharding<@m, [["a"], []]>})
+    -> (tensor<8x8xi32> {mesh.sharding = #mesh.sharding<@m, [["a"], []]>}) {
+  %s = tensor.extract_slice %x[0, 8] [8, 8] [1, 1] {mesh.sharding = #mesh.sharding<@m, [["a"], []]>} : tensor<8x16xi32> to tensor<8x8xi32>
+  return %s : tensor<8x8xi32>
+}
+
+// -----
+
+// A rank-reducing slice has no rule: it runs replicated, and its static sizes
+// are left as written (they used to be rewritten into the wrong positions).
+mesh.mesh @m(["a" = 2, "b" = 4])
+// CHECK-LABEL: func.func @rank_reducing_slice
+// CHECK: tensor.extract_slice %{{.*}}[2, 0] [1, 16] [1, 1] : tensor<8x16xi32> to tensor<16xi32>
+func.func @rank_reducing_slice(%x: tensor<8x16xi32>) -> tensor<16xi32> {
+  %s = tensor.extract_slice %x[2, 0] [1, 16] [1, 1] : tensor<8x16xi32> to tensor<16xi32>
+  return %s : tensor<16xi32>
+}

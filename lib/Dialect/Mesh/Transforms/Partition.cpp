@@ -423,9 +423,9 @@ LogicalResult FunctionPartitioner::partitionReturn(Operation *ret) {
   return success();
 }
 
-/// Each tied group takes the sharding of its result (replicated when it has
-/// none): operands passed in are resharded to it before the op, region
-/// arguments are placed in it, and the values terminators pass on are
+/// Each tied group takes the sharding of its result (or, without one, of the
+/// value passed in): operands passed in are resharded to it before the op,
+/// region arguments are placed in it, and the values terminators pass on are
 /// resharded to it once their region is partitioned.
 LogicalResult
 FunctionPartitioner::partitionRegionBranch(RegionBranchOpInterface op,
@@ -433,10 +433,22 @@ FunctionPartitioner::partitionRegionBranch(RegionBranchOpInterface op,
   StringRef opName = op->getName().getStringRef();
   DenseMap<OpOperand *, ShardingAttr> targetOf;
   for (const TiedGroup &group : groups) {
+    // The group's result says its layout; a group no result belongs to (an
+    // scf.while's before-region arguments) keeps the layout of the value
+    // passed in, without a pending reduction.
     ShardingAttr target;
+    bool hasResult = false;
     for (Value input : group.inputs)
-      if (auto result = dyn_cast<OpResult>(input))
+      if (auto result = dyn_cast<OpResult>(input)) {
         target = getResultAnnotation(op, result.getResultNumber());
+        hasResult = true;
+      }
+    if (!hasResult)
+      for (OpOperand *operand : group.operands)
+        if (operand->getOwner() == op) {
+          target = withoutPartial(placedOf(operand->get()));
+          break;
+        }
     for (OpOperand *operand : group.operands) {
       if (operand->getOwner() != op) {
         targetOf[operand] = target;
