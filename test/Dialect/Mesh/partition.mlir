@@ -183,3 +183,79 @@ func.func @rank_reducing_slice(%x: tensor<8x16xi32>) -> tensor<16xi32> {
   %s = tensor.extract_slice %x[2, 0] [1, 16] [1, 1] : tensor<8x16xi32> to tensor<16xi32>
   return %s : tensor<16xi32>
 }
+
+// -----
+
+// Calls: operands take the callee's argument shardings, and the call keeps no
+// annotation.
+mesh.mesh @m(["a" = 2, "b" = 4])
+func.func @callee(%x: tensor<8x4xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>})
+    -> (tensor<8x4xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>}) {
+  return %x : tensor<8x4xf32>
+}
+// CHECK-LABEL: func.func @caller
+// CHECK: call @callee(%{{.*}}) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK-NOT: mesh.sharding
+// CHECK: return
+func.func @caller(%x: tensor<8x4xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>})
+    -> (tensor<8x4xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>}) {
+  %r = call @callee(%x) {mesh.sharding = #mesh.sharding<@m, [["b"], []]>} : (tensor<8x4xf32>) -> tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+
+// -----
+
+// A declaration's annotations are its contract: it takes the per-device
+// types and the call passes its values as they are.
+mesh.mesh @m(["a" = 2, "b" = 4])
+// CHECK-LABEL: func.func private @kernel(tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK-NOT: mesh.sharding
+func.func private @kernel(tensor<8x4xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>})
+    -> (tensor<8x4xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>})
+// CHECK-LABEL: func.func @call_kernel
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4xf32>)
+// CHECK-NOT: mesh.all_
+// CHECK: %[[R:.*]] = call @kernel(%[[X]]) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK-NOT: mesh.all_
+// CHECK: return %[[R]]
+func.func @call_kernel(%x: tensor<8x4xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>})
+    -> (tensor<8x4xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>}) {
+  %r = call @kernel(%x) : (tensor<8x4xf32>) -> tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+
+// -----
+
+// Without annotations a declaration gets its tensors whole, with a warning.
+mesh.mesh @m(["a" = 2, "b" = 4])
+// CHECK-LABEL: func.func private @plain(tensor<8x4xf32>) -> tensor<8x4xf32>
+func.func private @plain(tensor<8x4xf32>) -> tensor<8x4xf32>
+// CHECK-LABEL: func.func @call_plain
+// CHECK: %[[G:.*]] = mesh.all_gather %{{.*}} on @m axes = ["b"] gather_dim = 0 : tensor<2x4xf32> -> tensor<8x4xf32>
+// CHECK: call @plain(%[[G]]) : (tensor<8x4xf32>) -> tensor<8x4xf32>
+func.func @call_plain(%x: tensor<8x4xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>}) -> tensor<8x4xf32> {
+  // expected-warning @+1 {{the declaration @plain has tensors without 'mesh.sharding': they are passed and returned replicated}}
+  %r = call @plain(%x) : (tensor<8x4xf32>) -> tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+
+// -----
+
+// A value held whole is already a pending avg, max, min, and or or: combining
+// equal copies gives it back, so no collective is needed. (Sum is refused
+// above.) A split value is gathered first.
+mesh.mesh @m(["a" = 2, "b" = 4])
+// CHECK-LABEL: func.func @to_partial_avg
+// CHECK-NOT: mesh.
+// CHECK: return
+func.func @to_partial_avg(%x: tensor<8xf32> {mesh.sharding = #mesh.sharding<@m, [[]]>})
+    -> (tensor<8xf32> {mesh.sharding = #mesh.sharding<@m, [[]], partial = avg["a"]>}) {
+  return %x : tensor<8xf32>
+}
+// CHECK-LABEL: func.func @split_to_partial_max
+// CHECK: mesh.all_gather %{{.*}} on @m axes = ["a"] gather_dim = 0 : tensor<4xi32> -> tensor<8xi32>
+// CHECK-NEXT: return
+func.func @split_to_partial_max(%x: tensor<8xi32> {mesh.sharding = #mesh.sharding<@m, [["a"]]>})
+    -> (tensor<8xi32> {mesh.sharding = #mesh.sharding<@m, [[]], partial = max["a", "b"]>}) {
+  return %x : tensor<8xi32>
+}

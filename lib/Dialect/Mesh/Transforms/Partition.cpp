@@ -390,13 +390,32 @@ LogicalResult FunctionPartitioner::partitionCall(CallOpInterface call) {
     InFlightDiagnostic diag = call->emitError()
                               << "cannot partition a call to ";
     if (auto symbol = dyn_cast<SymbolRefAttr>(call.getCallableForCallee()))
-      diag << symbol << ", which has no body in this module";
+      diag << symbol << ", which is not a function of this module";
     else
       diag << "a function value; only direct calls are partitioned";
     return diag;
   }
   const Signature &sig = it->second;
   std::string calleeName = "@" + callee.getName().str();
+  if (callee.isExternal()) {
+    // A declaration without an annotation on some tensor gets it whole.
+    auto unannotated = [](Type type, ShardingAttr s) {
+      return !s && isa<RankedTensorType>(type);
+    };
+    if (llvm::any_of(llvm::zip(callee.getArgumentTypes(), sig.args),
+                     [&](auto p) {
+                       return unannotated(std::get<0>(p), std::get<1>(p));
+                     }) ||
+        llvm::any_of(llvm::zip(callee.getResultTypes(), sig.results),
+                     [&](auto p) {
+                       return unannotated(std::get<0>(p), std::get<1>(p));
+                     }))
+      call->emitWarning()
+          << "the declaration " << calleeName
+          << " has tensors without 'mesh.sharding': they are passed and "
+             "returned replicated (annotate the declaration to pass them "
+             "sharded)";
+  }
   for (auto [i, operand] : llvm::enumerate(call.getArgOperandsMutable()))
     if (failed(reshardOperand(operand, sig.args[i], {}, call,
                               "operand " + Twine(i) + " of the call to " +
@@ -407,6 +426,7 @@ LogicalResult FunctionPartitioner::partitionCall(CallOpInterface call) {
                      "result " + Twine(result.getResultNumber()) +
                          " of the call to " + calleeName)))
       return failure();
+  call->removeDiscardableAttr(shardingName);
   return success();
 }
 
@@ -680,7 +700,7 @@ struct PartitionPass : public mesh::impl::PartitionBase<PartitionPass> {
   }
   void runOnOperation() override {
     SymbolTableCollection tables;
-    SmallVector<FunctionOpInterface> fns;
+    SmallVector<FunctionOpInterface> fns, declarations;
     DenseMap<Operation *, Signature> signatures;
     StringRef name = MeshDialect::getShardingAttrName();
     // Functions do not nest in functions: skip their bodies.
@@ -691,8 +711,9 @@ struct PartitionPass : public mesh::impl::PartitionBase<PartitionPass> {
       if (!fn)
         return WalkResult::advance();
       if (fn.isExternal())
-        return WalkResult::skip();
-      fns.push_back(fn);
+        declarations.push_back(fn);
+      else
+        fns.push_back(fn);
       Signature &sig = signatures[fn];
       for (unsigned i = 0; i < fn.getNumArguments(); ++i)
         sig.args.push_back(fn.getArgAttrOfType<ShardingAttr>(i, name));
@@ -703,6 +724,56 @@ struct PartitionPass : public mesh::impl::PartitionBase<PartitionPass> {
     for (FunctionOpInterface fn : fns)
       if (failed(FunctionPartitioner(fn, tables, signatures).run()))
         return signalPassFailure();
+    for (FunctionOpInterface fn : declarations)
+      if (failed(localizeDeclaration(fn, tables)))
+        return signalPassFailure();
+  }
+
+  /// A declaration's `mesh.sharding` attributes are its contract with the
+  /// code that defines it elsewhere: that code works on per-device values,
+  /// so the declaration takes their per-device types, and the attributes go.
+  static LogicalResult localizeDeclaration(FunctionOpInterface fn,
+                                           SymbolTableCollection &tables) {
+    StringRef name = MeshDialect::getShardingAttrName();
+    auto localize = [&](Type type, ShardingAttr s,
+                        const Twine &what) -> FailureOr<Type> {
+      auto tensor = dyn_cast<RankedTensorType>(type);
+      if (!s || !tensor)
+        return type;
+      MeshOp mesh = lookupMesh(fn, s.getMesh(), &tables);
+      std::string whyNot;
+      FailureOr<RankedTensorType> local =
+          mesh ? getLocalType(mesh, tensor, ShardingLayout::get(s), whyNot)
+               : FailureOr<RankedTensorType>(failure());
+      if (failed(local))
+        return fn->emitError() << "cannot partition " << what << " of @"
+                               << fn.getName() << " of type " << type << ": "
+                               << (mesh ? whyNot : "its mesh is not defined"),
+               failure();
+      return Type(*local);
+    };
+    SmallVector<Type> args, results;
+    for (auto [i, type] : llvm::enumerate(fn.getArgumentTypes())) {
+      FailureOr<Type> t =
+          localize(type, fn.getArgAttrOfType<ShardingAttr>(i, name),
+                   "argument " + Twine(i));
+      if (failed(t))
+        return failure();
+      args.push_back(*t);
+    }
+    for (auto [i, type] : llvm::enumerate(fn.getResultTypes())) {
+      FailureOr<Type> t =
+          localize(type, fn.getResultAttrOfType<ShardingAttr>(i, name),
+                   "result " + Twine(i));
+      if (failed(t))
+        return failure();
+      results.push_back(*t);
+    }
+    fn.setType(FunctionType::get(fn->getContext(), args, results));
+    auto drop = [&](unsigned, NamedAttrList &attrs) { attrs.erase(name); };
+    editArgAttrs(fn, drop);
+    editResultAttrs(fn, drop);
+    return success();
   }
 };
 } // namespace

@@ -95,8 +95,27 @@ static ReshardStep makeStep(ReshardStep::Kind kind, ArrayRef<std::string> axes,
   return step;
 }
 
+/// True when combining equal values with `kind` gives the value back: a
+/// value held whole on every device of a group is then already a valid
+/// pending reduction of that kind over the group.
+static bool isIdempotent(ReductionKind kind) {
+  switch (kind) {
+  case ReductionKind::Avg:
+  case ReductionKind::Max:
+  case ReductionKind::Min:
+  case ReductionKind::And:
+  case ReductionKind::Or:
+    return true;
+  default:
+    return false;
+  }
+}
+
 /// Fails, with a reason in `whyNot`, when no plan takes `src` to `dst`: the
-/// ranks differ, or the target has a pending reduction the source has not.
+/// ranks differ, or the target has a pending reduction the source has not
+/// and its kind would change a value held whole (sum, prod, xor). For the
+/// other kinds no step is needed: once the plan has gathered whatever the
+/// target does not split, every device of the group holds the same value.
 static LogicalResult checkPlannable(const ShardingLayout &src,
                                     const ShardingLayout &dst,
                                     std::string &whyNot) {
@@ -105,7 +124,8 @@ static LogicalResult checkPlannable(const ShardingLayout &src,
     return failure();
   }
   for (const std::string &axis : dst.partial)
-    if (!llvm::is_contained(src.partial, axis)) {
+    if (!llvm::is_contained(src.partial, axis) &&
+        !isIdempotent(dst.partialKind)) {
       whyNot = "the target has a pending reduction over \"" + axis +
                "\" that the source does not have";
       return failure();
