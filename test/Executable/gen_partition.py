@@ -11,7 +11,8 @@ reference runs replicated, on every rank.
 
 Cases: a fixed suite (a matmul with every sharding of its three dims on the
 (2, 4) mesh) followed by random programs (elementwise chains, matmuls,
-transposes, reductions, loops (scf.for, scf.while), branches, constraints)
+transposes, reductions, loops (scf.for, scf.while), branches, pads,
+tensor.generate (a region op with no rule), constraints)
 on the meshes (8), (2, 4), (2, 2, 2).
 
 Usage: gen_partition.py OUT.mlir [--cases N] [--seed S]
@@ -232,6 +233,29 @@ def random_case(rng, index):
                     f"  scf.yield {y}, {k3} : {t}, index",
                     "}"]
                 pool.append((r + "#0", s))
+                continue
+            if 0.6 <= roll < 0.7:
+                # A pad of dim 1 (tensor.pad's rule keeps dim 0's factor).
+                t = [s[0], s[1] + 2]
+                c.body += [
+                    f"{r} = tensor.pad {v} low[0, 1] high[0, 1] {{",
+                    f"^bb0(%i{c.counter}: index, %j{c.counter}: index):",
+                    "  tensor.yield %c0_i32 : i32",
+                    f"}} : {ttype(s)} to {ttype(t)}"]
+                pool.append((r, t))
+                continue
+            if 0.7 <= roll < 0.8:
+                # A region op with no rule: it runs replicated on whole values
+                # (here a transposed copy of v, read from above).
+                i, j, e = c.fresh(), c.fresh(), c.fresh()
+                t = [s[1], s[0]]
+                c.body += [
+                    f"{r} = tensor.generate {{",
+                    f"^bb0({i}: index, {j}: index):",
+                    f"  {e} = tensor.extract {v}[{j}, {i}] : {ttype(s)}",
+                    f"  tensor.yield {e} : i32",
+                    f"}} : {ttype(t)}"]
+                pool.append((r, t))
                 continue
             if roll < 0.45:
                 acc = c.fresh()

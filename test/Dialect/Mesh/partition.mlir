@@ -259,3 +259,46 @@ func.func @split_to_partial_max(%x: tensor<8xi32> {mesh.sharding = #mesh.shardin
     -> (tensor<8xi32> {mesh.sharding = #mesh.sharding<@m, [[]], partial = max["a", "b"]>}) {
   return %x : tensor<8xi32>
 }
+
+// -----
+
+// tensor.pad keeps the factor of a dim it does not pad.
+mesh.mesh @m(["a" = 2, "b" = 4])
+// CHECK-LABEL: func.func @pad
+// CHECK-NOT: mesh.all_
+// CHECK: tensor.pad %{{.*}} low[0, 1] high[0, 1]
+// CHECK: } : tensor<2x4xi32> to tensor<2x6xi32>
+func.func @pad(%x: tensor<8x4xi32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>}, %c: i32)
+    -> (tensor<8x6xi32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>}) {
+  %p = tensor.pad %x low[0, 1] high[0, 1] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %c : i32
+  } {mesh.sharding = #mesh.sharding<@m, [["b"], []]>} : tensor<8x4xi32> to tensor<8x6xi32>
+  return %p : tensor<8x6xi32>
+}
+
+// -----
+
+// An op with regions and no rule runs replicated: what it reads from above
+// is gathered, constraints inside are dropped, and its result is resharded
+// to its annotation.
+mesh.mesh @m(["a" = 2, "b" = 4])
+// CHECK-LABEL: func.func @generate
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4xi32>)
+// CHECK: %[[W:.*]] = mesh.all_gather %[[X]] on @m axes = ["b"] gather_dim = 0 : tensor<2x4xi32> -> tensor<8x4xi32>
+// CHECK: %[[G:.*]] = tensor.generate
+// CHECK-NOT: mesh.shard
+// CHECK: tensor.extract %[[W]]
+// CHECK: } : tensor<8x4xi32>
+// CHECK: mesh.all_slice %[[G]] on @m axes = ["b"] slice_dim = 0 : tensor<8x4xi32> -> tensor<2x4xi32>
+func.func @generate(%x: tensor<8x4xi32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>})
+    -> (tensor<8x4xi32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>}) {
+  // expected-warning @+1 {{'tensor.generate' has regions and no sharding rule: it runs replicated, on whole values}}
+  %g = tensor.generate {
+  ^bb0(%i: index, %j: index):
+    %w = mesh.shard %x : tensor<8x4xi32> to #mesh.sharding<@m, [["a"], []]>
+    %v = tensor.extract %w[%i, %j] : tensor<8x4xi32>
+    tensor.yield %v : i32
+  } {mesh.sharding = #mesh.sharding<@m, [["b"], []]>} : tensor<8x4xi32>
+  return %g : tensor<8x4xi32>
+}

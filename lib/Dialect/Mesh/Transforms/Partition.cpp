@@ -22,6 +22,8 @@
 #include "mesh/Dialect/Mesh/Transforms/Resharding.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir {
 namespace mesh {
@@ -98,6 +100,7 @@ private:
                                       ArrayRef<TiedGroup> groups);
   LogicalResult placeResults(Operation *op);
   LogicalResult partitionRuleOp(Operation *op);
+  LogicalResult replicateRegions(Operation *op);
 
   // The steps of partitionRuleOp.
   const ShardingRule *ruleOf(Operation *op);
@@ -533,12 +536,11 @@ LogicalResult FunctionPartitioner::partitionRuleOp(Operation *op) {
   if (!hasTensors(op))
     return success();
   const ShardingRule *rule = ruleOf(op);
-  // An op with regions is only run replicated when it describes itself (its
-  // rule may still fail, as for a linalg op on buffers).
+  // An op with regions that does not describe itself runs replicated, on
+  // the whole values it uses from above too.
   if (op->getNumRegions() && !op->hasTrait<OpTrait::IsIsolatedFromAbove>() &&
-      !isa<ShardingRuleOpInterface>(op))
-    return op->emitError() << "partitioning '" << op->getName()
-                           << "' (an op with regions) is not supported yet";
+      !isa<ShardingRuleOpInterface>(op) && failed(replicateRegions(op)))
+    return failure();
   std::optional<FactorAssignment> assignment;
   if (rule)
     assignment.emplace(assignFactors(op, *rule));
@@ -549,6 +551,49 @@ LogicalResult FunctionPartitioner::partitionRuleOp(Operation *op) {
   if (rule)
     updateSizes(op, *rule, *assignment);
   op->removeDiscardableAttr(shardingName);
+  return success();
+}
+
+/// Prepares an op with regions and no rule to run replicated, as written:
+/// tensors its regions use from above are gathered whole before it (a
+/// warning names the op when that moves data), and the ops inside keep their
+/// global types, without annotations or constraints.
+LogicalResult FunctionPartitioner::replicateRegions(Operation *op) {
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(op->getRegions(), captured);
+  bool gathered = false;
+  for (Value v : captured) {
+    if (!isa<RankedTensorType>(v.getType()) || !placedOf(v))
+      continue;
+    FailureOr<Value> whole =
+        reshard(v, ShardingAttr(), placedOf(v).getMesh(), op,
+                "a value '" + op->getName().getStringRef() + "' uses");
+    if (failed(whole))
+      return failure();
+    gathered |= *whole != v;
+    replaceAllUsesInRegionWith(v, *whole, op->getRegion(0));
+    for (Region &region : op->getRegions().drop_front())
+      replaceAllUsesInRegionWith(v, *whole, region);
+  }
+  // Constraints inside are moot: the region computes whole values.
+  SmallVector<ShardOp> shards;
+  op->walk([&](Operation *nested) {
+    if (nested == op)
+      return;
+    nested->removeDiscardableAttr(shardingName);
+    if (auto shard = dyn_cast<ShardOp>(nested))
+      shards.push_back(shard);
+  });
+  for (ShardOp shard : shards) {
+    shard.getResult().replaceAllUsesWith(shard.getSrc());
+    shard->erase();
+  }
+  if (gathered || llvm::any_of(op->getOperands(), [&](Value v) {
+        return static_cast<bool>(placedOf(v));
+      }))
+    op->emitWarning() << "'" << op->getName()
+                      << "' has regions and no sharding rule: it runs "
+                         "replicated, on whole values";
   return success();
 }
 

@@ -14,8 +14,8 @@
 //
 // Elementwise ops (the trait; no model needed) map each dim of each same-rank
 // operand to the result's. tensor.empty has one free factor per dim;
-// constants are replicated; reshapes, slices and concat keep the factors of
-// the dims they do not change.
+// constants are replicated; reshapes, slices, concat and pad keep the
+// factors of the dims they do not change.
 //
 //===----------------------------------------------------------------------===//
 
@@ -296,6 +296,28 @@ static FailureOr<ShardingRule> getConcatRule(tensor::ConcatOp concat) {
   return rule;
 }
 
+/// A dim the pad leaves alone (static zero low and high) keeps one factor on
+/// both sides; a padded dim belongs to none. The padding value is a scalar.
+static FailureOr<ShardingRule> getPadRule(tensor::PadOp pad) {
+  RankedTensorType type = pad.getSourceType();
+  ShardingRule rule;
+  SmallVector<int64_t> dims;
+  ArrayRef<int64_t> low = pad.getStaticLow(), high = pad.getStaticHigh();
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    if (low[d] != 0 || high[d] != 0) { // Padded, or padded by a dynamic amount.
+      dims.push_back(-1);
+      continue;
+    }
+    dims.push_back(rule.factors.size());
+    rule.factors.push_back({type.getDimSize(d), std::nullopt, false});
+  }
+  rule.operandDims.push_back(dims);
+  // Dynamic low and high sizes are index operands: no dims.
+  rule.operandDims.resize(pad->getNumOperands());
+  rule.resultDims.push_back(dims);
+  return rule;
+}
+
 static FailureOr<ShardingRule> getConstantRule(arith::ConstantOp constant) {
   auto type = dyn_cast<RankedTensorType>(constant.getType());
   if (!type)
@@ -442,6 +464,14 @@ struct InsertSliceRuleModel
   }
 };
 
+struct PadRuleModel
+    : public ShardingRuleOpInterface::ExternalModel<PadRuleModel,
+                                                    tensor::PadOp> {
+  FailureOr<ShardingRule> getShardingRule(Operation *op) const {
+    return getPadRule(cast<tensor::PadOp>(op));
+  }
+};
+
 struct ConcatRuleModel
     : public ShardingRuleOpInterface::ExternalModel<ConcatRuleModel,
                                                     tensor::ConcatOp> {
@@ -470,6 +500,7 @@ void mlir::mesh::registerShardingRuleModels(DialectRegistry &registry) {
     tensor::ExtractSliceOp::attachInterface<ExtractSliceRuleModel>(*ctx);
     tensor::InsertSliceOp::attachInterface<InsertSliceRuleModel>(*ctx);
     tensor::ConcatOp::attachInterface<ConcatRuleModel>(*ctx);
+    tensor::PadOp::attachInterface<PadRuleModel>(*ctx);
   });
   registry.addExtension(+[](MLIRContext *ctx, arith::ArithDialect *) {
     arith::ConstantOp::attachInterface<ConstantRuleModel>(*ctx);

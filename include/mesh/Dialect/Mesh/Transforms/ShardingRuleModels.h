@@ -18,7 +18,7 @@ namespace mesh {
 /// Registers ShardingRuleOpInterface models for the ops whose rules we know:
 /// every linalg structured op (from its indexing maps), linalg.fill,
 /// tensor.empty, tensor.collapse_shape / expand_shape / extract_slice /
-/// insert_slice / concat, and arith.constant.
+/// insert_slice / concat / pad, and arith.constant.
 void registerShardingRuleModels(DialectRegistry &registry);
 
 /// The sharding rule of `op`: its ShardingRuleOpInterface, else the
