@@ -214,3 +214,12 @@ func.func private @result_not_sharding() -> (tensor<4xf32> {mesh.sharding = [#me
 mesh.mesh @world(["replicate" = 2, "shard" = 4])
 // expected-error @+1 {{'func.func' op has unknown mesh dialect attribute 'mesh.layout' on result 0; the only one is 'mesh.sharding' (S8)}}
 func.func private @result_misspelled() -> (tensor<4xf32> {mesh.layout = #mesh.sharding<@world, [[]]>})
+
+// -----
+
+mesh.mesh @world(["replicate" = 2, "shard" = 4])
+func.func @unit_entry_on_tensor(%x: tensor<4xf32>, %i: index) -> (tensor<4xf32>, index) {
+  // expected-error @+1 {{'test.two' op 'mesh.sharding' entry 0 must be a #mesh.sharding (S6)}}
+  %0:2 = "test.two"(%x, %i) {mesh.sharding = [unit, unit]} : (tensor<4xf32>, index) -> (tensor<4xf32>, index)
+  return %0#0, %0#1 : tensor<4xf32>, index
+}

@@ -302,3 +302,18 @@ func.func @generate(%x: tensor<8x4xi32> {mesh.sharding = #mesh.sharding<@m, [["b
   } {mesh.sharding = #mesh.sharding<@m, [["b"], []]>} : tensor<8x4xi32>
   return %g : tensor<8x4xi32>
 }
+
+// -----
+
+// A collapse whose leading dim (6) does not divide by the devices (4), with
+// the result split: the factor cannot be sharded, so the collapse runs whole
+// and the result is sliced (it used to give tensor<1x8> into tensor<12>).
+mesh.mesh @m(["x" = 4])
+// CHECK-LABEL: func.func @collapse_not_divisible
+// CHECK: %[[C:.*]] = tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<6x8xf32> into tensor<48xf32>
+// CHECK: mesh.all_slice %[[C]] on @m axes = ["x"] slice_dim = 0 : tensor<48xf32> -> tensor<12xf32>
+func.func @collapse_not_divisible(%a: tensor<6x8xf32>)
+    -> (tensor<48xf32> {mesh.sharding = #mesh.sharding<@m, [["x"]]>}) {
+  %c = tensor.collapse_shape %a [[0, 1]] {mesh.sharding = #mesh.sharding<@m, [["x"]]>} : tensor<6x8xf32> into tensor<48xf32>
+  return %c : tensor<48xf32>
+}

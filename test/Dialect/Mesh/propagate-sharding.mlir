@@ -103,3 +103,26 @@ func.func @dynamic_axis(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@d,
   %y = math.tanh %x : tensor<8x16xf32>
   return %y : tensor<8x16xf32>
 }
+
+// -----
+
+// A loop with a counter beside its tensor: the counter's entry is `unit`, so
+// the loop still carries its tensor's sharding.
+mesh.mesh @m(["x" = 4])
+// CHECK-LABEL: func.func @while_with_counter
+// CHECK: scf.while
+// CHECK: } attributes {mesh.sharding = [#mesh.sharding<@m, {{\[\["x"\], \[\]\]}}>, unit]}
+func.func @while_with_counter(%a: tensor<8x4xi32> {mesh.sharding = #mesh.sharding<@m, [["x"], []]>}, %n: i32) -> tensor<8x4xi32> {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %r:2 = scf.while (%v = %a, %i = %c0) : (tensor<8x4xi32>, i32) -> (tensor<8x4xi32>, i32) {
+    %go = arith.cmpi slt, %i, %n : i32
+    scf.condition(%go) %v, %i : tensor<8x4xi32>, i32
+  } do {
+  ^bb0(%w: tensor<8x4xi32>, %j: i32):
+    %d = arith.addi %w, %w : tensor<8x4xi32>
+    %k = arith.addi %j, %c1 : i32
+    scf.yield %d, %k : tensor<8x4xi32>, i32
+  }
+  return %r#0 : tensor<8x4xi32>
+}

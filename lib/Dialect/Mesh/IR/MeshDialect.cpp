@@ -54,10 +54,18 @@ static LogicalResult verifyShardingAttrFor(Operation *op, Attribute attr,
                              << " entries but the op has " << types.size()
                              << " " << what << "s (S6)";
   for (auto [i, entry] : llvm::enumerate(array)) {
+    // A value that is not a ranked tensor has no sharding: its entry is
+    // `unit` (a loop's counter beside its tensors).
+    if (isa<UnitAttr>(entry) && !isa<RankedTensorType>(types[i]))
+      continue;
     auto sharding = dyn_cast<ShardingAttr>(entry);
     if (!sharding)
-      return op->emitOpError() << "'mesh.sharding' entry " << i
-                               << " must be a #mesh.sharding (S6)";
+      return op->emitOpError()
+             << "'mesh.sharding' entry " << i << " must be a #mesh.sharding"
+             << (isa<RankedTensorType>(types[i])
+                     ? ""
+                     : ", or unit for a value that is not a ranked tensor")
+             << " (S6)";
     if (failed(verifySharding(op, sharding, types[i],
                               (what + " " + std::to_string(i)).str())))
       return failure();

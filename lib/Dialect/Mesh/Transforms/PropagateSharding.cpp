@@ -476,22 +476,29 @@ void Propagation::annotateFunction(FunctionOpInterface fn, bool explain) {
   });
 }
 
-/// One sharding for an op with one result, an array for several; ops with
-/// results that are not ranked tensors are left alone.
+/// One sharding for an op with one result, an array for several, where a
+/// result that is not a ranked tensor (a loop's counter) has `unit`. An op
+/// none of whose results has a sharding is left alone.
 void Propagation::annotateResults(Operation *op, bool explain) {
   SmallVector<Attribute> shardings;
+  bool any = false;
   for (OpResult r : op->getResults()) {
-    if (!isRankedTensor(r))
-      return;
+    if (!isRankedTensor(r)) {
+      shardings.push_back(UnitAttr::get(op->getContext()));
+      continue;
+    }
     const ValueInfo *vi;
     ShardingAttr s = layoutFor(r, vi);
     if (!s)
       return;
+    any = true;
     shardings.push_back(s);
     if (explain)
       op->emitRemark() << "result " << r.getResultNumber() << ": " << s << " "
                        << describe(vi);
   }
+  if (!any)
+    return;
   if (shardings.size() == 1)
     op->setAttr(shardingName, shardings.front());
   else
