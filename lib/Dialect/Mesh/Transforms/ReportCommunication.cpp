@@ -1,0 +1,124 @@
+//===- ReportCommunication.cpp - the collectives a program runs -----------===//
+//
+// Lists the collectives of each function of a per-device program with the
+// bytes each device sends, so that plans can be compared (by a person or a
+// test). Nothing is rewritten.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mesh/Dialect/Mesh/IR/MeshOps.h"
+#include "mesh/Dialect/Mesh/Transforms/Passes.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+namespace mlir {
+namespace mesh {
+#define GEN_PASS_DEF_REPORTCOMMUNICATION
+#include "mesh/Dialect/Mesh/Transforms/Passes.h.inc"
+} // namespace mesh
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::mesh;
+
+namespace {
+
+/// What one collective moves; unknown counts are std::nullopt.
+struct Traffic {
+  std::optional<int64_t> elements, bytes, bytesPerDevice;
+};
+
+/// The bytes each device sends for `op` on an input of `bytes` bytes in a
+/// group of `n` (see the pass description).
+int64_t bytesSentPerDevice(Operation *op, int64_t bytes, int64_t n) {
+  if (isa<AllReduceOp>(op))
+    return 2 * (n - 1) * bytes / n;
+  if (isa<AllGatherOp>(op))
+    return (n - 1) * bytes;
+  if (isa<ReduceScatterOp, AllToAllOp>(op))
+    return (n - 1) * bytes / n;
+  if (isa<BroadcastOp, PermuteOp>(op))
+    return n > 1 ? bytes : 0;
+  return 0; // all_slice: no communication.
+}
+
+Traffic measure(CollectiveOpInterface op) {
+  Traffic t;
+  auto type = dyn_cast<ShapedType>(op->getOperand(0).getType());
+  if (!type || !type.hasStaticShape())
+    return t;
+  t.elements = type.getNumElements();
+  unsigned bits = type.getElementTypeBitWidth();
+  t.bytes = *t.elements * ((bits + 7) / 8);
+  if (std::optional<int64_t> n = getStaticGroupSize(op))
+    t.bytesPerDevice = bytesSentPerDevice(op, *t.bytes, *n);
+  return t;
+}
+
+void printCount(raw_ostream &os, std::optional<int64_t> count) {
+  if (count)
+    os << *count;
+  else
+    os << '?';
+}
+
+void report(FunctionOpInterface fn, raw_ostream &os) {
+  os << "communication of @" << fn.getName() << ":\n";
+  int64_t count = 0, total = 0, unknown = 0;
+  fn.walk([&](CollectiveOpInterface op) {
+    Traffic t = measure(op);
+    ++count;
+    os << "  " << op->getName().stripDialect() << " on " << op.getMeshAttr()
+       << " axes [";
+    llvm::interleaveComma(op.getAxisNames(), os,
+                          [&](StringRef a) { os << '"' << a << '"'; });
+    os << "]: ";
+    printCount(os, t.elements);
+    os << " x "
+       << cast<ShapedType>(op->getOperand(0).getType()).getElementType()
+       << " (";
+    printCount(os, t.bytes);
+    os << " bytes), ";
+    printCount(os, t.bytesPerDevice);
+    os << " bytes per device\n";
+    if (t.bytesPerDevice)
+      total += *t.bytesPerDevice;
+    else
+      ++unknown;
+  });
+  os << "  total: " << count
+     << (count == 1 ? " collective, " : " collectives, ") << total
+     << " bytes per device";
+  if (unknown)
+    os << " (" << unknown << " of unknown size not counted)";
+  os << "\n";
+}
+
+struct ReportCommunicationPass
+    : public mesh::impl::ReportCommunicationBase<ReportCommunicationPass> {
+  using ReportCommunicationBase::ReportCommunicationBase;
+  void runOnOperation() override {
+    std::string error;
+    std::unique_ptr<llvm::ToolOutputFile> file;
+    if (output != "-") {
+      file = openOutputFile(output, &error);
+      if (!file) {
+        getOperation().emitError()
+            << "cannot write the communication report: " << error;
+        return signalPassFailure();
+      }
+    }
+    raw_ostream &os = file ? file->os() : llvm::errs();
+    getOperation().walk([&](FunctionOpInterface fn) {
+      if (!fn.isExternal())
+        report(fn, os);
+    });
+    if (file)
+      file->keep();
+    markAllAnalysesPreserved();
+  }
+};
+
+} // namespace
