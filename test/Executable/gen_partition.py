@@ -140,6 +140,26 @@ def model_suite():
         c.result = (out, [b_, d])
         c.result_dims = [x_dims[0], []]
         cases.append(c)
+    # A body that reads the column index: rows may split, columns stay whole
+    # (split columns are gathered first).
+    for name, dims in [("index_rows", [["a", "b"], []]), ("index_both", [["a"], ["b"]])]:
+        c = Case(name, "m24")
+        m, n = 16, 8
+        c.args = [([m, n], dims)]
+        e, r = c.fresh(), c.fresh()
+        t = ttype([m, n])
+        c.body += [
+            f"{e} = tensor.empty() : {t}",
+            f"{r} = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = [\"parallel\", \"parallel\"]}} ins(%arg0 : {t}) outs({e} : {t}) {{",
+            "^bb0(%in: i32, %out: i32):",
+            "  %j = linalg.index 1 : index",
+            "  %ji = arith.index_cast %j : index to i32",
+            "  %s = arith.addi %in, %ji : i32",
+            "  linalg.yield %s : i32",
+            f"}} -> {t}"]
+        c.result = (r, [m, n])
+        c.result_dims = dims
+        cases.append(c)
     # Attention without softmax: (Q K^T) V per head, heads over "b" (Megatron)
     # or sequence over "b" (context parallel: K and V gathered by the partitioner).
     for name, q_dims, kv_dims in [("attn_heads", [["b"], [], []], [["b"], [], []]),

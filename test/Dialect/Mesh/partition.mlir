@@ -317,3 +317,29 @@ func.func @collapse_not_divisible(%a: tensor<6x8xf32>)
   %c = tensor.collapse_shape %a [[0, 1]] {mesh.sharding = #mesh.sharding<@m, [["x"]]>} : tensor<6x8xf32> into tensor<48xf32>
   return %c : tensor<48xf32>
 }
+
+// -----
+
+// A body that reads the column index blocks the column loop only: the rows
+// stay split, the split columns are gathered first.
+mesh.mesh @m(["a" = 2, "b" = 4])
+#id = affine_map<(i, j) -> (i, j)>
+// CHECK-LABEL: func.func @reads_column_index
+// CHECK-SAME: (%[[X:.*]]: tensor<8x2xi32>)
+// CHECK: %[[G:.*]] = mesh.all_gather %[[X]] on @m axes = ["b"] gather_dim = 1 : tensor<8x2xi32> -> tensor<8x8xi32>
+// CHECK: linalg.generic {{.*}} ins(%[[G]] : tensor<8x8xi32>)
+// CHECK: linalg.index 1
+// CHECK: } -> tensor<8x8xi32>
+func.func @reads_column_index(%x: tensor<16x8xi32> {mesh.sharding = #mesh.sharding<@m, [["a"], ["b"]]>})
+    -> (tensor<16x8xi32> {mesh.sharding = #mesh.sharding<@m, [["a"], []]>}) {
+  %e = tensor.empty() {mesh.sharding = #mesh.sharding<@m, [["a"], []]>} : tensor<16x8xi32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<16x8xi32>) outs(%e : tensor<16x8xi32>) attrs = {mesh.sharding = #mesh.sharding<@m, [["a"], []]>} {
+  ^bb0(%in: i32, %out: i32):
+    %j = linalg.index 1 : index
+    %ji = arith.index_cast %j : index to i32
+    %s = arith.addi %in, %ji : i32
+    linalg.yield %s : i32
+  } -> tensor<16x8xi32>
+  return %r : tensor<16x8xi32>
+}

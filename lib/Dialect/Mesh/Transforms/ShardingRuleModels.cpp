@@ -5,8 +5,8 @@
 // Linalg structured ops: one factor per loop. An operand dim whose index is a
 // plain loop dim maps to that loop's factor; a dim indexed by anything else
 // (a convolution's `d0 + d3`) maps to no factor, and every loop in that
-// expression is blocked, since sharding it would misplace the window. Ops
-// that read loop indices (linalg.index) block every factor. A reduction loop
+// expression is blocked, since sharding it would misplace the window. A loop
+// whose index the body reads (linalg.index) is blocked. A reduction loop
 // is a reduction factor whose kind comes from the combiner in the body; it
 // may only be sharded when every accumulator starts from the kind's neutral
 // value (or the kind is idempotent, max or min), else each device would add
@@ -129,9 +129,13 @@ static FailureOr<ShardingRule> getLinalgRule(linalg::LinalgOp op) {
     }
     rule.factors.push_back(f);
   }
+  // A loop whose index the body reads stays whole: split, each device
+  // would see its local index. Loops whose index nobody reads may split.
   if (op.hasIndexSemantics())
-    for (ShardingFactor &f : rule.factors)
-      f.blocked = true;
+    op.getBlock()->walk([&](linalg::IndexOp index) {
+      if (index.getDim() < rule.factors.size())
+        rule.factors[index.getDim()].blocked = true;
+    });
   llvm::BitVector sized(rule.factors.size());
   auto dimsOf = [&](OpOperand &operand) {
     SmallVector<int64_t> dims;

@@ -29,7 +29,7 @@ struct ShardingFactor {
   /// Set for a reduction factor: how the partial results combine.
   std::optional<ReductionKind> reduction;
   /// A factor that must not be sharded (an index expression that is not a
-  /// plain loop dim, a reduction of unknown kind, an op that reads indices).
+  /// plain loop dim, a reduction of unknown kind, a loop whose index is read).
   bool blocked = false;
 };
 
