@@ -475,8 +475,7 @@ meshrt_status meshrt_stream_synchronize(void *Stream) {
 }
 
 meshrt_status meshrt_device_free(void *Ptr) {
-  return guarded("meshrt_device_free",
-                 [&] { gpuFree(Ptr, nullptr, "meshrt_device_free"); });
+  return guarded("meshrt_device_free", [&] { gpuFree(Ptr, nullptr, "free"); });
 }
 
 } // extern "C"

@@ -62,12 +62,13 @@ namespace {
   std::_Exit(1);
 }
 
-/// Runs `Body`; a meshrt::Error ends the job with its message.
-template <typename F> auto fatalOnError(F &&Body) -> decltype(Body()) {
+/// Runs `Body`; an exception ends the job with `Fn` and its message.
+template <typename F>
+auto fatalOnError(const char *Fn, F &&Body) -> decltype(Body()) {
   try {
     return Body();
   } catch (const std::exception &E) {
-    gpuFatal(E.what());
+    gpuFatal(std::string(Fn) + ": " + E.what());
   }
 }
 
@@ -382,7 +383,7 @@ MESHRT_API void mgpuModuleUnload(void *Module) {
 /// Loads the module into this process's device on first use and returns the
 /// kernel `Name`.
 MESHRT_API CUfunction mgpuModuleGetFunction(void *Module, const char *Name) {
-  return fatalOnError([&] {
+  return fatalOnError("mgpuModuleGetFunction", [&] {
     CUfunction F = nullptr;
     CUresult R = driver().ModuleGetFunction(
         &F, loaded(*static_cast<LazyModule *>(Module)), Name);
@@ -402,7 +403,7 @@ MESHRT_API void mgpuLaunchKernel(CUfunction F, intptr_t GridX, intptr_t GridY,
                                  size_t /*NumParams*/) {
   if (GridX * GridY * GridZ == 0 || BlockX * BlockY * BlockZ == 0)
     return;
-  fatalOnError([&] {
+  fatalOnError("mgpuLaunchKernel", [&] {
     CUstream S = streamOrShared(Stream);
     check(driver().LaunchKernel(F, unsigned(GridX), unsigned(GridY),
                                 unsigned(GridZ), unsigned(BlockX),
@@ -414,7 +415,8 @@ MESHRT_API void mgpuLaunchKernel(CUfunction F, intptr_t GridX, intptr_t GridY,
 
 /// The shared stream: compiled code and collectives use one stream.
 MESHRT_API CUstream mgpuStreamCreate() {
-  return fatalOnError([] { return static_cast<CUstream>(gpuSharedStream()); });
+  return fatalOnError("mgpuStreamCreate",
+                      [] { return static_cast<CUstream>(gpuSharedStream()); });
 }
 
 /// Does nothing: the shared stream lives as long as the process.
@@ -422,12 +424,13 @@ MESHRT_API void mgpuStreamDestroy(CUstream) {}
 
 /// meshrt_stream_synchronize, ending the job on an error.
 MESHRT_API void mgpuStreamSynchronize(CUstream Stream) {
-  fatalOnError([&] { gpuSynchronize(Stream, "mgpuStreamSynchronize"); });
+  fatalOnError("mgpuStreamSynchronize",
+               [&] { gpuSynchronize(Stream, "stream_synchronize"); });
 }
 
 /// Makes `Stream` wait for `Event`.
 MESHRT_API void mgpuStreamWaitEvent(CUstream Stream, CUevent Event) {
-  fatalOnError([&] {
+  fatalOnError("mgpuStreamWaitEvent", [&] {
     check(driver().StreamWaitEvent(streamOrShared(Stream), Event, 0),
           "cuStreamWaitEvent");
   });
@@ -435,7 +438,7 @@ MESHRT_API void mgpuStreamWaitEvent(CUstream Stream, CUevent Event) {
 
 /// A new event without timing.
 MESHRT_API CUevent mgpuEventCreate() {
-  return fatalOnError([] {
+  return fatalOnError("mgpuEventCreate", [] {
     selected();
     CUevent E = nullptr;
     check(driver().EventCreate(&E, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
@@ -445,18 +448,20 @@ MESHRT_API CUevent mgpuEventCreate() {
 
 /// Destroys `Event`.
 MESHRT_API void mgpuEventDestroy(CUevent Event) {
-  fatalOnError([&] { check(driver().EventDestroy(Event), "cuEventDestroy"); });
+  fatalOnError("mgpuEventDestroy",
+               [&] { check(driver().EventDestroy(Event), "cuEventDestroy"); });
 }
 
 /// Waits on the host for `Event`.
 MESHRT_API void mgpuEventSynchronize(CUevent Event) {
-  fatalOnError(
-      [&] { check(driver().EventSynchronize(Event), "cuEventSynchronize"); });
+  fatalOnError("mgpuEventSynchronize", [&] {
+    check(driver().EventSynchronize(Event), "cuEventSynchronize");
+  });
 }
 
 /// Records `Event` on `Stream`.
 MESHRT_API void mgpuEventRecord(CUevent Event, CUstream Stream) {
-  fatalOnError([&] {
+  fatalOnError("mgpuEventRecord", [&] {
     check(driver().EventRecord(Event, streamOrShared(Stream)), "cuEventRecord");
   });
 }
@@ -467,7 +472,7 @@ MESHRT_API void *mgpuMemAlloc(uint64_t Bytes, CUstream Stream,
                               bool HostShared) {
   if (Bytes == 0)
     return nullptr;
-  return fatalOnError([&] {
+  return fatalOnError("mgpuMemAlloc", [&] {
     Device &Dev = selected();
     CUdeviceptr P = 0;
     if (HostShared) {
@@ -485,7 +490,7 @@ MESHRT_API void *mgpuMemAlloc(uint64_t Bytes, CUstream Stream,
 
 /// Frees `Ptr` in stream order on `Stream`.
 MESHRT_API void mgpuMemFree(void *Ptr, CUstream Stream) {
-  fatalOnError([&] { gpuFree(Ptr, Stream, "mgpuMemFree"); });
+  fatalOnError("mgpuMemFree", [&] { gpuFree(Ptr, Stream, "free"); });
 }
 
 /// Copies `Bytes` from `Src` to `Dst` (host or device) on `Stream`.
@@ -493,7 +498,7 @@ MESHRT_API void mgpuMemcpy(void *Dst, void *Src, size_t Bytes,
                            CUstream Stream) {
   if (Bytes == 0)
     return;
-  fatalOnError([&] {
+  fatalOnError("mgpuMemcpy", [&] {
     check(driver().MemcpyAsync(reinterpret_cast<CUdeviceptr>(Dst),
                                reinterpret_cast<CUdeviceptr>(Src), Bytes,
                                streamOrShared(Stream)),
@@ -506,7 +511,7 @@ MESHRT_API void mgpuMemset32(void *Dst, unsigned int Value, size_t Count,
                              CUstream Stream) {
   if (Count == 0)
     return;
-  fatalOnError([&] {
+  fatalOnError("mgpuMemset32", [&] {
     check(driver().MemsetD32Async(reinterpret_cast<CUdeviceptr>(Dst), Value,
                                   Count, streamOrShared(Stream)),
           "cuMemsetD32Async");
@@ -518,7 +523,7 @@ MESHRT_API void mgpuMemset16(void *Dst, unsigned short Value, size_t Count,
                              CUstream Stream) {
   if (Count == 0)
     return;
-  fatalOnError([&] {
+  fatalOnError("mgpuMemset16", [&] {
     check(driver().MemsetD16Async(reinterpret_cast<CUdeviceptr>(Dst), Value,
                                   Count, streamOrShared(Stream)),
           "cuMemsetD16Async");
@@ -528,7 +533,7 @@ MESHRT_API void mgpuMemset16(void *Dst, unsigned short Value, size_t Count,
 /// Selects device `Device` if none is selected yet; a different device after
 /// the runtime already chose one is an error (one device per process).
 MESHRT_API void mgpuSetDefaultDevice(int32_t Ordinal) {
-  fatalOnError([&] {
+  fatalOnError("mgpuSetDefaultDevice", [&] {
     {
       Device &Dev = device();
       std::lock_guard<std::mutex> Lock(Dev.Mutex);
