@@ -170,13 +170,15 @@ void loadDriver(DriverApi &D) {
   D.Loaded = true;
 }
 
+/// The driver, loaded on first use. Never destroyed: the compiled object's
+/// global destructor (mgpuModuleUnload) may run after libmeshrt's statics.
 const DriverApi &driver() {
-  static DriverApi D;
+  static DriverApi *D = new DriverApi;
   static std::once_flag Once;
-  std::call_once(Once, [] { loadDriver(D); });
-  if (!D.Loaded)
-    throw Error(MESHRT_ERROR_BACKEND, D.Error);
-  return D;
+  std::call_once(Once, [] { loadDriver(*D); });
+  if (!D->Loaded)
+    throw Error(MESHRT_ERROR_BACKEND, D->Error);
+  return *D;
 }
 
 /// "cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE (invalid argument)".

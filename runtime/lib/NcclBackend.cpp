@@ -8,10 +8,13 @@
 // Each process picks device (local rank % device count), where the local rank
 // comes from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED). The world
 // communicator comes from ncclCommInitRankConfig with a unique id broadcast
-// over MPI; groups are ncclCommSplit of it. Collectives run on device buffers
-// on the context's stream; the caller waits by polling cudaStreamQuery and
-// ncclCommGetAsyncError (the watchdog enforces MESHRT_TIMEOUT_S meanwhile).
-// all_to_all and permute are grouped ncclSend/ncclRecv.
+// over MPI; groups are ncclCommSplit of it. The device and the stream are the
+// process's (Gpu.cpp), shared with compiled kernels. Collectives run on device
+// buffers on that stream; a blocking call waits by polling cudaStreamQuery and
+// ncclCommGetAsyncError (the watchdog enforces MESHRT_TIMEOUT_S meanwhile); a
+// stream-ordered call (meshrt_*_on_stream) enqueues on the caller's stream and
+// returns, and synchronizeStream does the polling later, for every
+// communicator. all_to_all and permute are grouped ncclSend/ncclRecv.
 //
 //===----------------------------------------------------------------------===//
 
@@ -387,9 +390,7 @@ public:
       cudaError_t E = L.Cuda.StreamQuery(Str);
       if (E != cudaSuccess && E != cudaErrorNotReady)
         cudaFail(E, std::string(Op) + ": cudaStreamQuery");
-      // Copied: checkAsyncError may abort a communicator, not remove it.
-      std::vector<NcclComm *> Live(Comms.begin(), Comms.end());
-      for (NcclComm *C : Live)
+      for (NcclComm *C : Comms)
         C->checkAsyncError(Op);
       if (E == cudaSuccess)
         return;
