@@ -58,9 +58,26 @@ public:
   /// See meshrt_comm_native_handle.
   virtual void *nativeHandle() = 0;
 
+  /// True if collectives can be enqueued on a caller's stream (NCCL).
+  virtual bool supportsStreams() const { return false; }
+  /// Makes the following collectives enqueue on `Stream` (null: the backend's
+  /// own stream) and return without waiting, until endStreamCalls().
+  void beginStreamCalls(void *Stream) {
+    CallStream = Stream;
+    OnStream = true;
+  }
+  /// Back to blocking collectives on the backend's own stream.
+  void endStreamCalls() {
+    CallStream = nullptr;
+    OnStream = false;
+  }
+
 protected:
   int64_t Rank = 0;
   int64_t Size = 1;
+  /// See beginStreamCalls.
+  void *CallStream = nullptr;
+  bool OnStream = false;
 };
 
 /// Creates communicators of one kind.
@@ -82,6 +99,10 @@ public:
   /// Throws meshrt::Error (MESHRT_ERROR_UNSUPPORTED) if `Op` on `Type`
   /// cannot run on this backend. Called after the generic checks.
   virtual void checkReduction(meshrt_dtype Type, meshrt_reduce_op Op) const;
+  /// Waits for `Stream` and reports asynchronous communication errors, with
+  /// `Op` in the message. Only backends whose communicators support streams
+  /// get this call.
+  virtual void synchronizeStream(void *Stream, const char *Op);
 };
 
 /// Creates the MPI backend on top of `Control` (a private duplicate of

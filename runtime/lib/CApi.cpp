@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Context.h"
+#include "Gpu.h"
 
 #include "meshrt/meshrt.h"
 
@@ -390,6 +391,91 @@ meshrt_status meshrt_permute(meshrt_comm_t C, const void *Send, void *Recv,
 
 meshrt_status meshrt_barrier(meshrt_comm_t C) {
   return guarded("meshrt_barrier", [&] { comm(C).barrier(); });
+}
+
+meshrt_status meshrt_all_reduce_on_stream(meshrt_comm_t C, const void *Send,
+                                          void *Recv, int64_t Count,
+                                          meshrt_dtype T, meshrt_reduce_op Op,
+                                          void *Stream) {
+  return guarded("meshrt_all_reduce_on_stream", [&] {
+    Comm &R = comm(C);
+    R.onStream("all_reduce", Stream,
+               [&] { R.allReduce(Send, Recv, Count, T, Op); });
+  });
+}
+
+meshrt_status meshrt_all_gather_on_stream(meshrt_comm_t C, const void *Send,
+                                          void *Recv, int64_t Count,
+                                          meshrt_dtype T, void *Stream) {
+  return guarded("meshrt_all_gather_on_stream", [&] {
+    Comm &R = comm(C);
+    R.onStream("all_gather", Stream,
+               [&] { R.allGather(Send, Recv, Count, T); });
+  });
+}
+
+meshrt_status meshrt_reduce_scatter_on_stream(meshrt_comm_t C, const void *Send,
+                                              void *Recv, int64_t Count,
+                                              meshrt_dtype T,
+                                              meshrt_reduce_op Op,
+                                              void *Stream) {
+  return guarded("meshrt_reduce_scatter_on_stream", [&] {
+    Comm &R = comm(C);
+    R.onStream("reduce_scatter", Stream,
+               [&] { R.reduceScatter(Send, Recv, Count, T, Op); });
+  });
+}
+
+meshrt_status meshrt_all_to_all_on_stream(meshrt_comm_t C, const void *Send,
+                                          void *Recv, int64_t Count,
+                                          meshrt_dtype T, void *Stream) {
+  return guarded("meshrt_all_to_all_on_stream", [&] {
+    Comm &R = comm(C);
+    R.onStream("all_to_all", Stream, [&] { R.allToAll(Send, Recv, Count, T); });
+  });
+}
+
+meshrt_status meshrt_broadcast_on_stream(meshrt_comm_t C, void *Buf,
+                                         int64_t Count, meshrt_dtype T,
+                                         int64_t Root, void *Stream) {
+  return guarded("meshrt_broadcast_on_stream", [&] {
+    Comm &R = comm(C);
+    R.onStream("broadcast", Stream, [&] { R.broadcast(Buf, Count, T, Root); });
+  });
+}
+
+meshrt_status meshrt_permute_on_stream(meshrt_comm_t C, const void *Send,
+                                       void *Recv, int64_t Count,
+                                       meshrt_dtype T, int64_t Offset,
+                                       int32_t Flags, void *Stream) {
+  return guarded("meshrt_permute_on_stream", [&] {
+    Comm &R = comm(C);
+    R.onStream("permute", Stream,
+               [&] { R.permute(Send, Recv, Count, T, Offset, Flags); });
+  });
+}
+
+meshrt_status meshrt_gpu_select_device(int64_t *Device) {
+  return guarded("meshrt_gpu_select_device", [&] {
+    need(Device, "device");
+    *Device = gpuSelectDevice();
+  });
+}
+
+meshrt_status meshrt_gpu_stream(void **Stream) {
+  return guarded("meshrt_gpu_stream", [&] {
+    need(Stream, "stream");
+    *Stream = gpuSharedStream();
+  });
+}
+
+meshrt_status meshrt_stream_synchronize(void *Stream) {
+  return guarded("meshrt_stream_synchronize",
+                 [&] { gpuSynchronize(Stream, "stream_synchronize"); });
+}
+
+meshrt_status meshrt_device_free(void *Ptr) {
+  return guarded("meshrt_device_free", [&] { gpuFree(Ptr, nullptr, "free"); });
 }
 
 } // extern "C"

@@ -22,6 +22,13 @@ BackendComm::~BackendComm() = default;
 Backend::~Backend() = default;
 void Backend::checkReduction(meshrt_dtype, meshrt_reduce_op) const {}
 
+void Backend::synchronizeStream(void *, const char *Op) {
+  throw Error(MESHRT_ERROR_UNSUPPORTED,
+              std::string(Op) + ": the " + name() +
+                  " backend has no streams (stream-ordered work needs the "
+                  "NCCL backend)");
+}
+
 void meshrt::detail::mpiFail(int Code, const char *What) {
   char Buf[MPI_MAX_ERROR_STRING];
   int Len = 0;
@@ -401,6 +408,12 @@ void Context::agreeOnStart(meshrt_backend Kind,
                 "ranks chose different backends (some mpi, some nccl); with "
                 "MESHRT_BACKEND=auto either every rank or no rank must see a "
                 "CUDA device; set MESHRT_BACKEND explicitly");
+}
+
+void Context::synchronizeStream(void *Stream, const char *Op) {
+  checkAlive("synchronize a stream");
+  WatchScope W(*Dog, Op, nullptr);
+  TheBackend->synchronizeStream(Stream, Op);
 }
 
 void Context::startBackend(meshrt_backend Kind, const Describable &Where) {

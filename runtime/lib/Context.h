@@ -100,8 +100,23 @@ public:
   /// meshrt_barrier.
   void barrier();
 
+  /// Runs `Body` (one of the collectives above) so that it enqueues on
+  /// `Stream` and returns without waiting. `Op` names the collective in the
+  /// error when the backend cannot do that (MPI).
+  template <typename F> void onStream(const char *Op, void *Stream, F &&Body) {
+    requireStreams(Op);
+    struct Reset {
+      BackendComm *B;
+      ~Reset() { B->endStreamCalls(); }
+    } R{Fast};
+    Fast->beginStreamCalls(Stream);
+    Body();
+  }
+
 private:
   friend class Context;
+  /// Throws unless the backend can enqueue collectives on a stream.
+  void requireStreams(const char *Op) const;
   /// Argument checks of the hot path: a few compares inline; the messages
   /// are built out of line, only when something is wrong.
   void checkBuffers(const char *Op, const void *Send, const void *Recv,
@@ -233,6 +248,8 @@ public:
   int64_t worldSize() const { return WorldSize; }
   /// The watchdog.
   Watchdog &watchdog() { return *Dog; }
+  /// See meshrt_stream_synchronize: the backend's wait, under the watchdog.
+  void synchronizeStream(void *Stream, const char *Op);
 
   /// Declares a mesh (see meshrt_mesh_declare). Collective unless the same
   /// declaration exists already.

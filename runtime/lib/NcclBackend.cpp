@@ -8,15 +8,19 @@
 // Each process picks device (local rank % device count), where the local rank
 // comes from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED). The world
 // communicator comes from ncclCommInitRankConfig with a unique id broadcast
-// over MPI; groups are ncclCommSplit of it. Collectives run on device buffers
-// on the context's stream; the caller waits by polling cudaStreamQuery and
-// ncclCommGetAsyncError (the watchdog enforces MESHRT_TIMEOUT_S meanwhile).
-// all_to_all and permute are grouped ncclSend/ncclRecv.
+// over MPI; groups are ncclCommSplit of it. The device and the stream are the
+// process's (Gpu.cpp), shared with compiled kernels. Collectives run on device
+// buffers on that stream; a blocking call waits by polling cudaStreamQuery and
+// ncclCommGetAsyncError (the watchdog enforces MESHRT_TIMEOUT_S meanwhile); a
+// stream-ordered call (meshrt_*_on_stream) enqueues on the caller's stream and
+// returns, and synchronizeStream does the polling later, for every
+// communicator. all_to_all and permute are grouped ncclSend/ncclRecv.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Backend.h"
 #include "Context.h"
+#include "Gpu.h"
 
 #include "meshrt/Error.h"
 
@@ -29,6 +33,7 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <set>
 #include <thread>
 
 using namespace meshrt;
@@ -241,14 +246,9 @@ class NcclBackend;
 
 class NcclComm final : public BackendComm {
 public:
-  NcclComm(ncclComm_t C, int64_t R, int64_t S, NcclBackend &B) : C(C), B(B) {
-    Rank = R;
-    Size = S;
-  }
-  ~NcclComm() override {
-    if (C)
-      libraries().Nccl.CommDestroy(C);
-  }
+  NcclComm(ncclComm_t C, int64_t R, int64_t S, NcclBackend &B,
+           std::string Label);
+  ~NcclComm() override;
 
   void allReduce(const void *Send, void *Recv, int64_t Count, meshrt_dtype T,
                  meshrt_reduce_op Op) override;
@@ -264,6 +264,11 @@ public:
                 int64_t Count, meshrt_dtype T, bool ZeroFill) override;
   void barrier() override;
   void *nativeHandle() override { return C; }
+  bool supportsStreams() const override { return true; }
+
+  /// Throws (and aborts the communicator) if NCCL reports an asynchronous
+  /// error on it; `Op` names the waiting operation.
+  void checkAsyncError(const char *Op);
 
   ncclComm_t C;
 
@@ -271,7 +276,16 @@ private:
   void check(ncclResult_t R, const char *What);
   void checkDevice(const void *P, const char *Which, const char *Op) const;
   void wait(const char *Op);
+  /// The stream of this call: the caller's in stream mode, else the shared
+  /// one.
+  cudaStream_t stream() const;
+  /// Waits for the call to finish, unless it is stream-ordered.
+  void finish(const char *Op) {
+    if (!OnStream)
+      wait(Op);
+  }
   NcclBackend &B;
+  std::string Label; // For messages: "the world", "mesh 'm' axes [x]".
 };
 
 class NcclBackend final : public Backend {
@@ -292,19 +306,18 @@ public:
     if (Count < 1)
       throw Error(MESHRT_ERROR_BACKEND, "no CUDA device is visible");
     // One device per process on the node (NCCL rejects two ranks on one
-    // device); with one visible device per process this picks it.
-    Device = LocalRank % Count;
+    // device); with one visible device per process this picks it. The
+    // device and its stream are the process's (Gpu.cpp), shared with
+    // compiled kernels; if the program selected the device already, that
+    // choice stands.
+    Device = gpuSelectDevice(LocalRank);
     checkCuda(L.Cuda.SetDevice(Device), "cudaSetDevice");
-    checkCuda(L.Cuda.StreamCreateWithFlags(&Stream, cudaStreamNonBlocking),
-              "cudaStreamCreateWithFlags");
+    Stream = static_cast<cudaStream_t>(gpuSharedStream());
     checkCuda(L.Cuda.Malloc(&Scratch, 64), "cudaMalloc (barrier scratch)");
   }
   ~NcclBackend() override {
-    const Libraries &L = libraries();
     if (Scratch)
-      L.Cuda.Free(Scratch);
-    if (Stream)
-      L.Cuda.StreamDestroy(Stream);
+      libraries().Cuda.Free(Scratch);
   }
   meshrt_backend kind() const override { return MESHRT_BACKEND_NCCL; }
   const char *name() const override { return "nccl"; }
@@ -337,7 +350,7 @@ public:
       throw Error(MESHRT_ERROR_BACKEND,
                   std::string("ncclCommInitRankConfig failed: ") +
                       N.GetErrorString(R) + " (" + N.GetLastError(C) + ")");
-    return std::make_unique<NcclComm>(C, Rank, Size, *this);
+    return std::make_unique<NcclComm>(C, Rank, Size, *this, "the world");
   }
 
   std::unique_ptr<BackendComm> split(BackendComm &World, int64_t Color,
@@ -359,7 +372,7 @@ public:
     int Rank = 0, Size = 0;
     N.CommUserRank(C, &Rank);
     N.CommCount(C, &Size);
-    return std::make_unique<NcclComm>(C, Rank, Size, *this);
+    return std::make_unique<NcclComm>(C, Rank, Size, *this, Label);
   }
 
   void checkReduction(meshrt_dtype, meshrt_reduce_op Op) const override {
@@ -370,9 +383,28 @@ public:
                       "bitwise reductions); use MESHRT_BACKEND=mpi");
   }
 
+  void synchronizeStream(void *S, const char *Op) override {
+    const Libraries &L = libraries();
+    cudaStream_t Str = S ? static_cast<cudaStream_t>(S) : Stream;
+    for (unsigned Spin = 0;; ++Spin) {
+      cudaError_t E = L.Cuda.StreamQuery(Str);
+      if (E != cudaSuccess && E != cudaErrorNotReady)
+        cudaFail(E, std::string(Op) + ": cudaStreamQuery");
+      for (NcclComm *C : Comms)
+        C->checkAsyncError(Op);
+      if (E == cudaSuccess)
+        return;
+      if (Spin > 2000)
+        std::this_thread::yield();
+    }
+  }
+
+  /// The shared stream of the device (Gpu.cpp), not owned.
   cudaStream_t Stream = nullptr;
   void *Scratch = nullptr;
   int Device = 0;
+  /// Live communicators, for asynchronous error checks at synchronisation.
+  std::set<NcclComm *> Comms;
 
 private:
   MPI_Comm Control;
@@ -381,6 +413,41 @@ private:
 //===----------------------------------------------------------------------===//
 // NcclComm
 //===----------------------------------------------------------------------===//
+
+NcclComm::NcclComm(ncclComm_t C, int64_t R, int64_t S, NcclBackend &B,
+                   std::string Label)
+    : C(C), B(B), Label(std::move(Label)) {
+  Rank = R;
+  Size = S;
+  B.Comms.insert(this);
+}
+
+NcclComm::~NcclComm() {
+  B.Comms.erase(this);
+  if (C)
+    libraries().Nccl.CommDestroy(C);
+}
+
+cudaStream_t NcclComm::stream() const {
+  return OnStream && CallStream ? static_cast<cudaStream_t>(CallStream)
+                                : B.Stream;
+}
+
+void NcclComm::checkAsyncError(const char *Op) {
+  if (!C)
+    return;
+  const NcclApi &N = libraries().Nccl;
+  ncclResult_t Async = ncclSuccess;
+  N.CommGetAsyncError(C, &Async);
+  if (Async == ncclSuccess || Async == ncclInProgress)
+    return;
+  std::string Msg = std::string(Op) +
+                    ": NCCL reported an asynchronous error on " + Label + ": " +
+                    N.GetErrorString(Async) + " (" + N.GetLastError(C) + ")";
+  N.CommAbort(C);
+  C = nullptr;
+  throw Error(MESHRT_ERROR_BACKEND, Msg);
+}
 
 void NcclComm::check(ncclResult_t R, const char *What) {
   if (R == ncclSuccess)
@@ -439,9 +506,9 @@ void NcclComm::allReduce(const void *Send, void *Recv, int64_t Count,
   if (Recv != Send)
     checkDevice(Recv, "recv", "all_reduce");
   check(libraries().Nccl.AllReduce(Send, Recv, size_t(Count), ncclType(T),
-                                   ncclOp(Op), C, B.Stream),
+                                   ncclOp(Op), C, stream()),
         "ncclAllReduce");
-  wait("all_reduce");
+  finish("all_reduce");
 }
 
 void NcclComm::allGather(const void *Send, void *Recv, int64_t Count,
@@ -449,9 +516,9 @@ void NcclComm::allGather(const void *Send, void *Recv, int64_t Count,
   checkDevice(Send, "send", "all_gather");
   checkDevice(Recv, "recv", "all_gather");
   check(libraries().Nccl.AllGather(Send, Recv, size_t(Count), ncclType(T), C,
-                                   B.Stream),
+                                   stream()),
         "ncclAllGather");
-  wait("all_gather");
+  finish("all_gather");
 }
 
 void NcclComm::reduceScatter(const void *Send, void *Recv, int64_t Count,
@@ -459,9 +526,9 @@ void NcclComm::reduceScatter(const void *Send, void *Recv, int64_t Count,
   checkDevice(Send, "send", "reduce_scatter");
   checkDevice(Recv, "recv", "reduce_scatter");
   check(libraries().Nccl.ReduceScatter(Send, Recv, size_t(Count), ncclType(T),
-                                       ncclOp(Op), C, B.Stream),
+                                       ncclOp(Op), C, stream()),
         "ncclReduceScatter");
-  wait("reduce_scatter");
+  finish("reduce_scatter");
 }
 
 void NcclComm::allToAll(const void *Send, void *Recv, int64_t Count,
@@ -474,24 +541,24 @@ void NcclComm::allToAll(const void *Send, void *Recv, int64_t Count,
   ncclResult_t R = ncclSuccess;
   for (int64_t J = 0; J < Size && R == ncclSuccess; ++J) {
     R = N.Send(static_cast<const char *>(Send) + J * Bytes, size_t(Count),
-               ncclType(T), int(J), C, B.Stream);
+               ncclType(T), int(J), C, stream());
     if (R == ncclSuccess)
       R = N.Recv(static_cast<char *>(Recv) + J * Bytes, size_t(Count),
-                 ncclType(T), int(J), C, B.Stream);
+                 ncclType(T), int(J), C, stream());
   }
   ncclResult_t End = N.GroupEnd();
   check(R, "ncclSend/ncclRecv (all_to_all)");
   check(End, "ncclGroupEnd (all_to_all)");
-  wait("all_to_all");
+  finish("all_to_all");
 }
 
 void NcclComm::broadcast(void *Buf, int64_t Count, meshrt_dtype T,
                          int64_t Root) {
   checkDevice(Buf, "data", "broadcast");
   check(libraries().Nccl.Broadcast(Buf, Buf, size_t(Count), ncclType(T),
-                                   int(Root), C, B.Stream),
+                                   int(Root), C, stream()),
         "ncclBroadcast");
-  wait("broadcast");
+  finish("broadcast");
 }
 
 void NcclComm::sendRecv(const void *Send, int64_t Dest, void *Recv,
@@ -502,32 +569,32 @@ void NcclComm::sendRecv(const void *Send, int64_t Dest, void *Recv,
   const Libraries &L = libraries();
   size_t Bytes = size_t(Count * dtypeSize(T));
   if (Source < 0 && ZeroFill)
-    checkCuda(L.Cuda.MemsetAsync(Recv, 0, Bytes, B.Stream), "cudaMemsetAsync");
+    checkCuda(L.Cuda.MemsetAsync(Recv, 0, Bytes, stream()), "cudaMemsetAsync");
   if (Dest == Rank && Source == Rank) {
     checkCuda(L.Cuda.MemcpyAsync(Recv, Send, Bytes, cudaMemcpyDeviceToDevice,
-                                 B.Stream),
+                                 stream()),
               "cudaMemcpyAsync");
   } else if (Dest >= 0 || Source >= 0) {
     check(L.Nccl.GroupStart(), "ncclGroupStart");
     ncclResult_t R = ncclSuccess;
     if (Dest >= 0)
-      R = L.Nccl.Send(Send, size_t(Count), ncclType(T), int(Dest), C, B.Stream);
+      R = L.Nccl.Send(Send, size_t(Count), ncclType(T), int(Dest), C, stream());
     if (R == ncclSuccess && Source >= 0)
       R = L.Nccl.Recv(Recv, size_t(Count), ncclType(T), int(Source), C,
-                      B.Stream);
+                      stream());
     ncclResult_t End = L.Nccl.GroupEnd();
     check(R, "ncclSend/ncclRecv (permute)");
     check(End, "ncclGroupEnd (permute)");
   }
-  wait("permute");
+  finish("permute");
 }
 
 void NcclComm::barrier() {
   checkDevice(B.Scratch, "scratch", "barrier");
   check(libraries().Nccl.AllReduce(B.Scratch, B.Scratch, 1, ncclInt32, ncclSum,
-                                   C, B.Stream),
+                                   C, stream()),
         "ncclAllReduce (barrier)");
-  wait("barrier");
+  finish("barrier");
 }
 
 } // namespace

@@ -330,6 +330,89 @@ MESHRT_API meshrt_status meshrt_permute(meshrt_comm_t comm, const void *send,
 /// Returns once every member has entered the barrier.
 MESHRT_API meshrt_status meshrt_barrier(meshrt_comm_t comm);
 
+/* ---- Stream-ordered collectives (NCCL backend) ---------------------------
+ * The same collectives, enqueued on a CUDA stream (a CUstream/cudaStream_t;
+ * null means the device's shared stream, see meshrt_gpu_stream) instead of
+ * waited for. Arguments are checked before anything is enqueued (a bad comm,
+ * count, dtype or reduction, or a host pointer where a device buffer is
+ * needed, fails at once with the function's name in the message); then the
+ * call enqueues the NCCL operation and returns without synchronising. Work on
+ * the buffers is ordered by the stream: kernels launched before the call on
+ * the same stream produce the input, kernels launched after it see the
+ * result. Errors that happen on the device (NCCL asynchronous errors) and the
+ * timeout watchdog are reported by meshrt_stream_synchronize. Every member of
+ * the group must issue the same stream-ordered collectives in the same order.
+ * On the MPI backend these return MESHRT_ERROR_UNSUPPORTED.
+ * ------------------------------------------------------------------------ */
+
+/// meshrt_all_reduce, enqueued on `stream`.
+MESHRT_API meshrt_status meshrt_all_reduce_on_stream(
+    meshrt_comm_t comm, const void *send, void *recv, int64_t count,
+    meshrt_dtype dtype, meshrt_reduce_op op, void *stream);
+
+/// meshrt_all_gather, enqueued on `stream`.
+MESHRT_API meshrt_status meshrt_all_gather_on_stream(meshrt_comm_t comm,
+                                                     const void *send,
+                                                     void *recv, int64_t count,
+                                                     meshrt_dtype dtype,
+                                                     void *stream);
+
+/// meshrt_reduce_scatter, enqueued on `stream`.
+MESHRT_API meshrt_status meshrt_reduce_scatter_on_stream(
+    meshrt_comm_t comm, const void *send, void *recv, int64_t count,
+    meshrt_dtype dtype, meshrt_reduce_op op, void *stream);
+
+/// meshrt_all_to_all, enqueued on `stream`.
+MESHRT_API meshrt_status meshrt_all_to_all_on_stream(meshrt_comm_t comm,
+                                                     const void *send,
+                                                     void *recv, int64_t count,
+                                                     meshrt_dtype dtype,
+                                                     void *stream);
+
+/// meshrt_broadcast, enqueued on `stream`.
+MESHRT_API meshrt_status meshrt_broadcast_on_stream(meshrt_comm_t comm,
+                                                    void *buf, int64_t count,
+                                                    meshrt_dtype dtype,
+                                                    int64_t root, void *stream);
+
+/// meshrt_permute, enqueued on `stream`.
+MESHRT_API meshrt_status meshrt_permute_on_stream(
+    meshrt_comm_t comm, const void *send, void *recv, int64_t count,
+    meshrt_dtype dtype, int64_t offset, int32_t flags, void *stream);
+
+/* ---- The GPU of this process ----------------------------------------------
+ * Compiled GPU code (the mgpu* functions MLIR's gpu-to-llvm lowering calls,
+ * which libmeshrt implements on the CUDA driver API) and the NCCL backend
+ * share one device and one stream per process. These need the CUDA driver
+ * (libcuda.so.1, loaded at run time) and a visible device.
+ * ------------------------------------------------------------------------ */
+
+/// Picks this process's CUDA device, (node-local rank) % (device count), makes
+/// its primary context current on the calling thread, and returns its ordinal
+/// in `*device`. The node-local rank is the NCCL backend's if meshrt_init
+/// chose it first, otherwise the launcher's (OMPI_COMM_WORLD_LOCAL_RANK,
+/// MPI_LOCALRANKID, SLURM_LOCALID), otherwise 0. The choice is made once per
+/// process; later calls return it. Fails with MESHRT_ERROR_BACKEND, naming
+/// what is missing, when the driver cannot be loaded or no device is visible.
+MESHRT_API meshrt_status meshrt_gpu_select_device(int64_t *device);
+
+/// The stream that kernels, copies, allocations and collectives of this
+/// process share (created once, on the selected device; selects the device
+/// first if needed). Owned by the runtime.
+MESHRT_API meshrt_status meshrt_gpu_stream(void **stream);
+
+/// Waits until everything enqueued on `stream` (null: the shared stream) has
+/// finished. While waiting it checks the NCCL communicators for asynchronous
+/// errors and runs under the MESHRT_TIMEOUT_S watchdog, so it reports a
+/// failed or stuck collective with a message instead of hanging.
+MESHRT_API meshrt_status meshrt_stream_synchronize(void *stream);
+
+/// Frees a device buffer that compiled GPU code allocated (mgpuMemAlloc, e.g.
+/// a result a compiled function returned to host code). The free is ordered
+/// on the shared stream after the work already enqueued there. Null is a
+/// no-op.
+MESHRT_API meshrt_status meshrt_device_free(void *ptr);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -1,66 +1,51 @@
 //===- FakeCudart.cpp - A host-memory stand-in for libcudart --------------===//
 //
 // Test-only. Implements the few CUDA runtime calls that libmeshrt's NCCL
-// backend and the NCCL test binary use, on host memory, so that the backend's
-// own logic (device choice, stream polling, pointer checks, zero fill, local
-// copies) runs on machines without a GPU. Built as libcudart.so.13 into a
-// private directory that the "emulated" tests put first in LD_LIBRARY_PATH.
+// backend and the NCCL test binary use, on top of the emulated driver
+// (FakeCuda.cpp, libcuda.so.1), so that the backend's own logic (device
+// choice, stream polling, pointer checks, zero fill, local copies) runs on
+// machines without a GPU. Built as libcudart.so.13 into a private directory
+// that the "emulated" tests put first in LD_LIBRARY_PATH.
 //
-// "Device" memory is malloc'ed and remembered, so cudaPointerGetAttributes can
-// tell it from host memory. Work is done at once; fakeCudaMarkBusy() makes
-// the next cudaStreamQuery calls on a stream report cudaErrorNotReady, so the
-// caller's polling loop is exercised.
+// Device memory comes from the emulated driver's allocation table (shared
+// with the mgpu* functions' cuMemAllocAsync) and is not readable from the
+// host outside the emulation's own copies. Work is done at once; the
+// emulated NCCL marks the stream busy for a few polls, so the caller's
+// polling loop is exercised.
 //
 //===----------------------------------------------------------------------===//
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <mutex>
+
+extern "C" {
+void fakeCudaAccess(int Open);
+int fakeCudaIsDevicePointer(const void *P, size_t Bytes);
+int fakeCudaCurrentDevice();
+int fakeCudaSetDevice(int D);
+int fakeCudaStreamReady(const void *S);
+int fakeCudaAlloc(void **P, size_t Bytes);
+int fakeCudaFree(void *P);
+void fakeCudaTrace(const char *Fmt, ...);
+}
 
 namespace {
-
-struct State {
-  std::mutex Mutex;
-  std::map<const char *, size_t> Allocations; // Start -> size.
-  std::map<cudaStream_t, int> BusyPolls;
-  int Device = 0;
-};
-
-State &state() {
-  static State *S = new State;
-  return *S;
-}
 
 int deviceCount() {
   const char *E = std::getenv("FAKE_CUDA_DEVICES");
   return E ? std::atoi(E) : 8;
 }
 
-bool isDevicePointer(const void *P) {
-  State &S = state();
-  std::lock_guard<std::mutex> Lock(S.Mutex);
-  const char *C = static_cast<const char *>(P);
-  auto It = S.Allocations.upper_bound(C);
-  if (It == S.Allocations.begin())
-    return false;
-  --It;
-  return C < It->first + It->second;
+bool isDevicePointer(const void *P, size_t Bytes = 1) {
+  return fakeCudaIsDevicePointer(P, Bytes);
 }
 
 } // namespace
 
 extern "C" {
-
-/// Test hook: the next `Polls` cudaStreamQuery calls on `S` report "not
-/// ready".
-__attribute__((visibility("default"))) void fakeCudaMarkBusy(cudaStream_t S,
-                                                             int Polls) {
-  std::lock_guard<std::mutex> Lock(state().Mutex);
-  state().BusyPolls[S] = Polls;
-}
 
 cudaError_t cudaGetDeviceCount(int *Count) {
   *Count = deviceCount();
@@ -68,79 +53,67 @@ cudaError_t cudaGetDeviceCount(int *Count) {
 }
 
 cudaError_t cudaSetDevice(int Device) {
-  if (Device < 0 || Device >= deviceCount())
-    return cudaErrorInvalidDevice;
-  state().Device = Device;
-  return cudaSuccess;
+  return fakeCudaSetDevice(Device) ? cudaSuccess : cudaErrorInvalidDevice;
 }
 
 cudaError_t cudaMalloc(void **P, size_t Bytes) {
-  *P = std::malloc(Bytes ? Bytes : 1);
-  if (!*P)
-    return cudaErrorMemoryAllocation;
-  std::lock_guard<std::mutex> Lock(state().Mutex);
-  state().Allocations[static_cast<const char *>(*P)] = Bytes ? Bytes : 1;
-  return cudaSuccess;
+  return fakeCudaAlloc(P, Bytes) ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 
 cudaError_t cudaFree(void *P) {
   if (!P)
     return cudaSuccess;
-  {
-    std::lock_guard<std::mutex> Lock(state().Mutex);
-    if (!state().Allocations.erase(static_cast<const char *>(P)))
-      return cudaErrorInvalidValue;
-  }
-  std::free(P);
-  return cudaSuccess;
+  return fakeCudaFree(P) ? cudaSuccess : cudaErrorInvalidValue;
 }
 
 cudaError_t cudaMemcpy(void *Dst, const void *Src, size_t Bytes,
                        enum cudaMemcpyKind) {
+  fakeCudaTrace("memcpy %s2%s bytes=%zu sync", isDevicePointer(Src) ? "d" : "h",
+                isDevicePointer(Dst) ? "d" : "h", Bytes);
+  fakeCudaAccess(1);
   std::memmove(Dst, Src, Bytes);
+  fakeCudaAccess(0);
   return cudaSuccess;
 }
 
 cudaError_t cudaMemcpyAsync(void *Dst, const void *Src, size_t Bytes,
                             enum cudaMemcpyKind, cudaStream_t) {
-  if (!isDevicePointer(Dst) || !isDevicePointer(Src))
+  if (!isDevicePointer(Dst, Bytes) || !isDevicePointer(Src, Bytes))
     return cudaErrorInvalidValue; // The backend only copies device to device.
+  fakeCudaTrace("memcpy d2d bytes=%zu", Bytes);
+  fakeCudaAccess(1);
   std::memmove(Dst, Src, Bytes);
+  fakeCudaAccess(0);
   return cudaSuccess;
 }
 
 cudaError_t cudaMemsetAsync(void *Dst, int Value, size_t Bytes, cudaStream_t) {
-  if (!isDevicePointer(Dst))
+  if (!isDevicePointer(Dst, Bytes))
     return cudaErrorInvalidValue;
+  fakeCudaTrace("memset8 count=%zu", Bytes);
+  fakeCudaAccess(1);
   std::memset(Dst, Value, Bytes);
+  fakeCudaAccess(0);
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *S, unsigned int) {
-  *S = reinterpret_cast<cudaStream_t>(new int(0));
-  return cudaSuccess;
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *S, unsigned int Flags) {
+  return cuStreamCreate(reinterpret_cast<CUstream *>(S), Flags) == CUDA_SUCCESS
+             ? cudaSuccess
+             : cudaErrorInvalidValue;
 }
 
-cudaError_t cudaStreamDestroy(cudaStream_t S) {
-  delete reinterpret_cast<int *>(S);
-  return cudaSuccess;
-}
+cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
 
 cudaError_t cudaStreamQuery(cudaStream_t S) {
-  std::lock_guard<std::mutex> Lock(state().Mutex);
-  int &Polls = state().BusyPolls[S];
-  if (Polls > 0) {
-    --Polls;
-    return cudaErrorNotReady;
-  }
-  return cudaSuccess;
+  return fakeCudaStreamReady(S) ? cudaSuccess : cudaErrorNotReady;
 }
 
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *A, const void *P) {
   std::memset(A, 0, sizeof(*A));
   if (isDevicePointer(P)) {
     A->type = cudaMemoryTypeDevice;
-    A->device = state().Device;
+    A->device = fakeCudaCurrentDevice();
     A->devicePointer = const_cast<void *>(P);
   } else {
     A->type = cudaMemoryTypeUnregistered;

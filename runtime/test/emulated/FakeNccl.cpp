@@ -7,7 +7,12 @@
 // cases run on machines without a GPU. Built as libnccl.so.2.
 //
 // Reductions gather every member's buffer and combine them in rank order on
-// each member, which is slow but simple and deterministic.
+// each member, which is slow but simple and deterministic. Device buffers
+// are opened for the duration of each call (they are not host-readable
+// otherwise, see FakeCuda.cpp), and every collective is traced with its
+// communicator, count and stream. Failure injection: FAKE_NCCL_HANG=1 makes
+// the stream never finish; FAKE_NCCL_ASYNC_ERROR=1 makes the communicator
+// report ncclRemoteError (and the stream never finish) after a collective.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,14 +23,22 @@
 #include <nccl.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
-extern "C" void fakeCudaMarkBusy(cudaStream_t S, int Polls);
+extern "C" {
+void fakeCudaMarkBusy(const void *S, int Polls);
+void fakeCudaAccess(int Open);
+int fakeCudaStreamId(const void *S);
+void fakeCudaTrace(const char *Fmt, ...);
+}
 
 struct ncclComm {
   MPI_Comm C = MPI_COMM_NULL;
   int Rank = 0, Size = 1;
+  int Id = 0;
+  ncclResult_t AsyncError = ncclSuccess;
 };
 
 namespace {
@@ -37,6 +50,27 @@ struct P2P {
   int Peer;
   ncclComm_t Comm;
 };
+
+int NextCommId = 0;
+
+/// Device memory is readable while one of these lives.
+struct OpenDeviceMemory {
+  OpenDeviceMemory() { fakeCudaAccess(1); }
+  ~OpenDeviceMemory() { fakeCudaAccess(0); }
+};
+
+bool envSet(const char *Name) {
+  const char *E = std::getenv(Name);
+  return E && *E && std::strcmp(E, "0");
+}
+
+void traceCollective(const char *Op, ncclComm_t Comm, size_t Count,
+                     ncclDataType_t T, int RedOp, cudaStream_t S) {
+  fakeCudaTrace("collective %s comm=c%d rank=%d/%d count=%zu type=%d op=%d "
+                "stream=s%d",
+                Op, Comm->Id, Comm->Rank, Comm->Size, Count, int(T), RedOp,
+                fakeCudaStreamId(S));
+}
 
 thread_local int GroupDepth = 0;
 thread_local std::vector<P2P> Pending;
@@ -196,8 +230,12 @@ ncclResult_t reduce(const char *All, size_t Stride, int N, void *Out,
   }
 }
 
-ncclResult_t done(cudaStream_t S) {
-  fakeCudaMarkBusy(S, 2); // The caller must poll before it sees completion.
+ncclResult_t done(cudaStream_t S, ncclComm_t Comm) {
+  if (envSet("FAKE_NCCL_ASYNC_ERROR"))
+    Comm->AsyncError = ncclRemoteError;
+  bool Hang = envSet("FAKE_NCCL_HANG") || Comm->AsyncError != ncclSuccess;
+  // The caller must poll before it sees completion.
+  fakeCudaMarkBusy(S, Hang ? -1 : 2);
   return ncclSuccess;
 }
 
@@ -206,6 +244,7 @@ ncclComm_t wrap(MPI_Comm C) {
   N->C = C;
   MPI_Comm_rank(C, &N->Rank);
   MPI_Comm_size(C, &N->Size);
+  N->Id = NextCommId++;
   return N;
 }
 
@@ -222,7 +261,11 @@ const char *ncclGetErrorString(ncclResult_t R) {
   return R == ncclSuccess ? "no error (emulated)" : "error (emulated NCCL)";
 }
 
-const char *ncclGetLastError(ncclComm_t) { return ""; }
+const char *ncclGetLastError(ncclComm_t Comm) {
+  return Comm && Comm->AsyncError != ncclSuccess
+             ? "emulated remote error (FAKE_NCCL_ASYNC_ERROR)"
+             : "";
+}
 
 ncclResult_t ncclGetUniqueId(ncclUniqueId *Id) {
   std::memset(Id, 0, sizeof(*Id));
@@ -267,8 +310,8 @@ ncclResult_t ncclCommDestroy(ncclComm_t Comm) {
 
 ncclResult_t ncclCommAbort(ncclComm_t Comm) { return ncclCommDestroy(Comm); }
 
-ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t *E) {
-  *E = ncclSuccess;
+ncclResult_t ncclCommGetAsyncError(ncclComm_t Comm, ncclResult_t *E) {
+  *E = Comm->AsyncError;
   return ncclSuccess;
 }
 
@@ -285,41 +328,49 @@ ncclResult_t ncclCommUserRank(const ncclComm_t Comm, int *Rank) {
 ncclResult_t ncclAllReduce(const void *Send, void *Recv, size_t Count,
                            ncclDataType_t T, ncclRedOp_t Op, ncclComm_t Comm,
                            cudaStream_t S) {
+  traceCollective("all_reduce", Comm, Count, T, Op, S);
+  OpenDeviceMemory Open;
   size_t Bytes = Count * typeSize(T);
   std::vector<char> All(Bytes * size_t(Comm->Size));
   MPI_Allgather(Send, int(Bytes), MPI_BYTE, All.data(), int(Bytes), MPI_BYTE,
                 Comm->C);
   ncclResult_t R = reduce(All.data(), Bytes, Comm->Size, Recv, Count, T, Op);
-  return R == ncclSuccess ? done(S) : R;
+  return R == ncclSuccess ? done(S, Comm) : R;
 }
 
 ncclResult_t ncclReduceScatter(const void *Send, void *Recv, size_t Count,
                                ncclDataType_t T, ncclRedOp_t Op,
                                ncclComm_t Comm, cudaStream_t S) {
+  traceCollective("reduce_scatter", Comm, Count, T, Op, S);
+  OpenDeviceMemory Open;
   size_t Block = Count * typeSize(T), Whole = Block * size_t(Comm->Size);
   std::vector<char> All(Whole * size_t(Comm->Size));
   MPI_Allgather(Send, int(Whole), MPI_BYTE, All.data(), int(Whole), MPI_BYTE,
                 Comm->C);
   ncclResult_t R = reduce(All.data() + size_t(Comm->Rank) * Block, Whole,
                           Comm->Size, Recv, Count, T, Op);
-  return R == ncclSuccess ? done(S) : R;
+  return R == ncclSuccess ? done(S, Comm) : R;
 }
 
 ncclResult_t ncclAllGather(const void *Send, void *Recv, size_t Count,
                            ncclDataType_t T, ncclComm_t Comm, cudaStream_t S) {
+  traceCollective("all_gather", Comm, Count, T, -1, S);
+  OpenDeviceMemory Open;
   int Bytes = int(Count * typeSize(T));
   MPI_Allgather(Send, Bytes, MPI_BYTE, Recv, Bytes, MPI_BYTE, Comm->C);
-  return done(S);
+  return done(S, Comm);
 }
 
 ncclResult_t ncclBroadcast(const void *Send, void *Recv, size_t Count,
                            ncclDataType_t T, int Root, ncclComm_t Comm,
                            cudaStream_t S) {
+  traceCollective("broadcast", Comm, Count, T, -1, S);
+  OpenDeviceMemory Open;
   size_t Bytes = Count * typeSize(T);
   if (Comm->Rank == Root && Send != Recv)
     std::memmove(Recv, Send, Bytes);
   MPI_Bcast(Recv, int(Bytes), MPI_BYTE, Root, Comm->C);
-  return done(S);
+  return done(S, Comm);
 }
 
 ncclResult_t ncclGroupStart() {
@@ -332,6 +383,10 @@ ncclResult_t ncclGroupEnd() {
     return ncclInvalidUsage;
   if (--GroupDepth > 0)
     return ncclSuccess;
+  if (!Pending.empty())
+    fakeCudaTrace("collective group ops=%zu comm=c%d", Pending.size(),
+                  Pending[0].Comm->Id);
+  OpenDeviceMemory Open;
   std::vector<MPI_Request> Reqs;
   for (P2P &Op : Pending) {
     MPI_Request R;
@@ -352,7 +407,7 @@ ncclResult_t ncclSend(const void *Buf, size_t Count, ncclDataType_t T, int Peer,
       {true, const_cast<void *>(Buf), Count * typeSize(T), Peer, Comm});
   if (GroupDepth == 0)
     return ncclInvalidUsage; // Alone it could deadlock; meshrt always groups.
-  return done(S);
+  return done(S, Comm);
 }
 
 ncclResult_t ncclRecv(void *Buf, size_t Count, ncclDataType_t T, int Peer,
@@ -360,7 +415,7 @@ ncclResult_t ncclRecv(void *Buf, size_t Count, ncclDataType_t T, int Peer,
   Pending.push_back({false, Buf, Count * typeSize(T), Peer, Comm});
   if (GroupDepth == 0)
     return ncclInvalidUsage;
-  return done(S);
+  return done(S, Comm);
 }
 
 } // extern "C"

@@ -1,0 +1,575 @@
+//===- Gpu.cpp - CUDA driver state and the mgpu* functions ----------------===//
+//
+// The host side of compiled GPU code. MLIR's gpu-to-llvm lowering emits calls
+// to mgpu* functions (module load, kernel launch, streams, events, memory);
+// libmeshrt implements them here on the CUDA driver API, which it loads with
+// dlopen("libcuda.so.1") on first use. Differences from a plain wrapper that
+// matter for an MPI + NCCL program:
+//
+//  * Lazy module load. The compiled object's global constructor calls
+//    mgpuModuleLoad before main, before MPI and before the device is chosen;
+//    here that only records the image, and the first mgpuModuleGetFunction
+//    loads it into the context of this process's device.
+//  * One stream. mgpuStreamCreate returns the device's shared stream (the one
+//    the NCCL backend enqueues on), mgpuStreamDestroy does nothing, so kernels
+//    and collectives are ordered on one stream.
+//  * Stream-ordered allocation (cuMemAllocAsync / cuMemFreeAsync).
+//  * Errors name the CUDA call and its error string and end the job with exit
+//    code 1 (MPI_Abort under MPI); no driver or no device is such an error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Gpu.h"
+
+#include "Context.h"
+
+#include "meshrt/Error.h"
+#include "meshrt/meshrt.h"
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+using namespace meshrt;
+using namespace meshrt::detail;
+
+#if MESHRT_HAVE_NCCL
+
+#include <cuda.h>
+
+#include <dlfcn.h>
+
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace {
+
+/// Prints `Msg` as a fatal runtime error and ends the job (mgpu* functions
+/// have no status to return).
+[[noreturn]] void gpuFatal(const std::string &Msg) {
+  int Rank = -1, Init = 0, Fin = 0;
+  MPI_Initialized(&Init);
+  MPI_Finalized(&Fin);
+  if (Init && !Fin)
+    MPI_Comm_rank(MPI_COMM_WORLD, &Rank);
+  std::fprintf(stderr, "meshrt: rank %d: error: %s\n", Rank, Msg.c_str());
+  std::fflush(stderr);
+  if (Init && !Fin)
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  std::_Exit(1);
+}
+
+/// Runs `Body`; an exception ends the job with `Fn` and its message.
+template <typename F>
+auto fatalOnError(const char *Fn, F &&Body) -> decltype(Body()) {
+  try {
+    return Body();
+  } catch (const std::exception &E) {
+    gpuFatal(std::string(Fn) + ": " + E.what());
+  }
+}
+
+int64_t localRankFromEnv() {
+  for (const char *V : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                        "SLURM_LOCALID", "MV2_COMM_WORLD_LOCAL_RANK"})
+    if (const char *E = std::getenv(V); E && *E)
+      return std::atoll(E);
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// The driver API, loaded at run time
+//===----------------------------------------------------------------------===//
+
+struct DriverApi {
+  decltype(&::cuInit) Init = nullptr;
+  decltype(&::cuGetErrorString) GetErrorString = nullptr;
+  decltype(&::cuGetErrorName) GetErrorName = nullptr;
+  decltype(&::cuDeviceGetCount) DeviceGetCount = nullptr;
+  decltype(&::cuDeviceGet) DeviceGet = nullptr;
+  decltype(&::cuDevicePrimaryCtxRetain) PrimaryCtxRetain = nullptr;
+  decltype(&::cuCtxSetCurrent) CtxSetCurrent = nullptr;
+  decltype(&::cuStreamCreate) StreamCreate = nullptr;
+  decltype(&::cuStreamQuery) StreamQuery = nullptr;
+  decltype(&::cuStreamWaitEvent) StreamWaitEvent = nullptr;
+  decltype(&::cuModuleLoadData) ModuleLoadData = nullptr;
+  decltype(&::cuModuleLoadDataEx) ModuleLoadDataEx = nullptr;
+  decltype(&::cuModuleUnload) ModuleUnload = nullptr;
+  decltype(&::cuModuleGetFunction) ModuleGetFunction = nullptr;
+  decltype(&::cuLaunchKernel) LaunchKernel = nullptr;
+  decltype(&::cuMemAllocAsync) MemAllocAsync = nullptr;
+  decltype(&::cuMemFreeAsync) MemFreeAsync = nullptr;
+  decltype(&::cuMemAllocManaged) MemAllocManaged = nullptr;
+  decltype(&::cuMemFree) MemFree = nullptr;
+  decltype(&::cuMemcpyAsync) MemcpyAsync = nullptr;
+  decltype(&::cuMemsetD32Async) MemsetD32Async = nullptr;
+  decltype(&::cuMemsetD16Async) MemsetD16Async = nullptr;
+  decltype(&::cuEventCreate) EventCreate = nullptr;
+  decltype(&::cuEventRecord) EventRecord = nullptr;
+  decltype(&::cuEventSynchronize) EventSynchronize = nullptr;
+  decltype(&::cuEventDestroy) EventDestroy = nullptr;
+  bool Loaded = false;
+  std::string Error;
+};
+
+template <typename Fn>
+void bindSymbol(void *Lib, const char *Name, Fn &Out, std::string &Missing) {
+  Out = reinterpret_cast<Fn>(dlsym(Lib, Name));
+  if (!Out)
+    Missing += std::string(" ") + Name;
+}
+
+/// Opens the driver (MESHRT_CUDA_DRIVER_LIBRARY overrides the name) and binds
+/// the entry points, under the names cuda.h maps them to.
+void loadDriver(DriverApi &D) {
+  const char *Name = std::getenv("MESHRT_CUDA_DRIVER_LIBRARY");
+  if (!Name || !*Name)
+    Name = "libcuda.so.1";
+  void *Lib = dlopen(Name, RTLD_NOW | RTLD_LOCAL);
+  if (!Lib) {
+    D.Error = std::string("cannot load the CUDA driver (") + Name +
+              "): " + dlerror() +
+              "; GPU code needs an NVIDIA driver and a visible GPU";
+    return;
+  }
+  std::string Missing;
+  bindSymbol(Lib, "cuInit", D.Init, Missing);
+  bindSymbol(Lib, "cuGetErrorString", D.GetErrorString, Missing);
+  bindSymbol(Lib, "cuGetErrorName", D.GetErrorName, Missing);
+  bindSymbol(Lib, "cuDeviceGetCount", D.DeviceGetCount, Missing);
+  bindSymbol(Lib, "cuDeviceGet", D.DeviceGet, Missing);
+  bindSymbol(Lib, "cuDevicePrimaryCtxRetain", D.PrimaryCtxRetain, Missing);
+  bindSymbol(Lib, "cuCtxSetCurrent", D.CtxSetCurrent, Missing);
+  bindSymbol(Lib, "cuStreamCreate", D.StreamCreate, Missing);
+  bindSymbol(Lib, "cuStreamQuery", D.StreamQuery, Missing);
+  bindSymbol(Lib, "cuStreamWaitEvent", D.StreamWaitEvent, Missing);
+  bindSymbol(Lib, "cuModuleLoadData", D.ModuleLoadData, Missing);
+  bindSymbol(Lib, "cuModuleLoadDataEx", D.ModuleLoadDataEx, Missing);
+  bindSymbol(Lib, "cuModuleUnload", D.ModuleUnload, Missing);
+  bindSymbol(Lib, "cuModuleGetFunction", D.ModuleGetFunction, Missing);
+  bindSymbol(Lib, "cuLaunchKernel", D.LaunchKernel, Missing);
+  bindSymbol(Lib, "cuMemAllocAsync", D.MemAllocAsync, Missing);
+  bindSymbol(Lib, "cuMemFreeAsync", D.MemFreeAsync, Missing);
+  bindSymbol(Lib, "cuMemAllocManaged", D.MemAllocManaged, Missing);
+  bindSymbol(Lib, "cuMemFree_v2", D.MemFree, Missing);
+  bindSymbol(Lib, "cuMemcpyAsync", D.MemcpyAsync, Missing);
+  bindSymbol(Lib, "cuMemsetD32Async", D.MemsetD32Async, Missing);
+  bindSymbol(Lib, "cuMemsetD16Async", D.MemsetD16Async, Missing);
+  bindSymbol(Lib, "cuEventCreate", D.EventCreate, Missing);
+  bindSymbol(Lib, "cuEventRecord", D.EventRecord, Missing);
+  bindSymbol(Lib, "cuEventSynchronize", D.EventSynchronize, Missing);
+  bindSymbol(Lib, "cuEventDestroy_v2", D.EventDestroy, Missing);
+  if (!Missing.empty()) {
+    D.Error = std::string("the CUDA driver ") + Name +
+              " lacks what meshrt needs (CUDA >= 11.2):" + Missing;
+    return;
+  }
+  D.Loaded = true;
+}
+
+/// The driver, loaded on first use. Never destroyed: the compiled object's
+/// global destructor (mgpuModuleUnload) may run after libmeshrt's statics.
+const DriverApi &driver() {
+  static DriverApi *D = new DriverApi;
+  static std::once_flag Once;
+  std::call_once(Once, [] { loadDriver(*D); });
+  if (!D->Loaded)
+    throw Error(MESHRT_ERROR_BACKEND, D->Error);
+  return *D;
+}
+
+/// "cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE (invalid argument)".
+[[noreturn]] void driverFail(CUresult R, const std::string &What) {
+  const DriverApi &D = driver();
+  const char *Name = nullptr, *Str = nullptr;
+  D.GetErrorName(R, &Name);
+  D.GetErrorString(R, &Str);
+  throw Error(MESHRT_ERROR_BACKEND,
+              What + " failed: " + (Name ? Name : "CUDA error") + " (" +
+                  (Str ? Str : "unknown") + ", code " + std::to_string(R) +
+                  ")");
+}
+
+inline void check(CUresult R, const char *What) {
+  if (R != CUDA_SUCCESS)
+    driverFail(R, What);
+}
+
+//===----------------------------------------------------------------------===//
+// The device of this process
+//===----------------------------------------------------------------------===//
+
+struct Device {
+  std::mutex Mutex;
+  bool Selected = false;
+  int Ordinal = -1;
+  CUcontext Ctx = nullptr;
+  CUstream Stream = nullptr;
+  std::set<void *> Managed; // Host-shared allocations (cuMemFree, not async).
+};
+
+Device &device() {
+  static Device *D = new Device; // Never destroyed: used by exit handlers.
+  return *D;
+}
+
+thread_local CUcontext CurrentCtx = nullptr;
+
+Device &selected(int64_t LocalRank = -1) {
+  Device &Dev = device();
+  {
+    std::lock_guard<std::mutex> Lock(Dev.Mutex);
+    if (!Dev.Selected) {
+      const DriverApi &D = driver();
+      check(D.Init(0), "cuInit");
+      int Count = 0;
+      check(D.DeviceGetCount(&Count), "cuDeviceGetCount");
+      if (Count < 1)
+        throw Error(MESHRT_ERROR_BACKEND,
+                    "no CUDA device is visible (cuDeviceGetCount returned 0; "
+                    "check CUDA_VISIBLE_DEVICES)");
+      int64_t Local = LocalRank >= 0 ? LocalRank : localRankFromEnv();
+      int Ordinal = int(Local % Count);
+      CUdevice Handle;
+      check(D.DeviceGet(&Handle, Ordinal), "cuDeviceGet");
+      check(D.PrimaryCtxRetain(&Dev.Ctx, Handle), "cuDevicePrimaryCtxRetain");
+      check(D.CtxSetCurrent(Dev.Ctx), "cuCtxSetCurrent");
+      check(D.StreamCreate(&Dev.Stream, CU_STREAM_NON_BLOCKING),
+            "cuStreamCreate (the shared stream)");
+      Dev.Ordinal = Ordinal;
+      Dev.Selected = true;
+    }
+  }
+  if (CurrentCtx != Dev.Ctx) {
+    check(driver().CtxSetCurrent(Dev.Ctx), "cuCtxSetCurrent");
+    CurrentCtx = Dev.Ctx;
+  }
+  return Dev;
+}
+
+CUstream streamOrShared(void *S) {
+  return S ? static_cast<CUstream>(S) : selected().Stream;
+}
+
+//===----------------------------------------------------------------------===//
+// Modules, loaded lazily
+//===----------------------------------------------------------------------===//
+
+/// What mgpuModuleLoad returns: the image, and the module once loaded.
+struct LazyModule {
+  LazyModule(const void *Image, bool Jit, int OptLevel)
+      : Image(Image), Jit(Jit), OptLevel(OptLevel) {}
+  const void *Image;
+  bool Jit;
+  int OptLevel;
+  CUmodule Module = nullptr;
+  std::mutex Mutex;
+};
+
+CUmodule loaded(LazyModule &M) {
+  selected();
+  std::lock_guard<std::mutex> Lock(M.Mutex);
+  if (M.Module)
+    return M.Module;
+  const DriverApi &D = driver();
+  if (!M.Jit) {
+    check(D.ModuleLoadData(&M.Module, M.Image), "cuModuleLoadData");
+    return M.Module;
+  }
+  char Log[8192] = {0};
+  CUjit_option Opts[] = {CU_JIT_ERROR_LOG_BUFFER,
+                         CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                         CU_JIT_OPTIMIZATION_LEVEL};
+  void *Vals[] = {Log, reinterpret_cast<void *>(sizeof(Log) - 1),
+                  reinterpret_cast<void *>(intptr_t(M.OptLevel))};
+  CUresult R = D.ModuleLoadDataEx(&M.Module, M.Image, 3, Opts, Vals);
+  if (R != CUDA_SUCCESS)
+    driverFail(R, std::string("cuModuleLoadDataEx (PTX JIT: ") + Log + ")");
+  return M.Module;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// meshrt::detail
+//===----------------------------------------------------------------------===//
+
+int meshrt::detail::gpuSelectDevice(int64_t LocalRank) {
+  return selected(LocalRank).Ordinal;
+}
+
+void *meshrt::detail::gpuSharedStream() { return selected().Stream; }
+
+void meshrt::detail::gpuMakeCurrent() { selected(); }
+
+void meshrt::detail::gpuPollStream(void *Stream, const char *Op) {
+  CUstream S = streamOrShared(Stream);
+  const DriverApi &D = driver();
+  for (unsigned Spin = 0;; ++Spin) {
+    CUresult R = D.StreamQuery(S);
+    if (R == CUDA_SUCCESS)
+      return;
+    if (R != CUDA_ERROR_NOT_READY)
+      driverFail(R, std::string(Op) + ": cuStreamQuery");
+    if (Spin > 2000)
+      std::this_thread::yield();
+  }
+}
+
+void meshrt::detail::gpuFree(void *Ptr, void *Stream, const char *Op) {
+  if (!Ptr)
+    return;
+  Device &Dev = selected();
+  bool Managed;
+  {
+    std::lock_guard<std::mutex> Lock(Dev.Mutex);
+    Managed = Dev.Managed.erase(Ptr) != 0;
+  }
+  const DriverApi &D = driver();
+  CUdeviceptr P = reinterpret_cast<CUdeviceptr>(Ptr);
+  if (Managed) {
+    check(D.MemFree(P), (std::string(Op) + ": cuMemFree").c_str());
+    return;
+  }
+  check(D.MemFreeAsync(P, streamOrShared(Stream)),
+        (std::string(Op) + ": cuMemFreeAsync").c_str());
+}
+
+void meshrt::detail::gpuSynchronize(void *Stream, const char *Op) {
+  void *S = Stream ? Stream : gpuSharedStream();
+  std::shared_ptr<Context> C = defaultContext();
+  if (C && !C->finalized() && C->backendKind() == MESHRT_BACKEND_NCCL) {
+    C->synchronizeStream(S, Op);
+    return;
+  }
+  gpuPollStream(S, Op);
+}
+
+//===----------------------------------------------------------------------===//
+// The mgpu* functions (C names and types as MLIR 22's gpu-to-llvm emits them)
+//===----------------------------------------------------------------------===//
+
+extern "C" {
+
+/// Records the image (cubin, fatbin or PTX) for a lazy load.
+MESHRT_API void *mgpuModuleLoad(void *Data, size_t /*Size*/) {
+  return new LazyModule(Data, /*Jit=*/false, 0);
+}
+
+/// Records a PTX image for a lazy JIT load at `OptLevel`.
+MESHRT_API void *mgpuModuleLoadJIT(void *Data, int OptLevel) {
+  return new LazyModule(Data, /*Jit=*/true, OptLevel);
+}
+
+/// Unloads the module (errors ignored: this runs in a global destructor,
+/// possibly after the driver has shut down) and forgets it.
+MESHRT_API void mgpuModuleUnload(void *Module) {
+  auto *M = static_cast<LazyModule *>(Module);
+  if (!M)
+    return;
+  if (M->Module)
+    if (const DriverApi *D = [] {
+          try {
+            return &driver();
+          } catch (...) {
+            return static_cast<const DriverApi *>(nullptr);
+          }
+        }())
+      D->ModuleUnload(M->Module);
+  delete M;
+}
+
+/// Loads the module into this process's device on first use and returns the
+/// kernel `Name`.
+MESHRT_API CUfunction mgpuModuleGetFunction(void *Module, const char *Name) {
+  return fatalOnError("mgpuModuleGetFunction", [&] {
+    CUfunction F = nullptr;
+    CUresult R = driver().ModuleGetFunction(
+        &F, loaded(*static_cast<LazyModule *>(Module)), Name);
+    if (R != CUDA_SUCCESS)
+      driverFail(R, std::string("cuModuleGetFunction(") + Name + ")");
+    return F;
+  });
+}
+
+/// Launches `F` on `Stream` (null: the shared stream). Empty grids are not
+/// launched.
+MESHRT_API void mgpuLaunchKernel(CUfunction F, intptr_t GridX, intptr_t GridY,
+                                 intptr_t GridZ, intptr_t BlockX,
+                                 intptr_t BlockY, intptr_t BlockZ,
+                                 int32_t SharedMem, CUstream Stream,
+                                 void **Params, void **Extra,
+                                 size_t /*NumParams*/) {
+  if (GridX * GridY * GridZ == 0 || BlockX * BlockY * BlockZ == 0)
+    return;
+  fatalOnError("mgpuLaunchKernel", [&] {
+    CUstream S = streamOrShared(Stream);
+    check(driver().LaunchKernel(F, unsigned(GridX), unsigned(GridY),
+                                unsigned(GridZ), unsigned(BlockX),
+                                unsigned(BlockY), unsigned(BlockZ),
+                                unsigned(SharedMem), S, Params, Extra),
+          "cuLaunchKernel");
+  });
+}
+
+/// The shared stream: compiled code and collectives use one stream.
+MESHRT_API CUstream mgpuStreamCreate() {
+  return fatalOnError("mgpuStreamCreate",
+                      [] { return static_cast<CUstream>(gpuSharedStream()); });
+}
+
+/// Does nothing: the shared stream lives as long as the process.
+MESHRT_API void mgpuStreamDestroy(CUstream) {}
+
+/// meshrt_stream_synchronize, ending the job on an error.
+MESHRT_API void mgpuStreamSynchronize(CUstream Stream) {
+  fatalOnError("mgpuStreamSynchronize",
+               [&] { gpuSynchronize(Stream, "stream_synchronize"); });
+}
+
+/// Makes `Stream` wait for `Event`.
+MESHRT_API void mgpuStreamWaitEvent(CUstream Stream, CUevent Event) {
+  fatalOnError("mgpuStreamWaitEvent", [&] {
+    check(driver().StreamWaitEvent(streamOrShared(Stream), Event, 0),
+          "cuStreamWaitEvent");
+  });
+}
+
+/// A new event without timing.
+MESHRT_API CUevent mgpuEventCreate() {
+  return fatalOnError("mgpuEventCreate", [] {
+    selected();
+    CUevent E = nullptr;
+    check(driver().EventCreate(&E, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    return E;
+  });
+}
+
+/// Destroys `Event`.
+MESHRT_API void mgpuEventDestroy(CUevent Event) {
+  fatalOnError("mgpuEventDestroy",
+               [&] { check(driver().EventDestroy(Event), "cuEventDestroy"); });
+}
+
+/// Waits on the host for `Event`.
+MESHRT_API void mgpuEventSynchronize(CUevent Event) {
+  fatalOnError("mgpuEventSynchronize", [&] {
+    check(driver().EventSynchronize(Event), "cuEventSynchronize");
+  });
+}
+
+/// Records `Event` on `Stream`.
+MESHRT_API void mgpuEventRecord(CUevent Event, CUstream Stream) {
+  fatalOnError("mgpuEventRecord", [&] {
+    check(driver().EventRecord(Event, streamOrShared(Stream)), "cuEventRecord");
+  });
+}
+
+/// Allocates `Bytes` of device memory in stream order on `Stream` (null: the
+/// shared stream), or managed memory when `HostShared`. Zero bytes give null.
+MESHRT_API void *mgpuMemAlloc(uint64_t Bytes, CUstream Stream,
+                              bool HostShared) {
+  if (Bytes == 0)
+    return nullptr;
+  return fatalOnError("mgpuMemAlloc", [&] {
+    Device &Dev = selected();
+    CUdeviceptr P = 0;
+    if (HostShared) {
+      check(driver().MemAllocManaged(&P, Bytes, CU_MEM_ATTACH_GLOBAL),
+            "cuMemAllocManaged");
+      std::lock_guard<std::mutex> Lock(Dev.Mutex);
+      Dev.Managed.insert(reinterpret_cast<void *>(P));
+    } else {
+      check(driver().MemAllocAsync(&P, Bytes, streamOrShared(Stream)),
+            "cuMemAllocAsync");
+    }
+    return reinterpret_cast<void *>(P);
+  });
+}
+
+/// Frees `Ptr` in stream order on `Stream`.
+MESHRT_API void mgpuMemFree(void *Ptr, CUstream Stream) {
+  fatalOnError("mgpuMemFree", [&] { gpuFree(Ptr, Stream, "free"); });
+}
+
+/// Copies `Bytes` from `Src` to `Dst` (host or device) on `Stream`.
+MESHRT_API void mgpuMemcpy(void *Dst, void *Src, size_t Bytes,
+                           CUstream Stream) {
+  if (Bytes == 0)
+    return;
+  fatalOnError("mgpuMemcpy", [&] {
+    check(driver().MemcpyAsync(reinterpret_cast<CUdeviceptr>(Dst),
+                               reinterpret_cast<CUdeviceptr>(Src), Bytes,
+                               streamOrShared(Stream)),
+          "cuMemcpyAsync");
+  });
+}
+
+/// Sets `Count` 32-bit words at `Dst` to `Value` on `Stream`.
+MESHRT_API void mgpuMemset32(void *Dst, unsigned int Value, size_t Count,
+                             CUstream Stream) {
+  if (Count == 0)
+    return;
+  fatalOnError("mgpuMemset32", [&] {
+    check(driver().MemsetD32Async(reinterpret_cast<CUdeviceptr>(Dst), Value,
+                                  Count, streamOrShared(Stream)),
+          "cuMemsetD32Async");
+  });
+}
+
+/// Sets `Count` 16-bit words at `Dst` to `Value` on `Stream`.
+MESHRT_API void mgpuMemset16(void *Dst, unsigned short Value, size_t Count,
+                             CUstream Stream) {
+  if (Count == 0)
+    return;
+  fatalOnError("mgpuMemset16", [&] {
+    check(driver().MemsetD16Async(reinterpret_cast<CUdeviceptr>(Dst), Value,
+                                  Count, streamOrShared(Stream)),
+          "cuMemsetD16Async");
+  });
+}
+
+/// Selects device `Device` if none is selected yet; a different device after
+/// the runtime already chose one is an error (one device per process).
+MESHRT_API void mgpuSetDefaultDevice(int32_t Ordinal) {
+  fatalOnError("mgpuSetDefaultDevice", [&] {
+    {
+      Device &Dev = device();
+      std::lock_guard<std::mutex> Lock(Dev.Mutex);
+      if (Dev.Selected && Dev.Ordinal != Ordinal)
+        throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                    "mgpuSetDefaultDevice(" + std::to_string(Ordinal) +
+                        "): this process already uses device " +
+                        std::to_string(Dev.Ordinal) +
+                        " (meshrt uses one device per process)");
+    }
+    selected(Ordinal);
+  });
+}
+
+} // extern "C"
+
+#else // !MESHRT_HAVE_NCCL
+
+namespace {
+[[noreturn]] void noCuda() {
+  throw Error(MESHRT_ERROR_UNSUPPORTED,
+              "meshrt was built without CUDA (the CUDA toolkit and NCCL were "
+              "not found when it was configured)");
+}
+} // namespace
+
+int meshrt::detail::gpuSelectDevice(int64_t) { noCuda(); }
+void *meshrt::detail::gpuSharedStream() { noCuda(); }
+void meshrt::detail::gpuMakeCurrent() { noCuda(); }
+void meshrt::detail::gpuPollStream(void *, const char *) { noCuda(); }
+void meshrt::detail::gpuFree(void *Ptr, void *, const char *) {
+  if (Ptr)
+    noCuda();
+}
+void meshrt::detail::gpuSynchronize(void *, const char *) { noCuda(); }
+
+#endif // MESHRT_HAVE_NCCL

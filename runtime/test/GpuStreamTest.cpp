@@ -1,0 +1,362 @@
+//===- GpuStreamTest.cpp - Stream-ordered collectives and mgpu* -----------===//
+//
+// Drives what compiled GPU code calls: the mgpu* functions (module, launch,
+// stream, events, memory) and the meshrt_*_on_stream collectives, the way a
+// lowered program does: module registered before main's runtime set-up,
+// device buffers only, kernels and collectives enqueued on one stream, one
+// synchronisation. Run against the emulated driver/NCCL (which cannot run
+// kernels), so numbers come from the collectives and copies only; the ctest
+// driver also checks the emulator's trace (check-emu-trace.py).
+//
+//   meshrt-gpu-tests [stream|mpi-backend|host-access|no-driver|sync-error]
+//
+// Exit code 0 and "PASS" on success; a failed check prints "FAIL:" and exits
+// 1 (the failure cases are checked by expect-failure.sh).
+//
+//===----------------------------------------------------------------------===//
+
+#include "meshrt/meshrt.h"
+
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+// The mgpu* functions libmeshrt exports, as MLIR 22's gpu-to-llvm calls them.
+extern "C" {
+void *mgpuModuleLoad(void *Data, size_t Size);
+void mgpuModuleUnload(void *Module);
+void *mgpuModuleGetFunction(void *Module, const char *Name);
+void mgpuLaunchKernel(void *F, intptr_t GX, intptr_t GY, intptr_t GZ,
+                      intptr_t BX, intptr_t BY, intptr_t BZ, int32_t Smem,
+                      void *Stream, void **Params, void **Extra,
+                      size_t NParams);
+void *mgpuStreamCreate();
+void mgpuStreamDestroy(void *Stream);
+void mgpuStreamSynchronize(void *Stream);
+void mgpuStreamWaitEvent(void *Stream, void *Event);
+void *mgpuEventCreate();
+void mgpuEventDestroy(void *Event);
+void mgpuEventSynchronize(void *Event);
+void mgpuEventRecord(void *Event, void *Stream);
+void *mgpuMemAlloc(uint64_t Bytes, void *Stream, bool HostShared);
+void mgpuMemFree(void *Ptr, void *Stream);
+void mgpuMemcpy(void *Dst, void *Src, size_t Bytes, void *Stream);
+void mgpuMemset32(void *Dst, unsigned Value, size_t Count, void *Stream);
+void mgpuMemset16(void *Dst, unsigned short Value, size_t Count, void *Stream);
+}
+
+namespace {
+
+int Failures = 0;
+int64_t Rank = 0, Size = 1;
+
+void expect(bool Ok, const std::string &What) {
+  if (!Ok) {
+    std::printf("FAIL: rank %lld: %s\n", (long long)Rank, What.c_str());
+    ++Failures;
+  }
+}
+
+void expectError(meshrt_status S, meshrt_status Want, const char *Needle) {
+  std::string Msg = meshrt_last_error();
+  expect(S == Want, std::string("status ") + meshrt_status_name(S) +
+                        ", expected " + meshrt_status_name(Want) + " (" + Msg +
+                        ")");
+  expect(Msg.find(Needle) != std::string::npos,
+         "message '" + Msg + "' lacks '" + Needle + "'");
+}
+
+void ok(meshrt_status S, const char *What) {
+  expect(S == MESHRT_SUCCESS,
+         std::string(What) + " failed: " + meshrt_last_error());
+}
+
+// A module image in the emulated driver's test format: the kernels it has.
+char Image[] = "MESHRT-FAKE-IMAGE\nproduce\nconsume\n";
+
+// Registered before main, like the global constructor of a compiled object;
+// libmeshrt must not touch the driver here.
+void *Module = mgpuModuleLoad(Image, sizeof(Image));
+
+const int64_t Count = 4;
+
+std::vector<float> download(void *D, int64_t N, void *S) {
+  std::vector<float> H(size_t(N), -1.0f);
+  mgpuMemcpy(H.data(), D, size_t(N) * sizeof(float), S);
+  return H;
+}
+
+void *upload(const std::vector<float> &H, void *S) {
+  void *D = mgpuMemAlloc(H.size() * sizeof(float), S, false);
+  mgpuMemcpy(D, const_cast<float *>(H.data()), H.size() * sizeof(float), S);
+  return D;
+}
+
+meshrt_comm_t worldComm() {
+  const int64_t Sizes[] = {-1};
+  const char *Names[] = {"x"};
+  meshrt_mesh_t M = nullptr;
+  ok(meshrt_mesh_declare("m", 1, Sizes, Names, &M), "meshrt_mesh_declare");
+  const int64_t Axes[] = {0};
+  meshrt_comm_t C = nullptr;
+  ok(meshrt_comm_get(M, 1, Axes, &C), "meshrt_comm_get");
+  return C;
+}
+
+/// The scenario of a compiled function: kernels and collectives on one
+/// stream, one host synchronisation, then results copied back.
+int runStream() {
+  meshrt_set_error_policy(MESHRT_ERRORS_RETURN);
+  ok(meshrt_init(MESHRT_BACKEND_NCCL), "meshrt_init");
+  meshrt_world_rank(&Rank);
+  meshrt_world_size(&Size);
+  const int64_t N = Size, G = Rank;
+
+  int64_t Dev = -1, Dev2 = -2;
+  ok(meshrt_gpu_select_device(&Dev), "meshrt_gpu_select_device");
+  ok(meshrt_gpu_select_device(&Dev2), "meshrt_gpu_select_device (again)");
+  expect(Dev == Dev2, "meshrt_gpu_select_device is not idempotent");
+  const char *Local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  int64_t Devices = std::getenv("FAKE_CUDA_DEVICES")
+                        ? std::atoll(std::getenv("FAKE_CUDA_DEVICES"))
+                        : 8;
+  expect(Dev == (Local ? std::atoll(Local) : 0) % Devices,
+         "device " + std::to_string(Dev) + " is not local rank % devices");
+  void *S = nullptr;
+  ok(meshrt_gpu_stream(&S), "meshrt_gpu_stream");
+  expect(S && mgpuStreamCreate() == S,
+         "mgpuStreamCreate does not return the shared stream");
+  meshrt_comm_t C = worldComm();
+
+  // Inputs.
+  std::vector<float> Send(Count), A2A(size_t(N * Count)), Bc(Count);
+  for (int64_t I = 0; I < Count; ++I) {
+    Send[size_t(I)] = float(G * 10 + I);
+    Bc[size_t(I)] = float(G * 10 + I);
+  }
+  for (int64_t J = 0; J < N; ++J)
+    for (int64_t I = 0; I < Count; ++I)
+      A2A[size_t(J * Count + I)] = float(G * 100 + J * 10 + I);
+  void *DSend = upload(Send, S);
+  void *DA2A = upload(A2A, S);
+  void *DBc = upload(Bc, S);
+  void *DSum = mgpuMemAlloc(Count * sizeof(float), S, false);
+  void *DGath = mgpuMemAlloc(uint64_t(N * Count) * sizeof(float), S, false);
+  void *DRs = mgpuMemAlloc(Count * sizeof(float), S, false);
+  void *DA2AOut = mgpuMemAlloc(uint64_t(N * Count) * sizeof(float), S, false);
+  void *DPerm = mgpuMemAlloc(Count * sizeof(float), S, false);
+
+  // Kernels and collectives, no synchronisation in between.
+  void *Produce = mgpuModuleGetFunction(Module, "produce");
+  void *Consume = mgpuModuleGetFunction(Module, "consume");
+  void *Params[] = {&DSend};
+  mgpuLaunchKernel(Produce, 2, 1, 1, 128, 1, 1, 0, S, Params, nullptr, 1);
+  ok(meshrt_all_reduce_on_stream(C, DSend, DSum, Count, MESHRT_F32, MESHRT_SUM,
+                                 S),
+     "meshrt_all_reduce_on_stream");
+  mgpuLaunchKernel(Consume, 1, 1, 1, 32, 1, 1, 0, S, Params, nullptr, 1);
+  ok(meshrt_all_gather_on_stream(C, DSend, DGath, Count, MESHRT_F32, S),
+     "meshrt_all_gather_on_stream");
+  ok(meshrt_reduce_scatter_on_stream(C, DGath, DRs, Count, MESHRT_F32,
+                                     MESHRT_SUM, nullptr),
+     "meshrt_reduce_scatter_on_stream");
+  ok(meshrt_all_to_all_on_stream(C, DA2A, DA2AOut, Count, MESHRT_F32, S),
+     "meshrt_all_to_all_on_stream");
+  ok(meshrt_broadcast_on_stream(C, DBc, Count, MESHRT_F32, N - 1, S),
+     "meshrt_broadcast_on_stream");
+  ok(meshrt_permute_on_stream(C, DSend, DPerm, Count, MESHRT_F32, 1,
+                              MESHRT_PERMUTE_WRAP, S),
+     "meshrt_permute_on_stream");
+  ok(meshrt_stream_synchronize(S), "meshrt_stream_synchronize");
+
+  // Results.
+  std::vector<float> Sum = download(DSum, Count, S);
+  std::vector<float> Gath = download(DGath, N * Count, S);
+  std::vector<float> Rs = download(DRs, Count, S);
+  std::vector<float> A2AOut = download(DA2AOut, N * Count, S);
+  std::vector<float> BcOut = download(DBc, Count, S);
+  std::vector<float> Perm = download(DPerm, Count, S);
+  mgpuStreamSynchronize(S);
+  for (int64_t I = 0; I < Count; ++I) {
+    float WantSum = float(10 * N * (N - 1) / 2 + N * I);
+    expect(Sum[size_t(I)] == WantSum,
+           "all_reduce[" + std::to_string(I) +
+               "] = " + std::to_string(Sum[size_t(I)]));
+    expect(Rs[size_t(I)] == float(N * (G * 10 + I)), "reduce_scatter");
+    expect(BcOut[size_t(I)] == float((N - 1) * 10 + I), "broadcast");
+    expect(Perm[size_t(I)] == float(((G - 1 + N) % N) * 10 + I), "permute");
+    for (int64_t J = 0; J < N; ++J) {
+      expect(Gath[size_t(J * Count + I)] == float(J * 10 + I), "all_gather");
+      expect(A2AOut[size_t(J * Count + I)] == float(J * 100 + G * 10 + I),
+             "all_to_all");
+    }
+  }
+
+  // Memset, events, managed memory.
+  mgpuMemset32(DSum, 0x3f800000u, Count, S); // 1.0f
+  void *E = mgpuEventCreate();
+  mgpuEventRecord(E, S);
+  mgpuStreamWaitEvent(S, E);
+  mgpuEventSynchronize(E);
+  mgpuEventDestroy(E);
+  std::vector<float> Ones = download(DSum, Count, S);
+  mgpuMemset16(DRs, 0x3c00, 2 * Count, S); // f16 1.0 in every half word.
+  std::vector<float> Halves = download(DRs, Count, S);
+  mgpuStreamSynchronize(S);
+  uint32_t HalfBits;
+  std::memcpy(&HalfBits, &Halves[0], 4);
+  expect(Ones[0] == 1.0f && Ones[size_t(Count - 1)] == 1.0f, "mgpuMemset32");
+  expect(HalfBits == 0x3c003c00u, "mgpuMemset16");
+  auto *Shared = static_cast<float *>(mgpuMemAlloc(64, S, true));
+  Shared[0] = 2.0f; // Host-shared memory is host-accessible.
+  mgpuMemFree(Shared, S);
+  expect(mgpuMemAlloc(0, S, false) == nullptr, "a 0-byte mgpuMemAlloc");
+
+  // Synchronous argument checks, each naming the call.
+  std::vector<float> Host(size_t(N * Count));
+  expectError(meshrt_all_reduce_on_stream(C, Host.data(), Host.data(), Count,
+                                          MESHRT_F32, MESHRT_SUM, S),
+              MESHRT_ERROR_INVALID_ARGUMENT,
+              "meshrt_all_reduce_on_stream: all_reduce: the send buffer is "
+              "host memory");
+  expectError(
+      meshrt_all_gather_on_stream(nullptr, DSend, DGath, Count, MESHRT_F32, S),
+      MESHRT_ERROR_INVALID_ARGUMENT,
+      "meshrt_all_gather_on_stream: comm is null");
+  expectError(meshrt_reduce_scatter_on_stream(C, DGath, DRs, -1, MESHRT_F32,
+                                              MESHRT_SUM, S),
+              MESHRT_ERROR_INVALID_ARGUMENT,
+              "meshrt_reduce_scatter_on_stream: reduce_scatter on mesh 'm' "
+              "axes [x]: negative count -1");
+  expectError(
+      meshrt_all_to_all_on_stream(C, DA2A, DA2AOut, Count, meshrt_dtype(99), S),
+      MESHRT_ERROR_INVALID_ARGUMENT,
+      "meshrt_all_to_all_on_stream: all_to_all on mesh 'm' axes [x]: "
+      "invalid dtype 99");
+  expectError(meshrt_broadcast_on_stream(C, DBc, Count, MESHRT_F32, N, S),
+              MESHRT_ERROR_INVALID_ARGUMENT, "is not a group rank");
+  expectError(meshrt_permute_on_stream(C, DSend, Host.data(), Count, MESHRT_F32,
+                                       1, 0, S),
+              MESHRT_ERROR_INVALID_ARGUMENT,
+              "meshrt_permute_on_stream: permute: the recv buffer is host "
+              "memory");
+  expectError(meshrt_all_reduce_on_stream(C, DSend, DSum, Count, MESHRT_I32,
+                                          MESHRT_BXOR, S),
+              MESHRT_ERROR_UNSUPPORTED, "NCCL has no bitwise reductions");
+
+  // Frees: stream-ordered, one through the C ABI as host code would.
+  for (void *P : {DSend, DA2A, DBc, DGath, DRs, DA2AOut})
+    mgpuMemFree(P, S);
+  mgpuMemFree(nullptr, S);
+  ok(meshrt_device_free(DPerm), "meshrt_device_free");
+  ok(meshrt_device_free(nullptr), "meshrt_device_free(null)");
+  ok(meshrt_device_free(DSum), "meshrt_device_free");
+  ok(meshrt_stream_synchronize(nullptr), "meshrt_stream_synchronize(null)");
+  mgpuStreamDestroy(S); // A no-op on the shared stream.
+  mgpuModuleUnload(Module);
+  Module = nullptr;
+  ok(meshrt_finalize(), "meshrt_finalize");
+  if (Failures)
+    return 1;
+  std::printf("PASS rank %lld\n", (long long)G);
+  return 0;
+}
+
+/// On the MPI backend the stream-ordered calls refuse, clearly.
+int runMpiBackend() {
+  meshrt_set_error_policy(MESHRT_ERRORS_RETURN);
+  ok(meshrt_init(MESHRT_BACKEND_MPI), "meshrt_init");
+  meshrt_world_rank(&Rank);
+  meshrt_comm_t C = worldComm();
+  float Buf[Count] = {0};
+  const char *Need = "stream-ordered collectives need the NCCL backend, but "
+                     "this runtime runs on the mpi backend";
+  expectError(meshrt_all_reduce_on_stream(C, Buf, Buf, Count, MESHRT_F32,
+                                          MESHRT_SUM, nullptr),
+              MESHRT_ERROR_UNSUPPORTED, Need);
+  expectError(meshrt_all_gather_on_stream(C, Buf, Buf, 1, MESHRT_F32, nullptr),
+              MESHRT_ERROR_UNSUPPORTED, Need);
+  expectError(meshrt_reduce_scatter_on_stream(C, Buf, Buf, 1, MESHRT_F32,
+                                              MESHRT_SUM, nullptr),
+              MESHRT_ERROR_UNSUPPORTED, Need);
+  expectError(meshrt_all_to_all_on_stream(C, Buf, Buf, 1, MESHRT_F32, nullptr),
+              MESHRT_ERROR_UNSUPPORTED, Need);
+  expectError(meshrt_broadcast_on_stream(C, Buf, 1, MESHRT_F32, 0, nullptr),
+              MESHRT_ERROR_UNSUPPORTED,
+              "meshrt_broadcast_on_stream: broadcast on mesh 'm' axes [x]: "
+              "stream-ordered collectives need the NCCL backend");
+  expectError(
+      meshrt_permute_on_stream(C, Buf, Buf, 1, MESHRT_F32, 1, 0, nullptr),
+      MESHRT_ERROR_UNSUPPORTED, Need);
+  ok(meshrt_finalize(), "meshrt_finalize");
+  if (Failures)
+    return 1;
+  std::printf("PASS rank %lld\n", (long long)Rank);
+  return 0;
+}
+
+void onFault(int) {
+  const char Msg[] = "host access to device memory faulted (SIGSEGV)\n";
+  ssize_t Ignored = write(2, Msg, sizeof(Msg) - 1);
+  (void)Ignored;
+  _exit(3);
+}
+
+/// A host load of a device buffer dies.
+int runHostAccess() {
+  void *S = mgpuStreamCreate();
+  auto *D = static_cast<volatile float *>(mgpuMemAlloc(16, S, false));
+  mgpuStreamSynchronize(S);
+  std::signal(SIGSEGV, onFault);
+  std::signal(SIGBUS, onFault);
+  float V = D[0];
+  std::printf("read %f from device memory on the host: not caught\n", V);
+  return 0;
+}
+
+/// No driver: the first mgpu* call that needs it ends the job clearly.
+int runNoDriver() {
+  void *S = mgpuStreamCreate();
+  std::printf("mgpuStreamCreate returned %p without a driver\n", S);
+  return 0;
+}
+
+/// A stream-ordered collective whose failure shows only at synchronisation.
+int runSyncError() {
+  ok(meshrt_init(MESHRT_BACKEND_NCCL), "meshrt_init");
+  meshrt_world_rank(&Rank);
+  meshrt_comm_t C = worldComm();
+  void *S = mgpuStreamCreate();
+  void *D = mgpuMemAlloc(Count * sizeof(float), S, false);
+  mgpuMemset32(D, 0, Count, S);
+  ok(meshrt_all_reduce_on_stream(C, D, D, Count, MESHRT_F32, MESHRT_SUM, S),
+     "meshrt_all_reduce_on_stream");
+  std::printf("rank %lld: enqueued\n", (long long)Rank);
+  std::fflush(stdout);
+  meshrt_stream_synchronize(S); // Aborts the job (default policy).
+  std::printf("rank %lld: synchronize returned\n", (long long)Rank);
+  return 0;
+}
+
+} // namespace
+
+int main(int Argc, char **Argv) {
+  std::string Mode = Argc > 1 ? Argv[1] : "stream";
+  if (Mode == "stream")
+    return runStream();
+  if (Mode == "mpi-backend")
+    return runMpiBackend();
+  if (Mode == "host-access")
+    return runHostAccess();
+  if (Mode == "no-driver")
+    return runNoDriver();
+  if (Mode == "sync-error")
+    return runSyncError();
+  std::fprintf(stderr, "unknown mode '%s'\n", Mode.c_str());
+  return 2;
+}
