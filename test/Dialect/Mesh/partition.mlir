@@ -343,3 +343,23 @@ func.func @reads_column_index(%x: tensor<16x8xi32> {mesh.sharding = #mesh.shardi
   } -> tensor<16x8xi32>
   return %r : tensor<16x8xi32>
 }
+
+// -----
+
+// Values that need no data are made again in the layout a consumer needs,
+// never moved: an empty tensor and a fill of it, annotated split over "a",
+// needed whole.
+mesh.mesh @m(["a" = 2, "b" = 4])
+// CHECK-LABEL: func.func @remade
+// CHECK-NOT: mesh.all_gather
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<8x8xf32>
+// CHECK: %[[F:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[E]] : tensor<8x8xf32>) -> tensor<8x8xf32>
+// CHECK: arith.addf %{{.*}}, %[[F]] : tensor<8x8xf32>
+// CHECK-NOT: mesh.all_gather
+func.func @remade(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %c = arith.constant 1.0 : f32
+  %e = tensor.empty() {mesh.sharding = #mesh.sharding<@m, [["a"], []]>} : tensor<8x8xf32>
+  %f = linalg.fill {mesh.sharding = #mesh.sharding<@m, [["a"], []]>} ins(%c : f32) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %p = arith.addf %x, %f : tensor<8x8xf32>
+  return %p : tensor<8x8xf32>
+}

@@ -22,6 +22,8 @@
 #include "mesh/Dialect/Mesh/Transforms/Resharding.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -86,6 +88,16 @@ private:
                                FlatSymbolRefAttr mesh, Operation *where,
                                const Twine &what);
   Value findReshard(Value v, Attribute targetKey, Operation *where);
+  Value remake(Value v, ShardingAttr target, Operation *where);
+  /// An empty tensor of static shape, or a fill of one with a scalar.
+  static bool isRemakeable(Operation *op) {
+    if (auto empty = dyn_cast<tensor::EmptyOp>(op))
+      return empty.getType().hasStaticShape();
+    auto fill = dyn_cast<linalg::FillOp>(op);
+    return fill && fill.hasPureTensorSemantics() &&
+           !isa<ShapedType>(fill.getInputs()[0].getType()) &&
+           fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>();
+  }
   FailureOr<ArrayRef<ReshardStep>> getPlan(MeshOp mesh, ShardingAttr from,
                                            ShardingAttr target, unsigned rank,
                                            Operation *where, const Twine &what);
@@ -135,6 +147,8 @@ private:
                             std::pair<Operation *, unsigned>>;
   DenseMap<PlanKey, SmallVector<ReshardStep>> plans;
   DenseMap<std::pair<Type, Attribute>, RankedTensorType> localTypes;
+  /// The global types of the values remake can make again.
+  DenseMap<Value, RankedTensorType> globalTypes;
   /// (value, target sharding) -> the value resharded there.
   DenseMap<std::pair<Value, Attribute>, Value> reshardCache;
 };
@@ -257,6 +271,11 @@ FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
       !target || target.isFullyReplicated() ? Attribute() : target;
   if (Value cached = findReshard(v, targetKey, where))
     return cached;
+  if (Value made = remake(v, target, where)) {
+    placed[made] = target;
+    reshardCache[{v, targetKey}] = made;
+    return made;
+  }
   FlatSymbolRefAttr fromMesh = from ? from.getMesh() : FlatSymbolRefAttr();
   FlatSymbolRefAttr meshRef = mesh ? mesh : fromMesh;
   if (fromMesh && mesh && fromMesh != mesh)
@@ -279,6 +298,37 @@ FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
   placed[out] = target;
   reshardCache[{v, targetKey}] = out;
   return out;
+}
+
+/// `v` made again in the layout `target`, before `where`, when it needs no
+/// data: an empty tensor, or a fill of one. Moving such a value would only
+/// move garbage or copies of a scalar. Null when `v` is not such a value, or
+/// `target` has a pending reduction (every device's copy would count).
+Value FunctionPartitioner::remake(Value v, ShardingAttr target,
+                                  Operation *where) {
+  if (target && target.isPartial())
+    return {};
+  auto global = globalTypes.find(v);
+  if (global == globalTypes.end())
+    return {};
+  Operation *def = v.getDefiningOp();
+  Value init;
+  if (auto fill = dyn_cast<linalg::FillOp>(def)) {
+    init = remake(fill.getOutputs()[0], target, where);
+    if (!init)
+      return {};
+  }
+  FailureOr<RankedTensorType> local =
+      localType(where, global->second, target, "a value made again");
+  if (failed(local))
+    return {};
+  OpBuilder b(where);
+  if (isa<tensor::EmptyOp>(def))
+    return tensor::EmptyOp::create(b, def->getLoc(), local->getShape(),
+                                   local->getElementType());
+  auto fill = cast<linalg::FillOp>(def);
+  return linalg::FillOp::create(b, def->getLoc(), fill.getInputs()[0], init)
+      .getResult(0);
 }
 
 /// The same value resharded the same way earlier in this block (or in a
@@ -682,6 +732,10 @@ FunctionPartitioner::typeResults(Operation *op, const ShardingRule *rule,
       return failure();
     result.setType(*local);
     placed[result] = produced;
+    // Values that need no data are made again where another layout is
+    // needed (remake): keep their global type.
+    if (isRemakeable(op))
+      globalTypes[result] = type;
     ShardingAttr annotated = getResultAnnotation(op, r);
     if (!annotated || sameLayout(annotated, produced))
       continue;
