@@ -363,3 +363,28 @@ func.func @remade(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
   %p = arith.addf %x, %f : tensor<8x8xf32>
   return %p : tensor<8x8xf32>
 }
+
+// -----
+
+// A `?` axis: an empty tensor split over it gets its size from the axis, and
+// a value gathered back to whole is cast back to its static type.
+mesh.mesh @d(["x" = ?])
+// CHECK-LABEL: func.func @dynamic_axis
+// CHECK-SAME: (%[[A:.*]]: tensor<?x4xf32>, %[[B:.*]]: tensor<8x4xf32>) -> tensor<8x4xf32>
+// CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
+// CHECK-DAG: %[[N:.*]] = mesh.axis_size @d "x" : index
+// CHECK: %[[L:.*]] = arith.divui %[[C8]], %{{.*}} : index
+// CHECK: tensor.empty(%[[L]]) : tensor<?x4xf32>
+// CHECK: %[[G:.*]] = mesh.all_gather %{{.*}} on @d axes = ["x"] gather_dim = 0 : tensor<?x4xf32> -> tensor<?x4xf32>
+// CHECK: %[[W:.*]] = tensor.cast %[[G]] : tensor<?x4xf32> to tensor<8x4xf32>
+// CHECK: arith.addf %[[W]], %[[B]] : tensor<8x4xf32>
+func.func @dynamic_axis(%a: tensor<8x4xf32> {mesh.sharding = #mesh.sharding<@d, [["x"], []]>}, %b: tensor<8x4xf32>)
+    -> (tensor<8x4xf32> {mesh.sharding = #mesh.sharding<@d, [[], []]>}) {
+  %c = arith.constant 1.0 : f32
+  %e = tensor.empty() {mesh.sharding = #mesh.sharding<@d, [["x"], []]>} : tensor<8x4xf32>
+  %f = linalg.fill {mesh.sharding = #mesh.sharding<@d, [["x"], []]>} ins(%c : f32) outs(%e : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %s = arith.addf %a, %f {mesh.sharding = #mesh.sharding<@d, [["x"], []]>} : tensor<8x4xf32>
+  %t = mesh.shard %s : tensor<8x4xf32> to #mesh.sharding<@d, [[], []]>
+  %u = arith.addf %t, %b {mesh.sharding = #mesh.sharding<@d, [[], []]>} : tensor<8x4xf32>
+  return %u : tensor<8x4xf32>
+}

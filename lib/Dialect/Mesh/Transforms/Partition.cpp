@@ -89,6 +89,16 @@ private:
                                const Twine &what);
   Value findReshard(Value v, Attribute targetKey, Operation *where);
   Value remake(Value v, ShardingAttr target, Operation *where);
+  /// Remembers the global type of `v` when its per-device type `local` has
+  /// a dynamic dim that is static in `global` (split over a `?` axis).
+  void noteDynamicLocal(Value v, RankedTensorType global,
+                        RankedTensorType local) {
+    for (int64_t d = 0; d < global.getRank(); ++d)
+      if (local.isDynamicDim(d) && !global.isDynamicDim(d)) {
+        staticGlobals[v] = global;
+        return;
+      }
+  }
   /// An empty tensor of static shape, or a fill of one with a scalar.
   static bool isRemakeable(Operation *op) {
     if (auto empty = dyn_cast<tensor::EmptyOp>(op))
@@ -121,7 +131,8 @@ private:
                                 const FactorAssignment *assignment);
   LogicalResult typeResults(Operation *op, const ShardingRule *rule,
                             const FactorAssignment *assignment);
-  void updateSizes(Operation *op, const ShardingRule &rule,
+  void updateSizes(Operation *op, TypeRange globalResultTypes,
+                   const ShardingRule &rule,
                    const FactorAssignment &assignment);
   static Value groupSize(OpBuilder &b, Location loc, MeshOp mesh,
                          ArrayRef<StringRef> axes);
@@ -149,6 +160,8 @@ private:
   DenseMap<std::pair<Type, Attribute>, RankedTensorType> localTypes;
   /// The global types of the values remake can make again.
   DenseMap<Value, RankedTensorType> globalTypes;
+  /// The static global types of values a `?` axis made dynamic.
+  DenseMap<Value, RankedTensorType> staticGlobals;
   /// (value, target sharding) -> the value resharded there.
   DenseMap<std::pair<Value, Attribute>, Value> reshardCache;
 };
@@ -220,6 +233,7 @@ LogicalResult FunctionPartitioner::place(Value v, ShardingAttr s,
     FailureOr<RankedTensorType> local = localType(where, type, s, what);
     if (failed(local))
       return failure();
+    noteDynamicLocal(v, type, *local);
     v.setType(*local);
   }
   placed[v] = s;
@@ -295,6 +309,17 @@ FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
     return failure();
   OpBuilder b(where);
   Value out = emitResharding(b, where->getLoc(), meshOp, v, *plan);
+  // A `?` axis leaves dims dynamic that the target's layout knows: cast back.
+  if (auto global = staticGlobals.find(v); global != staticGlobals.end()) {
+    RankedTensorType globalType = global->second;
+    FailureOr<RankedTensorType> want =
+        localType(where, globalType, target, what);
+    if (failed(want))
+      return failure();
+    if (*want != out.getType())
+      out = tensor::CastOp::create(b, where->getLoc(), *want, out);
+    noteDynamicLocal(out, globalType, *want);
+  }
   placed[out] = target;
   reshardCache[{v, targetKey}] = out;
   return out;
@@ -595,11 +620,12 @@ LogicalResult FunctionPartitioner::partitionRuleOp(Operation *op) {
   if (rule)
     assignment.emplace(assignFactors(op, *rule));
   const FactorAssignment *factors = assignment ? &*assignment : nullptr;
+  SmallVector<Type> globalResultTypes(op->getResultTypes());
   if (failed(reshardOperands(op, rule, factors)) ||
       failed(typeResults(op, rule, factors)))
     return failure();
   if (rule)
-    updateSizes(op, *rule, *assignment);
+    updateSizes(op, globalResultTypes, *rule, *assignment);
   op->removeDiscardableAttr(shardingName);
   return success();
 }
@@ -730,6 +756,7 @@ FunctionPartitioner::typeResults(Operation *op, const ShardingRule *rule,
         op, type, produced, "result " + Twine(r) + " of '" + opName + "'");
     if (failed(local))
       return failure();
+    noteDynamicLocal(result, type, *local);
     result.setType(*local);
     placed[result] = produced;
     // Values that need no data are made again where another layout is
@@ -753,7 +780,9 @@ FunctionPartitioner::typeResults(Operation *op, const ShardingRule *rule,
 }
 
 /// Lets the op rewrite the sizes it spells for its per-device types.
-void FunctionPartitioner::updateSizes(Operation *op, const ShardingRule &rule,
+void FunctionPartitioner::updateSizes(Operation *op,
+                                      TypeRange globalResultTypes,
+                                      const ShardingRule &rule,
                                       const FactorAssignment &assignment) {
   if (!classifier.hasRuleInterface(op))
     return;
@@ -769,7 +798,7 @@ void FunctionPartitioner::updateSizes(Operation *op, const ShardingRule &rule,
     return groupSize(b, op->getLoc(), meshFor(op, mesh),
                      assignment.getFactors()[f].getNames());
   };
-  iface.updateSizesForLocalTypes(devicesAlong);
+  iface.updateSizesForLocalTypes(globalResultTypes, devicesAlong);
 }
 
 /// The number of devices of `axes` as an index value.
@@ -795,6 +824,7 @@ Value FunctionPartitioner::groupSize(OpBuilder &b, Location loc, MeshOp mesh,
 namespace {
 struct PartitionPass : public mesh::impl::PartitionBase<PartitionPass> {
   void getDependentDialects(DialectRegistry &registry) const override {
+    PartitionBase::getDependentDialects(registry);
     registerShardingRuleModels(registry);
   }
   void runOnOperation() override {

@@ -358,8 +358,8 @@ struct LinalgRuleModel
   }
   bool isRuleFixedByTypes(Operation *) const { return false; }
   void updateSizesForLocalTypes(
-      Operation *, function_ref<Value(OpBuilder &, unsigned, unsigned)>) const {
-  }
+      Operation *, TypeRange,
+      function_ref<Value(OpBuilder &, unsigned, unsigned)>) const {}
 };
 
 struct FillRuleModel
@@ -378,21 +378,32 @@ struct EmptyRuleModel
     return getEmptyRule(cast<tensor::EmptyOp>(op));
   }
   bool isRuleFixedByTypes(Operation *) const { return true; }
-  /// Dynamic sizes are global: each is divided by the devices along its dim.
+  /// The sizes of the per-device dims that are dynamic: a global size
+  /// (an operand, or the static global size) divided by the devices along
+  /// the dim. A static global dim becomes dynamic on a `?` axis.
   void updateSizesForLocalTypes(
-      Operation *op,
+      Operation *op, TypeRange globalResultTypes,
       function_ref<Value(OpBuilder &, unsigned, unsigned)> devicesAlong) const {
     auto empty = cast<tensor::EmptyOp>(op);
+    auto global = cast<RankedTensorType>(globalResultTypes[0]);
+    RankedTensorType local = empty.getType();
     OpBuilder b(op);
+    SmallVector<Value> sizes;
     unsigned k = 0;
-    for (int64_t d = 0; d < empty.getType().getRank(); ++d) {
-      if (!empty.getType().isDynamicDim(d))
+    for (int64_t d = 0; d < global.getRank(); ++d) {
+      Value size;
+      if (global.isDynamicDim(d))
+        size = empty.getDynamicSizes()[k++];
+      if (!local.isDynamicDim(d))
         continue;
+      if (!size)
+        size = arith::ConstantIndexOp::create(b, op->getLoc(),
+                                              global.getDimSize(d));
       if (Value n = devicesAlong(b, 0, d))
-        op->setOperand(k, arith::DivUIOp::create(
-                              b, op->getLoc(), empty.getDynamicSizes()[k], n));
-      ++k;
+        size = arith::DivUIOp::create(b, op->getLoc(), size, n);
+      sizes.push_back(size);
     }
+    op->setOperands(sizes);
   }
 };
 
@@ -429,7 +440,7 @@ struct ExpandShapeRuleModel
   }
   /// The output shape follows the per-device result type.
   void updateSizesForLocalTypes(
-      Operation *op,
+      Operation *op, TypeRange,
       function_ref<Value(OpBuilder &, unsigned, unsigned)>) const {
     auto expand = cast<tensor::ExpandShapeOp>(op);
     expand.setStaticOutputShape(expand.getResultType().getShape());
@@ -444,7 +455,7 @@ struct ExtractSliceRuleModel
     return getSliceRule(extract, extract.getSourceType(), extract.getType());
   }
   void updateSizesForLocalTypes(
-      Operation *op,
+      Operation *op, TypeRange,
       function_ref<Value(OpBuilder &, unsigned, unsigned)>) const {
     auto extract = cast<tensor::ExtractSliceOp>(op);
     setLocalSliceSizes(extract, extract.getType(),
@@ -460,7 +471,7 @@ struct InsertSliceRuleModel
     return getSliceRule(insert, insert.getDestType(), insert.getSourceType());
   }
   void updateSizesForLocalTypes(
-      Operation *op,
+      Operation *op, TypeRange,
       function_ref<Value(OpBuilder &, unsigned, unsigned)>) const {
     auto insert = cast<tensor::InsertSliceOp>(op);
     setLocalSliceSizes(insert, insert.getSourceType(),

@@ -57,12 +57,14 @@ def Mesh_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
         Called by partitioning once the op's operands and results have their
         per-device types: rewrites the sizes the op spells (static sizes in
         attributes, an output shape, dynamic size operands) to per-device
-        ones. `devicesAlong(builder, result, dim)` builds, before the op, the
+        ones. `globalResultTypes` are the result types before partitioning.
+        `devicesAlong(builder, result, dim)` builds, before the op, the
         number of devices that split dim `dim` of result `result`, or returns
         null when none do.
       }],
       "void", "updateSizesForLocalTypes",
-      (ins "::llvm::function_ref<::mlir::Value(::mlir::OpBuilder &, unsigned, "
+      (ins "::mlir::TypeRange":$globalResultTypes,
+           "::llvm::function_ref<::mlir::Value(::mlir::OpBuilder &, unsigned, "
            "unsigned)>":$devicesAlong), [{}], [{ return; }]>
   ];
 }

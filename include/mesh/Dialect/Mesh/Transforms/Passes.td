@@ -90,6 +90,11 @@ def PropagateSharding : Pass<"mesh-propagate-sharding", "::mlir::ModuleOp"> {
 }
 
 def Partition : Pass<"mesh-partition", "::mlir::ModuleOp"> {
+  // Resharding casts, makes empty tensors and fills again, and computes
+  // sizes: those dialects may not be in the input.
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
   let summary = "Rewrites an annotated program into per-device form";
   let description = [{
     Reads the `mesh.sharding` annotations (run `mesh-propagate-sharding`
