@@ -31,6 +31,14 @@ def ConvertMeshToRuntime : Pass<"convert-mesh-to-runtime", "::mlir::ModuleOp"> {
     contiguous blocks; inputs with a non-identity layout are copied to a
     contiguous buffer first. Results are new `memref.alloc` buffers.
 
+    With `on-stream` (the GPU path, `--mesh-to-nvvm`), the buffers are in
+    device memory and each collective becomes `meshrt_<op>_on_stream` with
+    the arguments of `meshrt_<op>` plus the runtime's shared stream
+    (`meshrt_gpu_stream`): it is enqueued behind the kernels that produce its
+    input, and the kernels after it wait for it, with no synchronisation in
+    between. Start-up then calls `meshrt_gpu_select_device` right after
+    `meshrt_init`, before communicators are created and kernels loaded.
+
     Tensor collectives must be bufferized first (`one-shot-bufferize`), and a
     `mesh.shard` left in the module is an error: partition the program first.
 
@@ -58,7 +66,10 @@ def ConvertMeshToRuntime : Pass<"convert-mesh-to-runtime", "::mlir::ModuleOp"> {
     Option<"finiSymbol", "fini-symbol", "std::string", "\"mesh_module_fini\"",
            "Name of the generated shut-down function">,
     Option<"initInMain", "init-in-main", "bool", "true",
-           "Call the start-up and shut-down functions from `main`, if any">
+           "Call the start-up and shut-down functions from `main`, if any">,
+    Option<"onStream", "on-stream", "bool", "false",
+           "Enqueue collectives on the runtime's GPU stream "
+           "(`meshrt_*_on_stream`) and select the GPU at start-up">
   ];
 }
 
