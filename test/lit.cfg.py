@@ -29,3 +29,13 @@ if config.mesh_has_fuzzer:
     tools.append("mesh-fuzz")
     config.available_features.add("fuzzer")
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# The CUDA toolkit of --mesh-to-nvvm (same search as its cuda-path option:
+# $CUDA_HOME, else /usr/local/cuda). Tests that run ptxas (directly, or
+# through gpu-module-to-binary) say REQUIRES: ptxas.
+cuda_path = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
+ptxas = os.path.join(cuda_path, "bin", "ptxas")
+if os.access(ptxas, os.X_OK):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+    config.substitutions.append(("%cuda_path", cuda_path))

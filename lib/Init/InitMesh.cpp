@@ -33,8 +33,11 @@
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Index/IR/IndexDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/LLVMIR/Transforms/InlinerInterfaceImpl.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
@@ -47,11 +50,17 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/IR/TensorInferTypeOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 
 void mlir::mesh::registerMeshToolDialects(mlir::DialectRegistry &registry) {
@@ -61,7 +70,8 @@ void mlir::mesh::registerMeshToolDialects(mlir::DialectRegistry &registry) {
               math::MathDialect, tensor::TensorDialect, linalg::LinalgDialect,
               memref::MemRefDialect, scf::SCFDialect, cf::ControlFlowDialect,
               affine::AffineDialect, index::IndexDialect, ub::UBDialect,
-              bufferization::BufferizationDialect, LLVM::LLVMDialect>();
+              bufferization::BufferizationDialect, LLVM::LLVMDialect,
+              gpu::GPUDialect, NVVM::NVVMDialect>();
 
   // Bufferization of the mesh collectives and of the upstream ops a sharded
   // program uses.
@@ -88,6 +98,14 @@ void mlir::mesh::registerMeshToolDialects(mlir::DialectRegistry &registry) {
   registerConvertMathToLLVMInterface(registry);
   registerConvertMemRefToLLVMInterface(registry);
   ub::registerConvertUBToLLVMInterface(registry);
+
+  // --mesh-to-nvvm: the NVVM target (gpu-module-to-binary), and the LLVM IR
+  // translations it runs on each gpu.module.
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
 }
 
 void mlir::mesh::registerMeshToolPasses() {
@@ -121,4 +139,12 @@ void mlir::mesh::registerMeshToolPasses() {
   registerFinalizeMemRefToLLVMConversionPass();
   registerConvertToLLVMPass();
   registerReconcileUnrealizedCastsPass();
+  // The GPU path's upstream steps, to run or debug them one at a time.
+  registerConvertLinalgToParallelLoopsPass();
+  registerSCFParallelLoopFusion();
+  registerSCFParallelLoopTiling();
+  registerGPUPasses();
+  registerConvertParallelLoopToGpuPass();
+  registerConvertGpuOpsToNVVMOps();
+  registerGpuToLLVMConversionPass();
 }

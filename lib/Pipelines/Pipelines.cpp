@@ -2,6 +2,7 @@
 //
 // --mesh-to-llvm: from partitioned tensor IR (per-device shapes, mesh
 // collectives) to the LLVM dialect, ready for mlir-translate --mlir-to-llvmir.
+// --mesh-to-nvvm (MeshToNVVM.cpp): the same with the kernels on an NVIDIA GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,4 +72,10 @@ void mlir::mesh::registerMeshPipelines() {
       "Partitioned tensor IR with mesh collectives to the LLVM dialect, "
       "collectives as calls into the mesh runtime",
       buildMeshToLLVMPipeline);
+  PassPipelineRegistration<MeshToNVVMOptions>(
+      "mesh-to-nvvm",
+      "Partitioned tensor IR with mesh collectives to the LLVM dialect with "
+      "kernels for an NVIDIA GPU in a gpu.binary, collectives as "
+      "stream-ordered calls into the mesh runtime",
+      buildMeshToNVVMPipeline);
 }

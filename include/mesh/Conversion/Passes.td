@@ -31,6 +31,14 @@ def ConvertMeshToRuntime : Pass<"convert-mesh-to-runtime", "::mlir::ModuleOp"> {
     contiguous blocks; inputs with a non-identity layout are copied to a
     contiguous buffer first. Results are new `memref.alloc` buffers.
 
+    With `on-stream` (the GPU path, `--mesh-to-nvvm`), the buffers are in
+    device memory and each collective becomes `meshrt_<op>_on_stream` with
+    the arguments of `meshrt_<op>` plus the runtime's shared stream
+    (`meshrt_gpu_stream`): it is enqueued behind the kernels that produce its
+    input, and the kernels after it wait for it, with no synchronisation in
+    between. Start-up then calls `meshrt_gpu_select_device` right after
+    `meshrt_init`, before communicators are created and kernels loaded.
+
     Tensor collectives must be bufferized first (`one-shot-bufferize`), and a
     `mesh.shard` left in the module is an error: partition the program first.
 
@@ -58,8 +66,127 @@ def ConvertMeshToRuntime : Pass<"convert-mesh-to-runtime", "::mlir::ModuleOp"> {
     Option<"finiSymbol", "fini-symbol", "std::string", "\"mesh_module_fini\"",
            "Name of the generated shut-down function">,
     Option<"initInMain", "init-in-main", "bool", "true",
-           "Call the start-up and shut-down functions from `main`, if any">
+           "Call the start-up and shut-down functions from `main`, if any">,
+    Option<"onStream", "on-stream", "bool", "false",
+           "Enqueue collectives on the runtime's GPU stream "
+           "(`meshrt_*_on_stream`) and select the GPU at start-up">
   ];
+}
+
+//===----------------------------------------------------------------------===//
+// The device stage of --mesh-to-nvvm
+//===----------------------------------------------------------------------===//
+
+def MeshGpuSerialKernels
+    : Pass<"mesh-gpu-serial-kernels", "::mlir::ModuleOp"> {
+  let summary = "Wraps host loop nests on buffers in one-thread kernels";
+  let description = [{
+    After `convert-parallel-loops-to-gpu`, code that touches buffers but has
+    no parallel dimension (a full reduction is an `scf.for`, a rank-0
+    `linalg` op is a few loads and a store) is still host code. On the GPU
+    path every buffer lives in device memory, so that host code would
+    dereference device pointers. This pass moves each such nest, with the
+    loads and the side-effect-free ops that compute what it stores, into a
+    `gpu.launch` of one block of one thread: correct, serial, and never run
+    on the host.
+
+    A root is an op of a host function, outside any `gpu.launch`, that has
+    no results, reads or writes a memref, and contains no GPU op and no
+    call. Ops with results that the host uses later (a load whose value
+    feeds host control flow) are left alone; the device verifier
+    (`mesh-gpu-verify-host-access`) reports them.
+
+    ```mlir
+    func.func @sum(%x: memref<64xf32>, %out: memref<f32>) {
+      scf.for %i = %c0 to %c64 step %c1 {
+        %a = memref.load %x[%i] : memref<64xf32>
+        %s = memref.load %out[] : memref<f32>
+        %t = arith.addf %s, %a : f32
+        memref.store %t, %out[] : memref<f32>
+      }
+      return
+    }
+    // becomes
+    //   gpu.launch blocks(...) in (%1 = %c1, %2 = %c1, %3 = %c1)
+    //              threads(...) in (%4 = %c1, %5 = %c1, %6 = %c1) {
+    //     scf.for %i = %c0 to %c64 step %c1 { ... }
+    //     gpu.terminator
+    //   }
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def MeshGpuDeviceMemory
+    : Pass<"mesh-gpu-device-memory", "::mlir::ModuleOp"> {
+  let summary = "Puts every buffer in device memory, stream-ordered";
+  let description = [{
+    Runs after `gpu-kernel-outlining`. In every host function that does
+    device work, it
+
+    * fetches the runtime's shared stream once at entry
+      (`meshrt_gpu_stream`), as an `!llvm.ptr` and as the
+      `!gpu.async.token` that the GPU lowering turns back into that stream;
+    * turns `memref.alloc` into `gpu.alloc async`, `memref.dealloc` into
+      `gpu.dealloc async`, and a `memref.copy` between contiguous buffers
+      into `gpu.memcpy async` (a strided copy is an error);
+    * makes every `gpu.launch_func` asynchronous on the stream;
+    * replaces each `memref.get_global` of a constant by a device copy made
+      the first time the function runs and kept in a pointer global
+      (`__mesh_device_<name>`): constants are copied to the device once;
+    * calls `meshrt_stream_synchronize` once before each return, so results
+      are ready when the call returns. Nothing synchronises in between:
+      kernels, copies and the `meshrt_*_on_stream` collectives are ordered
+      by the one stream.
+
+    Function arguments and results are device buffers.
+
+    ```mlir
+    func.func @f(%x: memref<16xf32>) -> memref<16xf32> {
+      %0 = memref.alloc() : memref<16xf32>
+      gpu.launch_func @f_kernel::@f_kernel blocks in (%c1, %c1, %c1)
+          threads in (%c16, %c1, %c1) args(%x : memref<16xf32>, %0 : memref<16xf32>)
+      return %0 : memref<16xf32>
+    }
+    // becomes
+    //   %stream = (meshrt_gpu_stream)
+    //   %t = builtin.unrealized_conversion_cast %stream : !llvm.ptr to !gpu.async.token
+    //   %0, %t0 = gpu.alloc async [%t] () : memref<16xf32>
+    //   %t1 = gpu.launch_func async [%t] @f_kernel::@f_kernel ...
+    //   llvm.call @meshrt_stream_synchronize(%stream)
+    //   return %0 : memref<16xf32>
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect", "::mlir::cf::ControlFlowDialect"
+  ];
+}
+
+def MeshGpuVerifyHostAccess
+    : Pass<"mesh-gpu-verify-host-access", "::mlir::ModuleOp"> {
+  let summary = "Fails when host code would touch a device buffer";
+  let description = [{
+    The last check of the device stage of `--mesh-to-nvvm`: on the GPU path
+    every buffer is in device memory, so a host op that reads, writes,
+    allocates or frees a memref is a bug that would crash (or silently
+    corrupt memory) at run time. Each such op outside a kernel is reported
+    with its name, and the pass fails. GPU ops (`gpu.alloc`, `gpu.memcpy`,
+    `gpu.launch_func`, ...) are the allowed ways to touch device memory;
+    taking a buffer's address (`memref.extract_aligned_pointer_as_index`)
+    reads nothing and is allowed.
+
+    ```mlir
+    func.func @f(%x: memref<4xf32>) -> f32 {
+      %c0 = arith.constant 0 : index
+      // error: 'memref.load' op reads a device buffer on the host
+      %v = memref.load %x[%c0] : memref<4xf32>
+      return %v : f32
+    }
+    ```
+  }];
 }
 
 #endif // MESH_CONVERSION_PASSES_TD

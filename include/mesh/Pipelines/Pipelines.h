@@ -39,7 +39,58 @@ struct MeshToLLVMOptions : public mlir::PassPipelineOptions<MeshToLLVMOptions> {
 void buildMeshToLLVMPipeline(mlir::OpPassManager &pm,
                              const MeshToLLVMOptions &options);
 
-/// Registers --mesh-to-llvm.
+/// Options of --mesh-to-nvvm: those of --mesh-to-llvm, and the GPU's.
+struct MeshToNVVMOptions : public mlir::PassPipelineOptions<MeshToNVVMOptions> {
+  PassOptions::Option<std::string> initSymbol{
+      *this, "init-symbol",
+      llvm::cl::desc("Name of the generated start-up function"),
+      llvm::cl::init("mesh_module_init")};
+  PassOptions::Option<std::string> finiSymbol{
+      *this, "fini-symbol",
+      llvm::cl::desc("Name of the generated shut-down function"),
+      llvm::cl::init("mesh_module_fini")};
+  PassOptions::Option<bool> writableArguments{
+      *this, "writable-arguments",
+      llvm::cl::desc("Let kernels write into their callers' tensor arguments"),
+      llvm::cl::init(false)};
+  PassOptions::Option<bool> initInMain{
+      *this, "init-in-main",
+      llvm::cl::desc("Call start-up and shut-down from main, if any"),
+      llvm::cl::init(true)};
+  PassOptions::Option<std::string> chip{
+      *this, "chip",
+      llvm::cl::desc("GPU architecture the kernels are compiled for (sm_XY); "
+                     "the PTX ISA is the lowest the chip supports"),
+      llvm::cl::init("sm_90")};
+  PassOptions::Option<std::string> cudaPath{
+      *this, "cuda-path",
+      llvm::cl::desc("CUDA toolkit (ptxas, fatbinary, libdevice); empty: "
+                     "$CUDA_HOME, else /usr/local/cuda"),
+      llvm::cl::init("")};
+  PassOptions::Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("What the kernels become: fatbin (SASS for the chip and "
+                     "PTX), bin (SASS only), isa (PTX text, no toolkit run)"),
+      llvm::cl::init("fatbin")};
+  PassOptions::ListOption<int64_t> tileSizes{
+      *this, "tile-sizes",
+      llvm::cl::desc("Threads per block along the leading parallel "
+                     "dimensions (default 16,16)")};
+};
+
+/// Partitioned tensor IR with mesh collectives to the LLVM dialect with the
+/// kernels in a gpu.binary: bufferization and collectives as for
+/// --mesh-to-llvm (collectives on the shared stream), linalg to tiled
+/// parallel loops mapped to blocks and threads, every buffer in device
+/// memory, the device checks, NVVM, and gpu-module-to-binary.
+void buildMeshToNVVMPipeline(mlir::OpPassManager &pm,
+                             const MeshToNVVMOptions &options);
+
+/// The CUDA toolkit directory `--mesh-to-nvvm` uses when its `cuda-path`
+/// option is `requested`: that, else $CUDA_HOME, else /usr/local/cuda.
+std::string resolveCudaPath(llvm::StringRef requested);
+
+/// Registers --mesh-to-llvm and --mesh-to-nvvm.
 void registerMeshPipelines();
 
 } // namespace mesh

@@ -238,6 +238,8 @@ public:
   ModuleOp module;
   MLIRContext *ctx;
   Type ptrType, i32Type, i64Type, i8Type;
+  /// Collectives on the runtime's GPU stream (the `on-stream` option).
+  bool onStream = false;
 
 private:
   /// A communicator: the name of its mesh and the indices of its ordered
@@ -262,6 +264,17 @@ private:
   void emitGuardedFunction(StringRef name, LLVM::GlobalOp guard,
                            bool initialises,
                            function_ref<void(OpBuilder &, Location)> body);
+  /// Picks this process's GPU (meshrt_gpu_select_device), before any
+  /// communicator or kernel needs it.
+  void emitDeviceSelection(OpBuilder &b, Location loc) {
+    Value slot =
+        LLVM::AllocaOp::create(b, loc, ptrType, i64Type, constI64(b, loc, 1));
+    Value status = LLVM::CallOp::create(
+                       b, loc, getFunc("meshrt_gpu_select_device", {ptrType}),
+                       ValueRange{slot})
+                       .getResult();
+    checkStatus(b, loc, status, "meshrt_gpu_select_device");
+  }
   /// Declares `mesh` to the runtime and stores its handle in its global.
   void emitMeshDeclaration(OpBuilder &b, Location loc,
                            LLVM::LLVMFuncOp declareFn, MeshOp mesh);
@@ -467,6 +480,16 @@ public:
   // ---- Runtime calls -----------------------------------------------------
 
   Value call(StringRef name, ArrayRef<Value> args) {
+    SmallVector<Value> withStream;
+    std::string streamName;
+    if (rt.onStream && isCollectiveEntry(name)) {
+      // Same arguments, plus the shared stream: stream-ordered on the GPU.
+      withStream.assign(args.begin(), args.end());
+      withStream.push_back(sharedStream());
+      streamName = (name + "_on_stream").str();
+      name = streamName;
+      args = withStream;
+    }
     SmallVector<Type> types;
     for (Value a : args)
       types.push_back(a.getType());
@@ -476,6 +499,25 @@ public:
         b, loc, status,
         (name + " for '" + op->getName().getStringRef() + "'").str());
     return status;
+  }
+
+  /// True for the runtime entries that move buffer contents.
+  static bool isCollectiveEntry(StringRef name) {
+    return llvm::is_contained({"meshrt_all_reduce", "meshrt_all_gather",
+                               "meshrt_reduce_scatter", "meshrt_all_to_all",
+                               "meshrt_broadcast", "meshrt_permute"},
+                              name);
+  }
+
+  /// The runtime's shared GPU stream, fetched with meshrt_gpu_stream.
+  Value sharedStream() {
+    Value slot = entryAlloca();
+    Value status = LLVM::CallOp::create(
+                       b, loc, rt.getFunc("meshrt_gpu_stream", {rt.ptrType}),
+                       ValueRange{slot})
+                       .getResult();
+    rt.checkStatus(b, loc, status, "meshrt_gpu_stream");
+    return LLVM::LoadOp::create(b, loc, rt.ptrType, slot);
   }
 
   /// Calls `name(handle, ..., &out)` and returns `out` as an index.
@@ -562,6 +604,8 @@ LogicalResult RuntimeModule::emitInitAndFini(StringRef initName,
                                             ValueRange{constI32(b, loc, 0)})
                            .getResult();
         checkStatus(b, loc, status, "meshrt_init");
+        if (onStream)
+          emitDeviceSelection(b, loc);
         for (MeshOp mesh : meshOrder)
           emitMeshDeclaration(b, loc, funcs.declareMesh, mesh);
         for (const auto &[key, global] : commGlobals)
@@ -908,6 +952,7 @@ struct ConvertMeshToRuntimePass
     ModuleOp module = getOperation();
     SymbolTableCollection symbols;
     RuntimeModule rt(module);
+    rt.onStream = onStream;
 
     // Everything left for the runtime must be memref-form and partitioned.
     SmallVector<Operation *> work;

@@ -1,0 +1,278 @@
+//===- DeviceMemory.cpp - buffers to device memory, stream-ordered --------===//
+//
+// The host-to-device rewrite of --mesh-to-nvvm, after kernel outlining:
+// allocations, frees, copies and kernel launches become asynchronous GPU ops
+// on the runtime's shared stream, constants get a device copy made once,
+// and each function synchronises the stream once before it returns.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mesh/Conversion/Passes.h"
+
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+namespace mlir {
+namespace mesh {
+#define GEN_PASS_DEF_MESHGPUDEVICEMEMORY
+#include "mesh/Conversion/Passes.h.inc"
+} // namespace mesh
+} // namespace mlir
+
+using namespace mlir;
+
+namespace {
+
+/// Rewrites one host function; the stream is fetched on first need.
+class DeviceFunction {
+public:
+  DeviceFunction(ModuleOp module, func::FuncOp func)
+      : module(module), func(func), ctx(func.getContext()),
+        ptrType(LLVM::LLVMPointerType::get(ctx)),
+        i32Type(IntegerType::get(ctx, 32)), i64Type(IntegerType::get(ctx, 64)) {
+  }
+
+  LogicalResult run();
+
+private:
+  /// True when the function has anything to run on the device.
+  bool needsDevice();
+  /// Emits the stream fetch at function entry; sets `stream` and `token`.
+  void fetchStream();
+  /// The device copy of the constant `get`, made on the first call.
+  Value deviceConstant(OpBuilder &b, memref::GetGlobalOp get);
+  /// Declares (once) the runtime function `name` returning i32.
+  LLVM::LLVMFuncOp runtimeFunc(StringRef name, ArrayRef<Type> args);
+  /// Calls `name(args)` and aborts with a message on a non-zero status.
+  void callChecked(OpBuilder &b, Location loc, StringRef name,
+                   ArrayRef<Value> args);
+
+  ModuleOp module;
+  func::FuncOp func;
+  MLIRContext *ctx;
+  Type ptrType, i32Type, i64Type;
+  Value stream, token;
+};
+
+} // namespace
+
+/// True for a host op that touches device memory once buffers are on the
+/// device, or for a stream-ordered runtime call.
+static bool isDeviceWork(Operation *op) {
+  if (isa<memref::AllocOp, memref::DeallocOp, memref::CopyOp,
+          memref::GetGlobalOp, gpu::LaunchFuncOp>(op))
+    return true;
+  if (auto call = dyn_cast<LLVM::CallOp>(op))
+    if (std::optional<StringRef> callee = call.getCallee())
+      return callee->ends_with("_on_stream");
+  return false;
+}
+
+bool DeviceFunction::needsDevice() {
+  return func
+      .walk([](Operation *op) {
+        return isDeviceWork(op) ? WalkResult::interrupt()
+                                : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+LLVM::LLVMFuncOp DeviceFunction::runtimeFunc(StringRef name,
+                                             ArrayRef<Type> args) {
+  if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
+    return fn;
+  OpBuilder b(ctx);
+  b.setInsertionPointToStart(module.getBody());
+  auto fn = LLVM::LLVMFuncOp::create(
+      b, module.getLoc(), name, LLVM::LLVMFunctionType::get(i32Type, args));
+  fn.setPrivate();
+  return fn;
+}
+
+void DeviceFunction::callChecked(OpBuilder &b, Location loc, StringRef name,
+                                 ArrayRef<Value> args) {
+  SmallVector<Type> types;
+  for (Value a : args)
+    types.push_back(a.getType());
+  Value status =
+      LLVM::CallOp::create(b, loc, runtimeFunc(name, types), args).getResult();
+  Value zero =
+      LLVM::ConstantOp::create(b, loc, i32Type, b.getI32IntegerAttr(0));
+  Value ok =
+      LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, status, zero);
+  cf::AssertOp::create(
+      b, loc, ok,
+      ("mesh runtime: " + name + " failed (meshrt_last_error() says why)")
+          .str());
+}
+
+void DeviceFunction::fetchStream() {
+  OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
+  Location loc = func.getLoc();
+  Value one = LLVM::ConstantOp::create(b, loc, i64Type, b.getI64IntegerAttr(1));
+  Value slot = LLVM::AllocaOp::create(b, loc, ptrType, ptrType, one);
+  callChecked(b, loc, "meshrt_gpu_stream", {slot});
+  stream = LLVM::LoadOp::create(b, loc, ptrType, slot);
+  token = UnrealizedConversionCastOp::create(
+              b, loc, gpu::AsyncTokenType::get(ctx), stream)
+              .getResult(0);
+}
+
+/// The LLVM struct that a memref of `type` lowers to.
+static LLVM::LLVMStructType descriptorType(MLIRContext *ctx, MemRefType type) {
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  Type i64 = IntegerType::get(ctx, 64);
+  SmallVector<Type> fields{ptr, ptr, i64};
+  if (type.getRank() > 0) {
+    auto array = LLVM::LLVMArrayType::get(i64, type.getRank());
+    fields.push_back(array);
+    fields.push_back(array);
+  }
+  return LLVM::LLVMStructType::getLiteral(ctx, fields);
+}
+
+Value DeviceFunction::deviceConstant(OpBuilder &b, memref::GetGlobalOp get) {
+  Location loc = get.getLoc();
+  auto type = cast<MemRefType>(get.getType());
+  // The pointer global, shared by every function that uses the constant.
+  std::string name = ("__mesh_device_" + get.getName()).str();
+  auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
+  if (!global) {
+    OpBuilder mb(ctx);
+    mb.setInsertionPointToStart(module.getBody());
+    global = LLVM::GlobalOp::create(mb, loc, ptrType, /*isConstant=*/false,
+                                    LLVM::Linkage::Internal, name, Attribute());
+    Block *init = mb.createBlock(&global.getInitializerRegion());
+    mb.setInsertionPointToStart(init);
+    LLVM::ReturnOp::create(mb, loc,
+                           LLVM::ZeroOp::create(mb, loc, ptrType).getResult());
+  }
+  // First use: allocate, copy from the host constant, remember the pointer.
+  Value addr = LLVM::AddressOfOp::create(b, loc, global);
+  Value current = LLVM::LoadOp::create(b, loc, ptrType, addr);
+  Value null = LLVM::ZeroOp::create(b, loc, ptrType);
+  Value missing =
+      LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, current, null);
+  auto ifOp = scf::IfOp::create(b, loc, missing, /*withElseRegion=*/false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    auto alloc =
+        gpu::AllocOp::create(b, loc, type, token.getType(), ValueRange{token},
+                             ValueRange(), ValueRange());
+    gpu::MemcpyOp::create(b, loc, token.getType(), ValueRange{token},
+                          alloc.getMemref(), get.getResult());
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(
+        b, loc, alloc.getMemref());
+    Value asInt = arith::IndexCastOp::create(b, loc, i64Type, base);
+    Value ptr = LLVM::IntToPtrOp::create(b, loc, ptrType, asInt);
+    LLVM::StoreOp::create(b, loc, ptr, addr);
+  }
+  // A descriptor of the device copy, as the memref lowering lays it out.
+  Value device = LLVM::LoadOp::create(b, loc, ptrType, addr);
+  LLVM::LLVMStructType descType = descriptorType(ctx, type);
+  Value desc = LLVM::UndefOp::create(b, loc, descType);
+  desc =
+      LLVM::InsertValueOp::create(b, loc, desc, device, ArrayRef<int64_t>{0});
+  desc =
+      LLVM::InsertValueOp::create(b, loc, desc, device, ArrayRef<int64_t>{1});
+  auto i64 = [&](int64_t v) {
+    return LLVM::ConstantOp::create(b, loc, i64Type, b.getI64IntegerAttr(v));
+  };
+  desc =
+      LLVM::InsertValueOp::create(b, loc, desc, i64(0), ArrayRef<int64_t>{2});
+  int64_t offset;
+  SmallVector<int64_t> strides;
+  (void)type.getStridesAndOffset(strides, offset);
+  for (auto [i, size] : llvm::enumerate(type.getShape())) {
+    int64_t d = static_cast<int64_t>(i);
+    desc = LLVM::InsertValueOp::create(b, loc, desc, i64(size),
+                                       ArrayRef<int64_t>{3, d});
+    desc = LLVM::InsertValueOp::create(b, loc, desc, i64(strides[i]),
+                                       ArrayRef<int64_t>{4, d});
+  }
+  return UnrealizedConversionCastOp::create(b, loc, type, desc).getResult(0);
+}
+
+LogicalResult DeviceFunction::run() {
+  if (func.isExternal() || !needsDevice())
+    return success();
+  fetchStream();
+  Type tokenType = token.getType();
+
+  SmallVector<Operation *> ops;
+  func.walk([&](Operation *op) {
+    if (isDeviceWork(op) || isa<func::ReturnOp>(op))
+      ops.push_back(op);
+  });
+  for (Operation *op : ops) {
+    OpBuilder b(op);
+    Location loc = op->getLoc();
+    if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+      auto device = gpu::AllocOp::create(
+          b, loc, alloc.getType(), tokenType, ValueRange{token},
+          alloc.getDynamicSizes(), alloc.getSymbolOperands());
+      alloc.replaceAllUsesWith(device.getMemref());
+      alloc.erase();
+    } else if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
+      gpu::DeallocOp::create(b, loc, tokenType, ValueRange{token},
+                             dealloc.getMemref());
+      dealloc.erase();
+    } else if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+      auto source = cast<MemRefType>(copy.getSource().getType());
+      auto target = cast<MemRefType>(copy.getTarget().getType());
+      if (!source.getLayout().isIdentity() || !target.getLayout().isIdentity())
+        return copy.emitOpError()
+               << "copies a strided buffer, which has no device lowering; "
+                  "only contiguous copies become gpu.memcpy";
+      gpu::MemcpyOp::create(b, loc, tokenType, ValueRange{token},
+                            copy.getTarget(), copy.getSource());
+      copy.erase();
+    } else if (auto get = dyn_cast<memref::GetGlobalOp>(op)) {
+      auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+          get, get.getNameAttr());
+      if (!global || !global.getConstant())
+        return get.emitOpError()
+               << "refers to a mutable host global, which kernels cannot use";
+      // Only the uses there are now; the device copy reads the host one.
+      SmallVector<OpOperand *> uses;
+      for (OpOperand &use : get->getUses())
+        uses.push_back(&use);
+      b.setInsertionPointAfter(get);
+      Value device = deviceConstant(b, get);
+      for (OpOperand *use : uses)
+        use->set(device);
+    } else if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
+      if (launch.getAsyncToken())
+        continue;
+      std::optional<gpu::KernelDim3> cluster;
+      if (launch.hasClusterSize())
+        cluster = launch.getClusterSizeOperandValues();
+      gpu::LaunchFuncOp::create(
+          b, loc, launch.getKernel(), launch.getGridSizeOperandValues(),
+          launch.getBlockSizeOperandValues(),
+          launch.getDynamicSharedMemorySize(), launch.getKernelOperands(),
+          tokenType, ValueRange{token}, cluster);
+      launch.erase();
+    } else if (isa<func::ReturnOp>(op)) {
+      callChecked(b, loc, "meshrt_stream_synchronize", {stream});
+    }
+  }
+  return success();
+}
+
+namespace {
+
+struct MeshGpuDeviceMemoryPass
+    : public mesh::impl::MeshGpuDeviceMemoryBase<MeshGpuDeviceMemoryPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
+    for (func::FuncOp func : funcs)
+      if (failed(DeviceFunction(module, func).run()))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

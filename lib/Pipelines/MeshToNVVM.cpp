@@ -1,0 +1,139 @@
+//===- MeshToNVVM.cpp - the --mesh-to-nvvm pipeline -----------------------===//
+//
+// From partitioned tensor IR to the LLVM dialect with the kernels compiled
+// for an NVIDIA GPU: the host stage of --mesh-to-llvm with collectives on
+// the runtime's stream, linalg to tiled parallel loops mapped to blocks and
+// threads, our host-to-device rewrite and its check, then NVVM and
+// gpu-module-to-binary.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mesh/Conversion/Passes.h"
+#include "mesh/Dialect/Mesh/Transforms/Passes.h"
+#include "mesh/Pipelines/Pipelines.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Transforms/Passes.h"
+
+#include <cstdlib>
+
+using namespace mlir;
+
+std::string mlir::mesh::resolveCudaPath(StringRef requested) {
+  if (!requested.empty())
+    return requested.str();
+  if (const char *home = std::getenv("CUDA_HOME"); home && *home)
+    return home;
+  return "/usr/local/cuda";
+}
+
+/// Bufferization, deallocation and collectives, as on the host path, the
+/// collectives enqueued on the runtime's shared stream.
+static void addHostStage(OpPassManager &pm,
+                         const mesh::MeshToNVVMOptions &options) {
+  mesh::PrepareForBufferizationOptions prepare;
+  prepare.writableArguments = options.writableArguments;
+  pm.addPass(mesh::createPrepareForBufferization(prepare));
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  bufferize.allowReturnAllocsFromLoops = true;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferDeallocationPipelineOptions dealloc;
+  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+
+  mesh::ConvertMeshToRuntimeOptions runtime;
+  runtime.initSymbol = options.initSymbol;
+  runtime.finiSymbol = options.finiSymbol;
+  runtime.initInMain = options.initInMain;
+  runtime.onStream = true;
+  pm.addPass(mesh::createConvertMeshToRuntime(runtime));
+  // bufferization.clone to memref.alloc + memref.copy, which the device
+  // stage turns into gpu.alloc + gpu.memcpy.
+  pm.addPass(createConvertBufferizationToMemRefPass());
+}
+
+/// linalg to parallel loops, fused, tiled (the tile is the thread block),
+/// and mapped to blocks and threads; what has no parallel dimension becomes
+/// a one-thread kernel; every buffer moves to the device.
+static void addDeviceStage(OpPassManager &pm,
+                           const mesh::MeshToNVVMOptions &options) {
+  SmallVector<int64_t> tiles(options.tileSizes.begin(),
+                             options.tileSizes.end());
+  if (tiles.empty())
+    tiles = {16, 16};
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createParallelLoopFusionPass());
+  // No canonicalisation between tiling and mapping: it would merge the
+  // nested loops again and give every block one thread. Without min/max
+  // bounds, ragged and dynamic shapes still become one guarded kernel.
+  pm.addNestedPass<func::FuncOp>(
+      createParallelLoopTilingPass(tiles, /*noMinMaxBounds=*/true));
+  pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(mesh::createMeshGpuSerialKernels());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(mesh::createMeshGpuDeviceMemory());
+  pm.addPass(mesh::createMeshGpuVerifyHostAccess());
+}
+
+/// Upstream's GPU-to-NVVM lowering, spelled out so that the chip, the
+/// toolkit and the PTX ISA (the chip's lowest) are ours to choose.
+static void addNVVMStage(OpPassManager &pm,
+                         const mesh::MeshToNVVMOptions &options) {
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createArithToLLVMConversionPass());
+  ConvertIndexToLLVMPassOptions index;
+  index.indexBitwidth = 64;
+  pm.addPass(createConvertIndexToLLVMPass(index));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createStripDebugInfoPass());
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  nvvm.indexBitwidth = 64;
+  kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  kernels.addPass(LLVM::createNVVMOptimizeForTargetPass());
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+
+  pm.addPass(createGpuToLLVMConversionPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = options.format;
+  binary.toolkitPath = mesh::resolveCudaPath(options.cudaPath);
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void mlir::mesh::buildMeshToNVVMPipeline(OpPassManager &pm,
+                                         const MeshToNVVMOptions &options) {
+  addHostStage(pm, options);
+  addDeviceStage(pm, options);
+  addNVVMStage(pm, options);
+}

@@ -1,0 +1,115 @@
+// RUN: mesh-opt %s --mesh-gpu-device-memory --split-input-file -verify-diagnostics | FileCheck %s
+
+// Buffers, copies and launches go on the runtime's shared stream; the one
+// synchronisation is before the return.
+
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @k(%x: memref<16xf32>, %y: memref<16xf32>) kernel {
+      gpu.return
+    }
+  }
+
+  // CHECK-LABEL: func.func @f
+  // CHECK: %[[SLOT:.*]] = llvm.alloca
+  // CHECK: %[[ST:.*]] = llvm.call @meshrt_gpu_stream(%[[SLOT]]) : (!llvm.ptr) -> i32
+  // CHECK: cf.assert
+  // CHECK: %[[S:.*]] = llvm.load %[[SLOT]] : !llvm.ptr -> !llvm.ptr
+  // CHECK: %[[T:.*]] = builtin.unrealized_conversion_cast %[[S]] : !llvm.ptr to !gpu.async.token
+  // CHECK: %[[A:.*]], %{{.*}} = gpu.alloc async [%[[T]]] () : memref<16xf32>
+  // CHECK: gpu.memcpy async [%[[T]]] %[[A]], %arg0
+  // CHECK: gpu.launch_func async [%[[T]]] @k::@k
+  // CHECK: %[[B:.*]], %{{.*}} = gpu.alloc async [%[[T]]] () : memref<16xf32>
+  // CHECK: gpu.launch_func async [%[[T]]] @k::@k
+  // CHECK: gpu.dealloc async [%[[T]]] %[[A]]
+  // CHECK-NOT: meshrt_stream_synchronize
+  // CHECK: %[[SYNC:.*]] = llvm.call @meshrt_stream_synchronize(%[[S]])
+  // CHECK-NEXT: llvm.mlir.constant(0 : i32)
+  // CHECK-NEXT: llvm.icmp "eq" %[[SYNC]]
+  // CHECK-NEXT: cf.assert
+  // CHECK-NEXT: return %[[B]]
+  // CHECK-NOT: memref.alloc
+  // CHECK-NOT: memref.copy
+  // CHECK-NOT: memref.dealloc
+  func.func @f(%x: memref<16xf32>) -> memref<16xf32> {
+    %c1 = arith.constant 1 : index
+    %a = memref.alloc() : memref<16xf32>
+    memref.copy %x, %a : memref<16xf32> to memref<16xf32>
+    gpu.launch_func @k::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%x : memref<16xf32>, %a : memref<16xf32>)
+    %b = memref.alloc() : memref<16xf32>
+    gpu.launch_func @k::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%a : memref<16xf32>, %b : memref<16xf32>)
+    memref.dealloc %a : memref<16xf32>
+    return %b : memref<16xf32>
+  }
+
+  // No device work: no stream, no synchronisation.
+  // CHECK-LABEL: func.func @host_only
+  // CHECK-NOT: llvm.call
+  // CHECK: return
+  func.func @host_only(%n: index) -> index {
+    return %n : index
+  }
+}
+
+// -----
+
+// A constant gets a device copy made on the first call and kept in a
+// pointer global; kernels get a descriptor of the device copy.
+
+module attributes {gpu.container_module} {
+  // CHECK: llvm.mlir.global internal @__mesh_device___constant_4xf32() {{.*}} : !llvm.ptr
+  // CHECK: llvm.mlir.zero
+  memref.global "private" constant @__constant_4xf32 : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
+  gpu.module @k {
+    gpu.func @k(%x: memref<4xf32>) kernel {
+      gpu.return
+    }
+  }
+  // CHECK-LABEL: func.func @g
+  // CHECK: %[[T:.*]] = builtin.unrealized_conversion_cast %{{.*}} : !llvm.ptr to !gpu.async.token
+  // CHECK: %[[HOST:.*]] = memref.get_global @__constant_4xf32
+  // CHECK: %[[ADDR:.*]] = llvm.mlir.addressof @__mesh_device___constant_4xf32
+  // CHECK: %[[OLD:.*]] = llvm.load %[[ADDR]]
+  // CHECK: %[[MISSING:.*]] = llvm.icmp "eq" %[[OLD]]
+  // CHECK: scf.if %[[MISSING]] {
+  // CHECK-NEXT: %[[DEV:.*]], %{{.*}} = gpu.alloc async [%[[T]]] () : memref<4xf32>
+  // CHECK-NEXT: gpu.memcpy async [%[[T]]] %[[DEV]], %[[HOST]]
+  // CHECK: llvm.store %{{.*}}, %[[ADDR]]
+  // CHECK: %[[PTR:.*]] = llvm.load %[[ADDR]]
+  // CHECK: llvm.insertvalue %[[PTR]]
+  // CHECK: %[[DESC:.*]] = builtin.unrealized_conversion_cast %{{.*}} : !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)> to memref<4xf32>
+  // CHECK: gpu.launch_func async [%[[T]]] @k::@k {{.*}} args(%[[DESC]] : memref<4xf32>)
+  func.func @g() {
+    %c1 = arith.constant 1 : index
+    %c = memref.get_global @__constant_4xf32 : memref<4xf32>
+    gpu.launch_func @k::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%c : memref<4xf32>)
+    return
+  }
+}
+
+// -----
+
+// A stream-ordered collective is device work: the function synchronises
+// before it returns.
+
+// CHECK-LABEL: func.func @collective_only
+// CHECK: llvm.call @meshrt_all_reduce_on_stream
+// CHECK: llvm.call @meshrt_stream_synchronize
+// CHECK-NEXT: llvm.mlir.constant
+// CHECK-NEXT: llvm.icmp
+// CHECK-NEXT: cf.assert
+// CHECK-NEXT: return
+llvm.func @meshrt_all_reduce_on_stream(!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i32, i32, !llvm.ptr) -> i32
+func.func @collective_only(%c: !llvm.ptr, %s: !llvm.ptr, %r: !llvm.ptr, %n: i64, %d: i32, %st: !llvm.ptr) {
+  %0 = llvm.call @meshrt_all_reduce_on_stream(%c, %s, %r, %n, %d, %d, %st) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i32, i32, !llvm.ptr) -> i32
+  return
+}
+
+// -----
+
+func.func @strided(%x: memref<4x4xf32>, %y: memref<4xf32>) {
+  %s = memref.subview %x[0, 1] [4, 1] [1, 1] : memref<4x4xf32> to memref<4xf32, strided<[4], offset: 1>>
+  // expected-error @+1 {{'memref.copy' op copies a strided buffer, which has no device lowering; only contiguous copies become gpu.memcpy}}
+  memref.copy %s, %y : memref<4xf32, strided<[4], offset: 1>> to memref<4xf32>
+  return
+}

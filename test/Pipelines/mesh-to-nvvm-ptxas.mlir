@@ -1,0 +1,34 @@
+// REQUIRES: ptxas
+// The kernels of the examples, compiled for sm_90, are PTX that CUDA's ptxas
+// accepts: once through gpu-module-to-binary (fatbin: ptxas and fatbinary
+// run on the toolkit named by cuda-path), once by running ptxas on the PTX
+// of format=isa directly.
+
+// RUN: mesh-opt %mesh_src_root/examples/mlir/hsdp_step.mlir --mesh-to-nvvm="cuda-path=%cuda_path" | FileCheck %s --check-prefix=FATBIN
+// RUN: mesh-opt %mesh_src_root/examples/mlir/tp_mlp.mlir --mesh-to-nvvm="cuda-path=%cuda_path" | FileCheck %s --check-prefix=FATBIN
+// RUN: mesh-opt %mesh_src_root/examples/mlir/ulysses.mlir --mesh-to-nvvm="cuda-path=%cuda_path" | FileCheck %s --check-prefix=FATBIN
+// RUN: mesh-opt %s --mesh-to-nvvm="cuda-path=%cuda_path" | FileCheck %s --check-prefix=FATBIN
+
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: mesh-opt %mesh_src_root/examples/mlir/hsdp_step.mlir --mesh-to-nvvm="format=isa cuda-path=%cuda_path" -o %t/hsdp.mlir
+// RUN: %python %S/Inputs/extract-ptx.py %t/hsdp.mlir %t/hsdp
+// RUN: mesh-opt %mesh_src_root/examples/mlir/tp_mlp.mlir --mesh-to-nvvm="format=isa cuda-path=%cuda_path" -o %t/tp.mlir
+// RUN: %python %S/Inputs/extract-ptx.py %t/tp.mlir %t/tp
+// RUN: mesh-opt %mesh_src_root/examples/mlir/ulysses.mlir --mesh-to-nvvm="format=isa cuda-path=%cuda_path" -o %t/uly.mlir
+// RUN: %python %S/Inputs/extract-ptx.py %t/uly.mlir %t/uly
+// RUN: mesh-opt %s --mesh-to-nvvm="format=isa cuda-path=%cuda_path" -o %t/libdevice.mlir
+// RUN: %python %S/Inputs/extract-ptx.py %t/libdevice.mlir %t/libdevice
+// RUN: for f in %t/*/*.ptx; do %ptxas -arch=sm_90 $f -o /dev/null || exit 1; done
+// RUN: FileCheck %s --check-prefix=PTX --input-file=%t/libdevice/exp_kernel.ptx
+
+// FATBIN: gpu.binary @{{.*}}#nvvm.target<O = 3, chip = "sm_90">
+
+// math.exp needs libdevice: with the toolkit found it is linked in, not left
+// as an unresolved extern (which only the driver's JIT would reject).
+// PTX: .target sm_90
+// PTX-NOT: .extern .func {{.*}}__nv_expf
+
+func.func @exp(%x: tensor<256xf32>) -> tensor<256xf32> {
+  %0 = math.exp %x : tensor<256xf32>
+  return %0 : tensor<256xf32>
+}
