@@ -40,26 +40,9 @@ std::string mlir::mesh::resolveCudaPath(StringRef requested) {
 /// collectives enqueued on the runtime's shared stream.
 static void addHostStage(OpPassManager &pm,
                          const mesh::MeshToNVVMOptions &options) {
-  mesh::PrepareForBufferizationOptions prepare;
-  prepare.writableArguments = options.writableArguments;
-  pm.addPass(mesh::createPrepareForBufferization(prepare));
-  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
-  pm.addPass(createCanonicalizerPass());
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  bufferize.allowReturnAllocsFromLoops = true;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  bufferization::BufferDeallocationPipelineOptions dealloc;
-  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
-
-  mesh::ConvertMeshToRuntimeOptions runtime;
-  runtime.initSymbol = options.initSymbol;
-  runtime.finiSymbol = options.finiSymbol;
-  runtime.initInMain = options.initInMain;
-  runtime.onStream = true;
-  pm.addPass(mesh::createConvertMeshToRuntime(runtime));
+  mesh::addBufferizationAndRuntimeCalls(pm, options.writableArguments,
+                                        options.initSymbol, options.finiSymbol,
+                                        options.initInMain, /*onStream=*/true);
   // bufferization.clone to memref.alloc + memref.copy, which the device
   // stage turns into gpu.alloc + gpu.memcpy.
   pm.addPass(createConvertBufferizationToMemRefPass());

@@ -21,12 +21,13 @@
 
 using namespace mlir;
 
-void mlir::mesh::buildMeshToLLVMPipeline(OpPassManager &pm,
-                                         const MeshToLLVMOptions &options) {
+void mlir::mesh::addBufferizationAndRuntimeCalls(
+    OpPassManager &pm, bool writableArguments, StringRef initSymbol,
+    StringRef finiSymbol, bool initInMain, bool onStream) {
   // Drop the (partitioned) program's sharding annotations and keep callers'
   // buffers read-only.
   PrepareForBufferizationOptions prepare;
-  prepare.writableArguments = options.writableArguments;
+  prepare.writableArguments = writableArguments;
   pm.addPass(createPrepareForBufferization(prepare));
 
   // Tensors: elementwise arith/math to linalg, then bufferize everything,
@@ -49,10 +50,18 @@ void mlir::mesh::buildMeshToLLVMPipeline(OpPassManager &pm,
 
   // Collectives to runtime calls.
   ConvertMeshToRuntimeOptions runtime;
-  runtime.initSymbol = options.initSymbol;
-  runtime.finiSymbol = options.finiSymbol;
-  runtime.initInMain = options.initInMain;
+  runtime.initSymbol = initSymbol.str();
+  runtime.finiSymbol = finiSymbol.str();
+  runtime.initInMain = initInMain;
+  runtime.onStream = onStream;
   pm.addPass(createConvertMeshToRuntime(runtime));
+}
+
+void mlir::mesh::buildMeshToLLVMPipeline(OpPassManager &pm,
+                                         const MeshToLLVMOptions &options) {
+  addBufferizationAndRuntimeCalls(pm, options.writableArguments,
+                                  options.initSymbol, options.finiSymbol,
+                                  options.initInMain, /*onStream=*/false);
 
   // Loops and the conversions to LLVM.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());

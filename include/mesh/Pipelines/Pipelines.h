@@ -13,25 +13,40 @@
 namespace mlir {
 namespace mesh {
 
-/// Options of --mesh-to-llvm.
-struct MeshToLLVMOptions : public mlir::PassPipelineOptions<MeshToLLVMOptions> {
-  PassOptions::Option<std::string> initSymbol{
+/// The options both compile pipelines have (`Derived` is the pipeline's
+/// options type, as PassPipelineOptions wants).
+template <typename Derived>
+struct MeshCompileOptions : public mlir::PassPipelineOptions<Derived> {
+  mlir::detail::PassOptions::Option<std::string> initSymbol{
       *this, "init-symbol",
       llvm::cl::desc("Name of the generated start-up function"),
       llvm::cl::init("mesh_module_init")};
-  PassOptions::Option<std::string> finiSymbol{
+  mlir::detail::PassOptions::Option<std::string> finiSymbol{
       *this, "fini-symbol",
       llvm::cl::desc("Name of the generated shut-down function"),
       llvm::cl::init("mesh_module_fini")};
-  PassOptions::Option<bool> writableArguments{
+  mlir::detail::PassOptions::Option<bool> writableArguments{
       *this, "writable-arguments",
       llvm::cl::desc("Let kernels write into their callers' tensor arguments"),
       llvm::cl::init(false)};
-  PassOptions::Option<bool> initInMain{
+  mlir::detail::PassOptions::Option<bool> initInMain{
       *this, "init-in-main",
       llvm::cl::desc("Call start-up and shut-down from main, if any"),
       llvm::cl::init(true)};
 };
+
+/// Options of --mesh-to-llvm.
+struct MeshToLLVMOptions : public MeshCompileOptions<MeshToLLVMOptions> {};
+
+/// The start of both compile pipelines: the program's annotations dropped,
+/// tensors bufferized (function boundaries included, identity layouts),
+/// deallocation, and collectives to runtime calls (stream-ordered ones with
+/// `onStream`).
+void addBufferizationAndRuntimeCalls(mlir::OpPassManager &pm,
+                                     bool writableArguments,
+                                     llvm::StringRef initSymbol,
+                                     llvm::StringRef finiSymbol,
+                                     bool initInMain, bool onStream);
 
 /// Partitioned tensor IR with mesh collectives to the LLVM dialect: tensors
 /// to linalg, one-shot bufferization, collectives to runtime calls, linalg to
@@ -40,23 +55,7 @@ void buildMeshToLLVMPipeline(mlir::OpPassManager &pm,
                              const MeshToLLVMOptions &options);
 
 /// Options of --mesh-to-nvvm: those of --mesh-to-llvm, and the GPU's.
-struct MeshToNVVMOptions : public mlir::PassPipelineOptions<MeshToNVVMOptions> {
-  PassOptions::Option<std::string> initSymbol{
-      *this, "init-symbol",
-      llvm::cl::desc("Name of the generated start-up function"),
-      llvm::cl::init("mesh_module_init")};
-  PassOptions::Option<std::string> finiSymbol{
-      *this, "fini-symbol",
-      llvm::cl::desc("Name of the generated shut-down function"),
-      llvm::cl::init("mesh_module_fini")};
-  PassOptions::Option<bool> writableArguments{
-      *this, "writable-arguments",
-      llvm::cl::desc("Let kernels write into their callers' tensor arguments"),
-      llvm::cl::init(false)};
-  PassOptions::Option<bool> initInMain{
-      *this, "init-in-main",
-      llvm::cl::desc("Call start-up and shut-down from main, if any"),
-      llvm::cl::init(true)};
+struct MeshToNVVMOptions : public MeshCompileOptions<MeshToNVVMOptions> {
   PassOptions::Option<std::string> chip{
       *this, "chip",
       llvm::cl::desc("GPU architecture the kernels are compiled for (sm_XY); "
