@@ -388,3 +388,21 @@ func.func @dynamic_axis(%a: tensor<8x4xf32> {mesh.sharding = #mesh.sharding<@d, 
   %u = arith.addf %t, %b {mesh.sharding = #mesh.sharding<@d, [[], []]>} : tensor<8x4xf32>
   return %u : tensor<8x4xf32>
 }
+
+// -----
+
+// A `?` axis: an expand_shape and a slice whose dim it splits get their size
+// as an operand (global size / axis size).
+mesh.mesh @d(["x" = ?])
+// CHECK-LABEL: func.func @dynamic_axis_sizes
+// CHECK: %[[N1:.*]] = arith.divui
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [%[[N1]], 4] : tensor<?xf32> into tensor<?x4xf32>
+// CHECK: %[[N2:.*]] = arith.divui
+// CHECK: tensor.extract_slice %{{.*}}[0, 1] [%[[N2]], 2] [1, 1] : tensor<?x4xf32> to tensor<?x2xf32>
+func.func @dynamic_axis_sizes(%a: tensor<8x4xf32> {mesh.sharding = #mesh.sharding<@d, [["x"], []]>})
+    -> (tensor<8x2xf32> {mesh.sharding = #mesh.sharding<@d, [["x"], []]>}) {
+  %c = tensor.collapse_shape %a [[0, 1]] {mesh.sharding = #mesh.sharding<@d, [["x"]]>} : tensor<8x4xf32> into tensor<32xf32>
+  %e = tensor.expand_shape %c [[0, 1]] output_shape [8, 4] {mesh.sharding = #mesh.sharding<@d, [["x"], []]>} : tensor<32xf32> into tensor<8x4xf32>
+  %s = tensor.extract_slice %e[0, 1] [8, 2] [1, 1] {mesh.sharding = #mesh.sharding<@d, [["x"], []]>} : tensor<8x4xf32> to tensor<8x2xf32>
+  return %s : tensor<8x2xf32>
+}

@@ -331,17 +331,48 @@ static FailureOr<ShardingRule> getConstantRule(arith::ConstantOp constant) {
   return rule;
 }
 
-/// A slice's static sizes after partitioning: a dim taken whole takes the
-/// whole per-device dim of `part` (the slice side, now local).
-static void setLocalSliceSizes(OffsetSizeAndStrideOpInterface slice,
-                               RankedTensorType part,
-                               function_ref<void(ArrayRef<int64_t>)> set) {
+/// The size of a dim that is static globally but dynamic on each device (a
+/// `?` axis splits it): the global size divided by the devices along it.
+static Value
+localSize(OpBuilder &b, Location loc, int64_t globalSize, unsigned result,
+          unsigned dim,
+          function_ref<Value(OpBuilder &, unsigned, unsigned)> devicesAlong) {
+  Value size = arith::ConstantIndexOp::create(b, loc, globalSize);
+  if (Value n = devicesAlong(b, result, dim))
+    size = arith::DivUIOp::create(b, loc, size, n);
+  return size;
+}
+
+/// A slice's sizes after partitioning: a dim taken whole takes the whole
+/// per-device dim of `part` (the slice side, now local), a size operand when
+/// that dim is dynamic. Sizes that were operands stay.
+static void setLocalSliceSizes(
+    OffsetSizeAndStrideOpInterface slice, RankedTensorType part,
+    MutableOperandRange sizeOperands,
+    function_ref<void(ArrayRef<int64_t>)> setStatic,
+    function_ref<Value(OpBuilder &, unsigned, unsigned)> devicesAlong) {
+  OpBuilder b(slice);
   SmallVector<int64_t> sizes(slice.getStaticSizes());
-  for (int64_t d = 0; d < part.getRank(); ++d)
-    if (!part.isDynamicDim(d) && !ShapedType::isDynamic(sizes[d]) &&
-        sizes[d] != part.getDimSize(d))
+  SmallVector<Value> dynamic;
+  ValueRange old = slice.getSizes();
+  unsigned k = 0;
+  for (int64_t d = 0; d < static_cast<int64_t>(sizes.size()); ++d) {
+    if (ShapedType::isDynamic(sizes[d])) {
+      dynamic.push_back(old[k++]);
+      continue;
+    }
+    if (d >= part.getRank() || sizes[d] == part.getDimSize(d))
+      continue;
+    if (!part.isDynamicDim(d)) {
       sizes[d] = part.getDimSize(d);
-  set(sizes);
+      continue;
+    }
+    dynamic.push_back(
+        localSize(b, slice->getLoc(), sizes[d], 0, d, devicesAlong));
+    sizes[d] = ShapedType::kDynamic;
+  }
+  setStatic(sizes);
+  sizeOperands.assign(dynamic);
 }
 
 //===----------------------------------------------------------------------===//
@@ -438,12 +469,22 @@ struct ExpandShapeRuleModel
                           expand.getReassociationIndices(),
                           /*wideIsOperand=*/false);
   }
-  /// The output shape follows the per-device result type.
+  /// The output shape follows the per-device result type; a dim a `?` axis
+  /// splits gets a size operand.
   void updateSizesForLocalTypes(
-      Operation *op, TypeRange,
-      function_ref<Value(OpBuilder &, unsigned, unsigned)>) const {
+      Operation *op, TypeRange globalResultTypes,
+      function_ref<Value(OpBuilder &, unsigned, unsigned)> devicesAlong) const {
     auto expand = cast<tensor::ExpandShapeOp>(op);
-    expand.setStaticOutputShape(expand.getResultType().getShape());
+    auto global = cast<RankedTensorType>(globalResultTypes[0]);
+    RankedTensorType local = expand.getResultType();
+    OpBuilder b(op);
+    SmallVector<Value> sizes;
+    for (int64_t d = 0; d < local.getRank(); ++d)
+      if (local.isDynamicDim(d))
+        sizes.push_back(localSize(b, op->getLoc(), global.getDimSize(d), 0, d,
+                                  devicesAlong));
+    expand.setStaticOutputShape(local.getShape());
+    expand.getOutputShapeMutable().assign(sizes);
   }
 };
 
@@ -456,10 +497,11 @@ struct ExtractSliceRuleModel
   }
   void updateSizesForLocalTypes(
       Operation *op, TypeRange,
-      function_ref<Value(OpBuilder &, unsigned, unsigned)>) const {
+      function_ref<Value(OpBuilder &, unsigned, unsigned)> devicesAlong) const {
     auto extract = cast<tensor::ExtractSliceOp>(op);
-    setLocalSliceSizes(extract, extract.getType(),
-                       [&](ArrayRef<int64_t> s) { extract.setStaticSizes(s); });
+    setLocalSliceSizes(
+        extract, extract.getType(), extract.getSizesMutable(),
+        [&](ArrayRef<int64_t> s) { extract.setStaticSizes(s); }, devicesAlong);
   }
 };
 
@@ -472,10 +514,11 @@ struct InsertSliceRuleModel
   }
   void updateSizesForLocalTypes(
       Operation *op, TypeRange,
-      function_ref<Value(OpBuilder &, unsigned, unsigned)>) const {
+      function_ref<Value(OpBuilder &, unsigned, unsigned)> devicesAlong) const {
     auto insert = cast<tensor::InsertSliceOp>(op);
-    setLocalSliceSizes(insert, insert.getSourceType(),
-                       [&](ArrayRef<int64_t> s) { insert.setStaticSizes(s); });
+    setLocalSliceSizes(
+        insert, insert.getSourceType(), insert.getSizesMutable(),
+        [&](ArrayRef<int64_t> s) { insert.setStaticSizes(s); }, devicesAlong);
   }
 };
 
