@@ -93,11 +93,19 @@ template <typename T> inline void need(T *P, const char *What) {
 
 Comm &comm(meshrt_comm_t C) {
   need(C, "comm");
+  if (__builtin_expect(!handles::isLive(C), 0))
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                "comm is not a communicator of this runtime (a garbage handle, "
+                "or one whose mesh or runtime is gone)");
   return *unwrap(C);
 }
 
 Mesh &mesh(meshrt_mesh_t M) {
   need(M, "mesh");
+  if (__builtin_expect(!handles::isLive(M), 0))
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                "mesh is not a mesh of this runtime (a garbage handle, or one "
+                "whose runtime is gone)");
   Mesh &R = *unwrap(M);
   R.context().checkAlive("use a mesh");
   return R;

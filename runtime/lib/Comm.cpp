@@ -25,7 +25,10 @@ Comm::Comm(Context &Ctx, Mesh &M, std::vector<int64_t> AxesIn,
   for (size_t I = 0; I < Axes.size(); ++I)
     Label += (I ? ", " : "") + M.axisNames()[size_t(Axes[I])];
   Label += "]";
+  handles::add(this);
 }
+
+Comm::~Comm() { handles::remove(this); }
 
 void Comm::attach(std::shared_ptr<BackendComm> I) {
   Impl = std::move(I);

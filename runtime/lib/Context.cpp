@@ -10,6 +10,8 @@
 
 #include "Context.h"
 
+#include <unordered_set>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -274,7 +276,10 @@ Mesh::Mesh(Context &Ctx, std::string Name, std::vector<int64_t> Declared,
     : Ctx(Ctx), Name(std::move(Name)), Declared(std::move(Declared)),
       Layout(std::move(Resolved)), AxisNames(std::move(AxisNames)) {
   Coords = Layout.coordinates(Ctx.worldRank());
+  handles::add(this);
 }
+
+Mesh::~Mesh() { handles::remove(this); }
 
 std::string Mesh::describe() const {
   return "mesh " + describeDecl(Name, Layout.shape(), AxisNames);
@@ -720,4 +725,34 @@ void meshrt::detail::releaseDefaultContext() {
     P.DefaultInits = 0;
   }
   C->finalize();
+}
+
+//===----------------------------------------------------------------------===//
+// Live handles
+//===----------------------------------------------------------------------===//
+
+namespace {
+std::mutex &handlesMutex() {
+  static std::mutex M;
+  return M;
+}
+std::unordered_set<const void *> &liveHandles() {
+  static auto *Live = new std::unordered_set<const void *>();
+  return *Live;
+}
+} // namespace
+
+void meshrt::detail::handles::add(const void *P) {
+  std::lock_guard<std::mutex> Lock(handlesMutex());
+  liveHandles().insert(P);
+}
+
+void meshrt::detail::handles::remove(const void *P) {
+  std::lock_guard<std::mutex> Lock(handlesMutex());
+  liveHandles().erase(P);
+}
+
+bool meshrt::detail::handles::isLive(const void *P) {
+  std::lock_guard<std::mutex> Lock(handlesMutex());
+  return liveHandles().count(P) != 0;
 }

@@ -51,11 +51,21 @@ bool isIntegerDType(meshrt_dtype T);
 
 /// A communicator handle: the group of this process along an ordered axis
 /// list of a mesh. Several handles may share one backend communicator.
+/// The meshes and communicators alive in this process, by address. The C
+/// ABI looks a handle up here before it uses it, so a stale or garbage
+/// handle is an error with a message, never a dereference.
+namespace handles {
+void add(const void *P);
+void remove(const void *P);
+bool isLive(const void *P);
+} // namespace handles
+
 class Comm final : public Describable {
 public:
   /// Used by Context::getComm only.
   Comm(Context &Ctx, Mesh &M, std::vector<int64_t> Axes, GroupPosition Pos,
        std::vector<int64_t> Members);
+  ~Comm() override;
 
   /// "mesh 'm' axes [shard] (group rank 1 of 4: world ranks 4, 5, 6, 7)".
   std::string describe() const override;
@@ -167,6 +177,7 @@ public:
   /// Used by Context::declareMesh only.
   Mesh(Context &Ctx, std::string Name, std::vector<int64_t> Declared,
        std::vector<int64_t> Resolved, std::vector<std::string> AxisNames);
+  ~Mesh() override;
 
   /// "mesh 'm' of shape (2, 4) axes (replicate, shard)".
   std::string describe() const override;

@@ -14,6 +14,7 @@
 #include "meshrt/meshrt.h"
 
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -60,6 +61,12 @@ int run(const std::string &Case) {
     const char *Names[] = {"tp"};
     meshrt_comm_t C;
     meshrt_comm_get_by_names(M, 1, Names, &C);
+  } else if (Case == "garbage-comm") {
+    // A handle the runtime never gave out: refused, not dereferenced.
+    meshrt_init(MESHRT_BACKEND_MPI);
+    float X[4] = {};
+    meshrt_comm_t Garbage = reinterpret_cast<meshrt_comm_t>(uintptr_t(0x1234));
+    meshrt_all_reduce(Garbage, X, X, 4, MESHRT_F32, MESHRT_SUM);
   } else if (Case == "mesh-mismatch") {
     meshrt_init(MESHRT_BACKEND_MPI);
     if (rank() == 3)
