@@ -11,17 +11,25 @@
 
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: mesh-opt %mesh_src_root/examples/mlir/hsdp_step.mlir --mesh-to-nvvm="format=isa cuda-path=%cuda_path" -o %t/hsdp.mlir
-// RUN: %python %S/Inputs/extract-ptx.py %t/hsdp.mlir %t/hsdp
+// RUN: %python %S/Inputs/extract-ptx.py %t/hsdp.mlir %t/hsdp | FileCheck %s --check-prefix=HSDP
 // RUN: mesh-opt %mesh_src_root/examples/mlir/tp_mlp.mlir --mesh-to-nvvm="format=isa cuda-path=%cuda_path" -o %t/tp.mlir
-// RUN: %python %S/Inputs/extract-ptx.py %t/tp.mlir %t/tp
+// RUN: %python %S/Inputs/extract-ptx.py %t/tp.mlir %t/tp | FileCheck %s --check-prefix=TP
 // RUN: mesh-opt %mesh_src_root/examples/mlir/ulysses.mlir --mesh-to-nvvm="format=isa cuda-path=%cuda_path" -o %t/uly.mlir
-// RUN: %python %S/Inputs/extract-ptx.py %t/uly.mlir %t/uly
+// RUN: %python %S/Inputs/extract-ptx.py %t/uly.mlir %t/uly | FileCheck %s --check-prefix=ULY
 // RUN: mesh-opt %s --mesh-to-nvvm="format=isa cuda-path=%cuda_path" -o %t/libdevice.mlir
-// RUN: %python %S/Inputs/extract-ptx.py %t/libdevice.mlir %t/libdevice
-// RUN: for f in %t/*/*.ptx; do %ptxas -arch=sm_90 $f -o /dev/null || exit 1; done
+// RUN: %python %S/Inputs/extract-ptx.py %t/libdevice.mlir %t/libdevice | FileCheck %s --check-prefix=LIBDEVICE
+// RUN: (n=0; for f in %t/*/*.ptx; do %ptxas -arch=sm_90 $f -o /dev/null || exit 1; n=$((n+1)); done; echo "ptxas accepted $n modules") | FileCheck %s --check-prefix=PTXAS
 // RUN: FileCheck %s --check-prefix=PTX --input-file=%t/libdevice/exp_kernel.ptx
 
 // FATBIN: gpu.binary @{{.*}}#nvvm.target<O = 3, chip = "sm_90">
+
+// Every kernel of each program reaches the binary: the examples' kernel
+// counts, then all nine modules through ptxas.
+// HSDP: extracted 2 PTX modules
+// TP: extracted 3 PTX modules
+// ULY: extracted 3 PTX modules
+// LIBDEVICE: extracted 1 PTX modules
+// PTXAS: ptxas accepted 9 modules
 
 // math.exp needs libdevice: with the toolkit found it is linked in, not left
 // as an unresolved extern (which only the driver's JIT would reject).
