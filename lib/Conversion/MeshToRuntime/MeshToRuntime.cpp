@@ -15,6 +15,7 @@
 
 #include "mesh/Conversion/Passes.h"
 #include "mesh/Dialect/Mesh/IR/MeshOps.h"
+#include "meshrt/meshrt.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -42,47 +43,44 @@ using namespace mlir::mesh;
 
 namespace {
 
-// Values of the runtime's C enums (meshrt.h).
-enum RuntimeDtype : int32_t {
-  kF16 = 0,
-  kBF16 = 1,
-  kF32 = 2,
-  kF64 = 3,
-  kI8 = 4,
-  kI32 = 5,
-  kI64 = 6,
-  kU8 = 7
-};
-constexpr int32_t kPermuteWrap = 1;
-constexpr int32_t kPermuteZeroFill = 2;
 /// meshrt_mesh_declare's size of an axis it sizes from the world.
 constexpr int64_t kDynamicAxisSize = -1;
 
 /// The runtime's dtype for `type`, if it has one.
 std::optional<int32_t> getRuntimeDtype(Type type) {
   if (type.isF16())
-    return kF16;
+    return MESHRT_F16;
   if (type.isBF16())
-    return kBF16;
+    return MESHRT_BF16;
   if (type.isF32())
-    return kF32;
+    return MESHRT_F32;
   if (type.isF64())
-    return kF64;
+    return MESHRT_F64;
   if (type.isIndex())
-    return kI64; // index buffers lower to 64-bit elements.
+    return MESHRT_I64; // index buffers lower to 64-bit elements.
   if (auto i = dyn_cast<IntegerType>(type)) {
     if (i.getWidth() == 8)
-      return i.isUnsigned() ? kU8 : kI8;
+      return i.isUnsigned() ? MESHRT_U8 : MESHRT_I8;
     if (i.getWidth() == 32 && !i.isUnsigned())
-      return kI32;
+      return MESHRT_I32;
     if (i.getWidth() == 64 && !i.isUnsigned())
-      return kI64;
+      return MESHRT_I64;
   }
   return std::nullopt;
 }
 
+// The reduction kinds are numbered as meshrt_reduce_op.
+static_assert(int(ReductionKind::Sum) == MESHRT_SUM &&
+                  int(ReductionKind::Prod) == MESHRT_PROD &&
+                  int(ReductionKind::Min) == MESHRT_MIN &&
+                  int(ReductionKind::Max) == MESHRT_MAX &&
+                  int(ReductionKind::Avg) == MESHRT_AVG &&
+                  int(ReductionKind::And) == MESHRT_BAND &&
+                  int(ReductionKind::Or) == MESHRT_BOR &&
+                  int(ReductionKind::Xor) == MESHRT_BXOR,
+              "ReductionKind must match meshrt_reduce_op");
+
 int32_t getRuntimeReduction(ReductionKind kind) {
-  // meshrt_reduce_op: SUM, PROD, MIN, MAX, AVG, BAND, BOR, BXOR.
   return static_cast<int32_t>(kind);
 }
 
@@ -883,7 +881,8 @@ static Value lowerBroadcast(CollectiveLowering &l, BroadcastOp op) {
 /// permutation rotates.
 static Value lowerPermute(CollectiveLowering &l, PermuteOp op) {
   Value result = l.alloc(l.elementType, l.inShape);
-  int32_t flags = kPermuteZeroFill | (op.getRotate() ? kPermuteWrap : 0);
+  int32_t flags =
+      MESHRT_PERMUTE_ZERO_FILL | (op.getRotate() ? MESHRT_PERMUTE_WRAP : 0);
   l.call("meshrt_permute",
          {l.comm, l.pointer(l.in), l.pointer(result), l.numElements(l.in),
           l.dtype(l.elementType),

@@ -42,38 +42,31 @@ void MeshDialect::registerAttributes() {
 
 /// A reduction kind written as a bare keyword (`sum`), with a message that
 /// lists the valid kinds when it is not one, citing `constraint`.
-static FailureOr<ReductionKind> parseReductionKind(AsmParser &parser,
-                                                   StringRef constraint) {
+static ParseResult parseReductionKind(AsmParser &parser, ReductionKind &kind,
+                                      StringRef constraint) {
   SMLoc loc = parser.getCurrentLocation();
   StringRef keyword;
   if (parser.parseKeyword(&keyword))
     return failure();
-  std::optional<ReductionKind> kind = symbolizeReductionKind(keyword);
-  if (!kind)
+  std::optional<ReductionKind> parsed = symbolizeReductionKind(keyword);
+  if (!parsed)
     return parser.emitError(loc, "unknown reduction kind '")
            << keyword << "'; expected one of sum, prod, min, max, avg, and, "
            << "or, xor (" << constraint << ")";
-  return *kind;
+  kind = *parsed;
+  return success();
 }
 
 /// The reduction of a collective (C10).
 static ParseResult parseReductionKindKeyword(AsmParser &parser,
                                              ReductionKind &kind) {
-  FailureOr<ReductionKind> parsed = parseReductionKind(parser, "C10");
-  if (failed(parsed))
-    return failure();
-  kind = *parsed;
-  return success();
+  return parseReductionKind(parser, kind, "C10");
 }
 
 /// The pending reduction of a sharding (S5).
 static ParseResult parsePartialKindKeyword(AsmParser &parser,
                                            ReductionKind &kind) {
-  FailureOr<ReductionKind> parsed = parseReductionKind(parser, "S5");
-  if (failed(parsed))
-    return failure();
-  kind = *parsed;
-  return success();
+  return parseReductionKind(parser, kind, "S5");
 }
 
 static void printReductionKindKeyword(AsmPrinter &printer, ReductionKind kind) {
