@@ -10,6 +10,7 @@
 
 #include "Context.h"
 
+#include <atomic>
 #include <unordered_set>
 
 #include <cstdio>
@@ -740,6 +741,11 @@ std::unordered_set<const void *> &liveHandles() {
   static auto *Live = new std::unordered_set<const void *>();
   return *Live;
 }
+/// Bumped whenever a handle goes: invalidates the per-thread memo of isLive.
+std::atomic<uint64_t> &handlesGeneration() {
+  static std::atomic<uint64_t> Generation{1};
+  return Generation;
+}
 } // namespace
 
 void meshrt::detail::handles::add(const void *P) {
@@ -750,9 +756,22 @@ void meshrt::detail::handles::add(const void *P) {
 void meshrt::detail::handles::remove(const void *P) {
   std::lock_guard<std::mutex> Lock(handlesMutex());
   liveHandles().erase(P);
+  handlesGeneration().fetch_add(1, std::memory_order_release);
 }
 
 bool meshrt::detail::handles::isLive(const void *P) {
+  // Collectives ask for the same communicator over and over: the handle this
+  // thread last found live is taken without the lock and the lookup, until
+  // a handle is removed.
+  thread_local const void *LastLive = nullptr;
+  thread_local uint64_t LastGeneration = 0;
+  uint64_t Generation = handlesGeneration().load(std::memory_order_acquire);
+  if (P == LastLive && Generation == LastGeneration)
+    return true;
   std::lock_guard<std::mutex> Lock(handlesMutex());
-  return liveHandles().count(P) != 0;
+  if (!liveHandles().count(P))
+    return false;
+  LastLive = P;
+  LastGeneration = Generation;
+  return true;
 }
