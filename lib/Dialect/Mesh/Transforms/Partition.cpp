@@ -22,8 +22,9 @@
 #include "mesh/Dialect/Mesh/Transforms/Resharding.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h" // A dependent dialect.
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -99,14 +100,10 @@ private:
         return;
       }
   }
-  /// An empty tensor of static shape, or a fill of one with a scalar.
-  static bool isRemakeable(Operation *op) {
-    if (auto empty = dyn_cast<tensor::EmptyOp>(op))
-      return empty.getType().hasStaticShape();
-    auto fill = dyn_cast<linalg::FillOp>(op);
-    return fill && fill.hasPureTensorSemantics() &&
-           !isa<ShapedType>(fill.getInputs()[0].getType()) &&
-           fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>();
+  /// True when `op` says its one result needs no data.
+  bool isRemakeable(Operation *op) {
+    return op->getNumResults() == 1 && classifier.hasRuleInterface(op) &&
+           cast<ShardingRuleOpInterface>(op).needsNoData();
   }
   FailureOr<ArrayRef<ReshardStep>> getPlan(MeshOp mesh, ShardingAttr from,
                                            ShardingAttr target, unsigned rank,
@@ -325,10 +322,12 @@ FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
   return out;
 }
 
-/// `v` made again in the layout `target`, before `where`, when it needs no
-/// data: an empty tensor, or a fill of one. Moving such a value would only
-/// move garbage or copies of a scalar. Null when `v` is not such a value, or
-/// `target` has a pending reduction (every device's copy would count).
+/// `v` made again in the layout `target`, before `where`, when its op needs
+/// no data (ShardingRuleOpInterface::needsNoData): a clone of the op on its
+/// tensor operands made again, with the per-device result type. Moving such
+/// a value would only move garbage or copies of a scalar. Null when `v` is
+/// not such a value, or `target` has a pending reduction (every device's
+/// copy would count).
 Value FunctionPartitioner::remake(Value v, ShardingAttr target,
                                   Operation *where) {
   if (target && target.isPartial())
@@ -336,24 +335,26 @@ Value FunctionPartitioner::remake(Value v, ShardingAttr target,
   auto global = globalTypes.find(v);
   if (global == globalTypes.end())
     return {};
+  RankedTensorType globalType = global->second;
   Operation *def = v.getDefiningOp();
-  Value init;
-  if (auto fill = dyn_cast<linalg::FillOp>(def)) {
-    init = remake(fill.getOutputs()[0], target, where);
-    if (!init)
+  IRMapping operands;
+  for (Value operand : def->getOperands()) {
+    if (!isa<RankedTensorType>(operand.getType()))
+      continue;
+    Value made = remake(operand, target, where);
+    if (!made)
       return {};
+    operands.map(operand, made);
   }
   FailureOr<RankedTensorType> local =
-      localType(where, global->second, target, "a value made again");
+      localType(where, globalType, target, "a value made again");
   if (failed(local))
     return {};
   OpBuilder b(where);
-  if (isa<tensor::EmptyOp>(def))
-    return tensor::EmptyOp::create(b, def->getLoc(), local->getShape(),
-                                   local->getElementType());
-  auto fill = cast<linalg::FillOp>(def);
-  return linalg::FillOp::create(b, def->getLoc(), fill.getInputs()[0], init)
-      .getResult(0);
+  Operation *clone = b.clone(*def, operands);
+  clone->removeDiscardableAttr(shardingName);
+  clone->getResult(0).setType(*local);
+  return clone->getResult(0);
 }
 
 /// The same value resharded the same way earlier in this block (or in a

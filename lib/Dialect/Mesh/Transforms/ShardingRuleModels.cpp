@@ -388,6 +388,7 @@ struct LinalgRuleModel
     return getLinalgRule(cast<linalg::LinalgOp>(op));
   }
   bool isRuleFixedByTypes(Operation *) const { return false; }
+  bool needsNoData(Operation *) const { return false; }
   void updateSizesForLocalTypes(
       Operation *, TypeRange,
       function_ref<Value(OpBuilder &, unsigned, unsigned)>) const {}
@@ -400,6 +401,12 @@ struct FillRuleModel
     return getFillRule(cast<linalg::FillOp>(op));
   }
   bool isRuleFixedByTypes(Operation *) const { return true; }
+  /// A fill of a scalar: its init is the only tensor.
+  bool needsNoData(Operation *op) const {
+    auto fill = cast<linalg::FillOp>(op);
+    return fill.hasPureTensorSemantics() &&
+           !isa<ShapedType>(fill.getInputs()[0].getType());
+  }
 };
 
 struct EmptyRuleModel
@@ -409,6 +416,10 @@ struct EmptyRuleModel
     return getEmptyRule(cast<tensor::EmptyOp>(op));
   }
   bool isRuleFixedByTypes(Operation *) const { return true; }
+  /// Static sizes only: dynamic ones would have to be divided again.
+  bool needsNoData(Operation *op) const {
+    return cast<tensor::EmptyOp>(op).getType().hasStaticShape();
+  }
   /// The sizes of the per-device dims that are dynamic: a global size
   /// (an operand, or the static global size) divided by the devices along
   /// the dim. A static global dim becomes dynamic on a `?` axis.

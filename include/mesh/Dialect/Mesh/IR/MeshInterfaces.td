@@ -54,6 +54,14 @@ def Mesh_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
       }],
       "bool", "isRuleFixedByTypes", (ins), [{}], [{ return false; }]>,
     InterfaceMethod<[{
+        True when the op's results hold no data but what its scalar operands
+        give (an empty tensor, a fill of one): each tensor operand has the
+        results' layout and needs no data either. Partitioning then makes
+        such a value again in the layout a consumer needs instead of moving
+        it.
+      }],
+      "bool", "needsNoData", (ins), [{}], [{ return false; }]>,
+    InterfaceMethod<[{
         Called by partitioning once the op's operands and results have their
         per-device types: rewrites the sizes the op spells (static sizes in
         attributes, an output shape, dynamic size operands) to per-device
