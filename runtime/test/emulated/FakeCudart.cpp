@@ -19,6 +19,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 
 extern "C" {
@@ -107,6 +108,32 @@ cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
 
 cudaError_t cudaStreamQuery(cudaStream_t S) {
   return fakeCudaStreamReady(S) ? cudaSuccess : cudaErrorNotReady;
+}
+
+cudaError_t cudaGetDevice(int *Device) {
+  *Device = fakeCudaCurrentDevice();
+  return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion(int *Version) {
+  *Version = CUDART_VERSION;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t S) {
+  while (!fakeCudaStreamReady(S)) {
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *P, int Device) {
+  if (Device < 0 || Device >= deviceCount())
+    return cudaErrorInvalidDevice;
+  std::memset(P, 0, sizeof(*P));
+  std::snprintf(P->name, sizeof(P->name), "emulated device %d", Device);
+  P->major = 9;
+  P->multiProcessorCount = 1;
+  return cudaSuccess;
 }
 
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *A, const void *P) {

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Runs on a lent GPU machine (the device tool), from the repository root,
+# with .gpu/ (scripts/gpu-bundle.sh) carried. Writes logs under $OUT (or
+# ./gpu-logs) and prints a summary last. Parts (GPU_PARTS, default all):
+#   probe    the machine: GPU, driver, CUDA, NCCL, our libraries resolved
+#   runtime  the runtime's NCCL tests and GPU tests, world of one
+#   bench    bench/gpu: meshrt vs NCCL per call, compiled chain, matmul
+#   programs every other program in .gpu/bin, each run as its own check
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+G=$ROOT/.gpu
+# Logs are written to a scratch folder and packed into $DEST/logs.tgz at
+# exit (the device tool brings back at most 8 files).
+DEST=${OUT:-$ROOT/gpu-logs}
+LOG=$(mktemp -d /tmp/gpu-logs.XXXX)
+mkdir -p "$DEST"
+PARTS=",${GPU_PARTS:-probe,runtime,bench,programs},"
+[ -d "$G/bin" ] || { echo "no .gpu/ bundle: run scripts/gpu-bundle.sh and carry .gpu"; exit 2; }
+
+nccl=${MESHRT_NCCL_LIBRARY:-}
+if [ -z "$nccl" ]; then
+  nccl=$(ls /usr/local/cuda/lib64/libnccl.so.2 /usr/lib/x86_64-linux-gnu/libnccl.so.2 2>/dev/null | head -1)
+  [ -n "$nccl" ] || nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
+fi
+export MESHRT_NCCL_LIBRARY=$nccl
+export LD_LIBRARY_PATH=$G/lib:$(dirname "${nccl:-/nonexistent/x}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export OMPI_MCA_ess_singleton_isolated=1 \
+       OMPI_MCA_mca_base_component_path=$G/openmpi/openmpi3 \
+       PMIX_MCA_mca_base_component_path=$G/openmpi/pmix \
+       OMPI_MCA_mca_base_component_show_load_errors=0 \
+       OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+       MESHRT_TIMEOUT_S=${MESHRT_TIMEOUT_S:-60}
+
+summary=()
+trap 'tar -C "$LOG" -czf "$DEST/logs.tgz" .; cp "$LOG"/summary.txt "$LOG"/bench-gpu.log "$DEST"/ 2>/dev/null' EXIT
+check() { # check NAME EXPECTED_RC COMMAND...: runs it, logs to $LOG/NAME.log
+  local name=$1 want=$2 rc
+  shift 2
+  local t0=$SECONDS
+  timeout 300 "$@" > "$LOG/$name.log" 2>&1
+  rc=$?
+  if [ "$rc" = "$want" ]; then summary+=("PASS $name (rc $rc, $((SECONDS - t0)) s)")
+  else summary+=("FAIL $name (rc $rc, want $want; $LOG/$name.log)"); tail -15 "$LOG/$name.log"; fi
+}
+
+if [[ $PARTS == *,probe,* ]]; then
+  {
+    nvidia-smi; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+    grep PRETTY /etc/os-release; uname -r; ldd --version | head -1
+    ls -la /usr/local/cuda 2>&1 | head -2; /usr/local/cuda/bin/nvcc --version 2>&1 | tail -2
+    echo "NCCL: $nccl"; ls -la "$nccl" 2>&1
+    for b in "$G"/bin/*; do echo "== ldd $b"; ldd "$b" | grep -E "not found|meshrt|mpi|cudart|nccl"; done
+  } > "$LOG/probe.log" 2>&1
+  summary+=("probe: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1); NCCL $nccl")
+  cat "$LOG/probe.log" | head -40
+fi
+
+if [[ $PARTS == *,runtime,* ]]; then
+  nt=$G/bin/meshrt-nccl-tests gt=$G/bin/meshrt-gpu-tests
+  check nccl-probe-1 0 "$nt" --gpu-probe=1
+  # Two ranks need two GPUs: the probe must say so and skip (77).
+  check nccl-probe-2-skips 77 "$nt" --gpu-probe=2
+  check nccl-tests-n1 0 env MESHRT_BACKEND=nccl "$nt"
+  check gpu-stream-n1 0 "$gt" stream
+  check gpu-mpi-backend-n1 0 "$gt" mpi-backend
+  check gpu-host-access-dies 3 "$gt" host-access
+  check gpu-sync-ok 0 "$gt" sync-error   # no fault injected: returns
+  check gpu-no-driver 1 env MESHRT_CUDA_DRIVER_LIBRARY=/nonexistent/libcuda.so.1 "$gt" no-driver
+fi
+
+if [[ $PARTS == *,bench,* ]]; then
+  check bench-gpu 0 "$G/bin/meshrt-bench-gpu" --seconds-per-size "${BENCH_SECONDS:-1}"
+  cat "$LOG/bench-gpu.log"
+fi
+
+if [[ $PARTS == *,programs,* ]]; then
+  for p in "$G"/bin/*; do
+    case $(basename "$p") in meshrt-nccl-tests|meshrt-gpu-tests|meshrt-bench-gpu) continue ;; esac
+    check "program-$(basename "$p")" 0 "$p"
+  done
+fi
+
+echo
+echo "=== summary"
+printf '%s\n' "${summary[@]}" | tee "$LOG/summary.txt"
