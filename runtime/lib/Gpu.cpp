@@ -111,6 +111,7 @@ struct DriverApi {
   decltype(&::cuEventRecord) EventRecord = nullptr;
   decltype(&::cuEventSynchronize) EventSynchronize = nullptr;
   decltype(&::cuEventDestroy) EventDestroy = nullptr;
+  decltype(&::cuPointerGetAttribute) PointerGetAttribute = nullptr;
   bool Loaded = false;
   std::string Error;
 };
@@ -162,6 +163,7 @@ void loadDriver(DriverApi &D) {
   bindSymbol(Lib, "cuEventRecord", D.EventRecord, Missing);
   bindSymbol(Lib, "cuEventSynchronize", D.EventSynchronize, Missing);
   bindSymbol(Lib, "cuEventDestroy_v2", D.EventDestroy, Missing);
+  bindSymbol(Lib, "cuPointerGetAttribute", D.PointerGetAttribute, Missing);
   if (!Missing.empty()) {
     D.Error = std::string("the CUDA driver ") + Name +
               " lacks what meshrt needs (CUDA >= 11.2):" + Missing;
@@ -336,6 +338,41 @@ void meshrt::detail::gpuFree(void *Ptr, void *Stream, const char *Op) {
   }
   check(D.MemFreeAsync(P, streamOrShared(Stream)),
         (std::string(Op) + ": cuMemFreeAsync").c_str());
+}
+
+bool meshrt::detail::gpuTryMakeCurrent(std::string &Why) {
+  try {
+    selected();
+    return true;
+  } catch (const Error &E) {
+    Why = E.what();
+    return false;
+  }
+}
+
+bool meshrt::detail::gpuIsDeviceMemory(const void *P, const char *Op) {
+  unsigned int Type = 0;
+  CUresult R =
+      driver().PointerGetAttribute(&Type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                   reinterpret_cast<CUdeviceptr>(P));
+  // Host memory the driver does not know (malloc, the stack) is an invalid
+  // value to it.
+  if (R == CUDA_ERROR_INVALID_VALUE)
+    return false;
+  if (R != CUDA_SUCCESS)
+    driverFail(R,
+               std::string(Op) +
+                   ": cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_MEMORY_TYPE)");
+  return Type != CU_MEMORYTYPE_HOST;
+}
+
+void meshrt::detail::gpuCopyAsync(void *Dst, const void *Src, size_t Bytes,
+                                  void *Stream, const std::string &What) {
+  CUresult R = driver().MemcpyAsync(reinterpret_cast<CUdeviceptr>(Dst),
+                                    reinterpret_cast<CUdeviceptr>(Src), Bytes,
+                                    streamOrShared(Stream));
+  if (R != CUDA_SUCCESS)
+    driverFail(R, What);
 }
 
 void meshrt::detail::gpuSynchronize(void *Stream, const char *Op) {
@@ -571,5 +608,15 @@ void meshrt::detail::gpuFree(void *Ptr, void *, const char *) {
     noCuda();
 }
 void meshrt::detail::gpuSynchronize(void *, const char *) { noCuda(); }
+bool meshrt::detail::gpuTryMakeCurrent(std::string &Why) {
+  Why = "meshrt was built without CUDA (the CUDA toolkit and NCCL were not "
+        "found when it was configured)";
+  return false;
+}
+bool meshrt::detail::gpuIsDeviceMemory(const void *, const char *) { noCuda(); }
+void meshrt::detail::gpuCopyAsync(void *, const void *, size_t, void *,
+                                  const std::string &) {
+  noCuda();
+}
 
 #endif // MESHRT_HAVE_NCCL

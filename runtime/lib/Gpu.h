@@ -10,7 +10,9 @@
 #ifndef MESHRT_LIB_GPU_H
 #define MESHRT_LIB_GPU_H
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace meshrt {
 namespace detail {
@@ -40,6 +42,25 @@ void gpuFree(void *Ptr, void *Stream, const char *Op);
 /// meshrt_stream_synchronize: polls `Stream` with NCCL error checks and the
 /// watchdog when the default context runs on NCCL, on the driver otherwise.
 void gpuSynchronize(void *Stream, const char *Op);
+
+// Staging for the MPI backend's stream-ordered collectives (MpiBackend.cpp).
+
+/// Selects this process's device (see gpuSelectDevice) and makes it current;
+/// false, with the reason in `Why`, when there is no driver or no device (or
+/// the runtime was built without CUDA). Never throws for those reasons.
+bool gpuTryMakeCurrent(std::string &Why);
+
+/// True if `P` is memory of the CUDA driver (device or managed memory, asked
+/// with cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_MEMORY_TYPE)); false for
+/// host memory (pageable or pinned). Needs gpuTryMakeCurrent() first. Throws
+/// on an unexpected driver error, with `Op` in the message.
+bool gpuIsDeviceMemory(const void *P, const char *Op);
+
+/// Enqueues a copy of `Bytes` from `Src` to `Dst` (host or device) on
+/// `Stream` (null: the shared stream); wait with gpuPollStream. Throws on a
+/// driver error, with `What` in the message.
+void gpuCopyAsync(void *Dst, const void *Src, size_t Bytes, void *Stream,
+                  const std::string &What);
 
 } // namespace detail
 } // namespace meshrt

@@ -563,6 +563,22 @@ CUresult cuMemcpyAsync(CUdeviceptr Dst, CUdeviceptr Src, size_t Bytes,
   return CUDA_SUCCESS;
 }
 
+/// Device and managed allocations are device memory; any other pointer is
+/// host memory the driver does not know (CUDA_ERROR_INVALID_VALUE).
+CUresult cuPointerGetAttribute(void *Data, CUpointer_attribute Attr,
+                               CUdeviceptr Ptr) {
+  if (!Data)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (Attr != CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  std::lock_guard<std::recursive_mutex> Lock(state().Mutex);
+  if (!find(reinterpret_cast<const void *>(Ptr)))
+    return CUDA_ERROR_INVALID_VALUE;
+  trace("pointer-attribute memory-type d");
+  *static_cast<unsigned int *>(Data) = CU_MEMORYTYPE_DEVICE;
+  return CUDA_SUCCESS;
+}
+
 CUresult cuMemsetD32Async(CUdeviceptr Dst, unsigned int Value, size_t Count,
                           CUstream Str) {
   return fill<uint32_t>(Dst, Value, Count, Str);
