@@ -58,10 +58,10 @@ public:
   /// See meshrt_comm_native_handle.
   virtual void *nativeHandle() = 0;
 
-  /// True if collectives can be enqueued on a caller's stream (NCCL).
-  virtual bool supportsStreams() const { return false; }
-  /// Makes the following collectives enqueue on `Stream` (null: the backend's
-  /// own stream) and return without waiting, until endStreamCalls().
+  /// Makes the following collectives stream-ordered on `Stream` (null: the
+  /// shared stream) until endStreamCalls(): NCCL enqueues them and returns
+  /// without waiting; MPI synchronises the stream and stages device buffers
+  /// through host memory.
   void beginStreamCalls(void *Stream) {
     CallStream = Stream;
     OnStream = true;

@@ -57,16 +57,9 @@ void Comm::fail(meshrt_status S, const char *Op, const std::string &Msg) const {
   throw Error(S, std::string(Op) + " on " + Label + ": " + Msg);
 }
 
-void Comm::requireStreams(const char *Op) const {
+void Comm::requireLive(const char *Op) const {
   if (!Fast)
     fail(MESHRT_ERROR_NOT_INITIALIZED, Op, "the runtime was finalized");
-  if (!Fast->supportsStreams())
-    fail(MESHRT_ERROR_UNSUPPORTED, Op,
-         std::string("stream-ordered collectives need the NCCL backend, but "
-                     "this runtime runs on the ") +
-             Ctx.backendName() +
-             " backend (use the blocking meshrt_* collectives, or "
-             "MESHRT_BACKEND=nccl on GPUs)");
 }
 
 void Comm::checkBuffersSlow(const char *Op, const void *Send, const void *Recv,

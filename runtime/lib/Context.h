@@ -110,11 +110,12 @@ public:
   /// meshrt_barrier.
   void barrier();
 
-  /// Runs `Body` (one of the collectives above) so that it enqueues on
-  /// `Stream` and returns without waiting. `Op` names the collective in the
-  /// error when the backend cannot do that (MPI).
+  /// Runs `Body` (one of the collectives above) as a stream-ordered call on
+  /// `Stream` (null: the shared stream): the NCCL backend enqueues it and
+  /// returns without waiting; the MPI backend synchronises the stream, stages
+  /// device buffers through host memory and returns with the work done.
   template <typename F> void onStream(const char *Op, void *Stream, F &&Body) {
-    requireStreams(Op);
+    requireLive(Op);
     struct Reset {
       BackendComm *B;
       ~Reset() { B->endStreamCalls(); }
@@ -125,8 +126,8 @@ public:
 
 private:
   friend class Context;
-  /// Throws unless the backend can enqueue collectives on a stream.
-  void requireStreams(const char *Op) const;
+  /// Throws MESHRT_ERROR_NOT_INITIALIZED once the runtime was finalized.
+  void requireLive(const char *Op) const;
   /// Argument checks of the hot path: a few compares inline; the messages
   /// are built out of line, only when something is wrong.
   void checkBuffers(const char *Op, const void *Send, const void *Recv,

@@ -7,16 +7,30 @@
 // avg is a sum followed by a local division (truncating for integers). Counts
 // above INT_MAX are split into chunks where the collective allows it.
 //
+// Stream-ordered collectives (meshrt_*_on_stream) run here too, blocking:
+// the stream is synchronised, device buffers are copied to a host staging
+// area, the MPI collective runs on host memory, and the results are copied
+// back. Correct, not fast: for several ranks sharing one GPU (which NCCL
+// refuses) and for machines without NCCL.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Backend.h"
 #include "Context.h"
+#include "Gpu.h"
 
 #include "meshrt/Error.h"
 #include "meshrt/Half.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 using namespace meshrt;
 using namespace meshrt::detail;
@@ -149,24 +163,101 @@ public:
       MPI_Comm_free(&C);
   }
 
+  // Blocking calls run on host memory directly; stream-ordered ones
+  // (OnStream) stage device buffers (see staged()).
   void allReduce(const void *Send, void *Recv, int64_t Count, meshrt_dtype T,
-                 meshrt_reduce_op Op) override;
+                 meshrt_reduce_op Op) override {
+    if (__builtin_expect(OnStream, 0)) {
+      int64_t Bytes = Count * dtypeSize(T);
+      return staged(
+          "all_reduce", Send, Bytes, Recv, Bytes,
+          [&](const void *S, void *R) { allReduceHost(S, R, Count, T, Op); });
+    }
+    allReduceHost(Send, Recv, Count, T, Op);
+  }
   void allGather(const void *Send, void *Recv, int64_t Count,
-                 meshrt_dtype T) override;
+                 meshrt_dtype T) override {
+    if (__builtin_expect(OnStream, 0)) {
+      int64_t Bytes = Count * dtypeSize(T);
+      return staged(
+          "all_gather", Send, Bytes, Recv, Bytes * Size,
+          [&](const void *S, void *R) { allGatherHost(S, R, Count, T); });
+    }
+    allGatherHost(Send, Recv, Count, T);
+  }
   void reduceScatter(const void *Send, void *Recv, int64_t Count,
-                     meshrt_dtype T, meshrt_reduce_op Op) override;
+                     meshrt_dtype T, meshrt_reduce_op Op) override {
+    if (__builtin_expect(OnStream, 0)) {
+      int64_t Bytes = Count * dtypeSize(T);
+      return staged("reduce_scatter", Send, Bytes * Size, Recv, Bytes,
+                    [&](const void *S, void *R) {
+                      reduceScatterHost(S, R, Count, T, Op);
+                    });
+    }
+    reduceScatterHost(Send, Recv, Count, T, Op);
+  }
   void allToAll(const void *Send, void *Recv, int64_t Count,
-                meshrt_dtype T) override;
+                meshrt_dtype T) override {
+    if (__builtin_expect(OnStream, 0)) {
+      int64_t Bytes = Count * dtypeSize(T) * Size;
+      return staged(
+          "all_to_all", Send, Bytes, Recv, Bytes,
+          [&](const void *S, void *R) { allToAllHost(S, R, Count, T); });
+    }
+    allToAllHost(Send, Recv, Count, T);
+  }
   void broadcast(void *Buf, int64_t Count, meshrt_dtype T,
-                 int64_t Root) override;
+                 int64_t Root) override {
+    if (__builtin_expect(OnStream, 0)) {
+      int64_t Bytes = Count * dtypeSize(T);
+      return staged(
+          "broadcast", Buf, Bytes, Buf, Bytes,
+          [&](const void *, void *R) { broadcastHost(R, Count, T, Root); });
+    }
+    broadcastHost(Buf, Count, T, Root);
+  }
   void sendRecv(const void *Send, int64_t Dest, void *Recv, int64_t Source,
-                int64_t Count, meshrt_dtype T, bool ZeroFill) override;
+                int64_t Count, meshrt_dtype T, bool ZeroFill) override {
+    if (__builtin_expect(OnStream, 0)) {
+      // Only what moves is staged: no destination, no send; recv is
+      // written (and copied back) only with a source or a zero fill.
+      int64_t Bytes = Count * dtypeSize(T);
+      bool Writes = Source >= 0 || ZeroFill;
+      return staged("permute", Send, Dest >= 0 ? Bytes : 0, Recv,
+                    Writes ? Bytes : 0, [&](const void *S, void *R) {
+                      sendRecvHost(S, Dest, R, Source, Count, T, ZeroFill);
+                    });
+    }
+    sendRecvHost(Send, Dest, Recv, Source, Count, T, ZeroFill);
+  }
   void barrier() override { checkMpi(MPI_Barrier(C), "MPI_Barrier"); }
   void *nativeHandle() override { return &C; }
 
   MPI_Comm C;
 
 private:
+  /// Runs the blocking collective `Run(HostSend, HostRecv)` for a
+  /// stream-ordered call (OnStream): synchronises CallStream, copies the
+  /// `SendBytes` of Send to host staging if Send is device memory, runs, and
+  /// copies the `RecvBytes` of the result back if Recv is device memory.
+  /// Host buffers are used as they are; 0 bytes means the buffer is not
+  /// touched; Send == Recv (in place) is staged once.
+  template <typename F>
+  void staged(const char *Op, const void *Send, int64_t SendBytes, void *Recv,
+              int64_t RecvBytes, F &&Run);
+
+  void allReduceHost(const void *Send, void *Recv, int64_t Count,
+                     meshrt_dtype T, meshrt_reduce_op Op);
+  void allGatherHost(const void *Send, void *Recv, int64_t Count,
+                     meshrt_dtype T);
+  void reduceScatterHost(const void *Send, void *Recv, int64_t Count,
+                         meshrt_dtype T, meshrt_reduce_op Op);
+  void allToAllHost(const void *Send, void *Recv, int64_t Count,
+                    meshrt_dtype T);
+  void broadcastHost(void *Buf, int64_t Count, meshrt_dtype T, int64_t Root);
+  void sendRecvHost(const void *Send, int64_t Dest, void *Recv, int64_t Source,
+                    int64_t Count, meshrt_dtype T, bool ZeroFill);
+
   const MpiBackend &B;
 };
 
@@ -260,6 +351,116 @@ private:
   MPI_Op Ops[kNumDTypes][kNumReduceOps];
 };
 
+//===----------------------------------------------------------------------===//
+// Staging of stream-ordered collectives through host memory
+//===----------------------------------------------------------------------===//
+
+/// The host staging area of the calling thread: grows, never shrinks, so
+/// that a loop of collectives allocates once.
+char *stagingArea(size_t Bytes) {
+  struct Area {
+    char *P = nullptr;
+    size_t Size = 0;
+    ~Area() { std::free(P); }
+  };
+  thread_local Area A;
+  if (Bytes > A.Size) {
+    size_t Want = std::max(Bytes, A.Size * 2);
+    Want = (Want + 4095) / 4096 * 4096;
+    void *P = std::aligned_alloc(4096, Want);
+    if (!P)
+      throw Error(MESHRT_ERROR_BACKEND, "cannot allocate " +
+                                            std::to_string(Want) +
+                                            " bytes of host staging memory");
+    std::free(A.P);
+    A.P = static_cast<char *>(P);
+    A.Size = Want;
+  }
+  return A.P;
+}
+
+/// True if the host can read every byte of [P, P + Bytes), asked without
+/// touching it (a one-byte write from each page into a pipe fails with
+/// EFAULT where the host cannot read): without a CUDA driver this tells host
+/// buffers from device buffers without faulting.
+bool hostReadable(const void *P, size_t Bytes) {
+  static int Fds[2] = {-1, -1};
+  static std::once_flag Once;
+  std::call_once(Once, [] {
+    if (pipe2(Fds, O_CLOEXEC | O_NONBLOCK) != 0)
+      Fds[0] = Fds[1] = -1;
+  });
+  if (Fds[1] < 0)
+    return true; // Cannot ask; assume host memory, as the blocking calls do.
+  const uintptr_t Page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t Begin = reinterpret_cast<uintptr_t>(P);
+  const uintptr_t Last = Begin + (Bytes ? Bytes - 1 : 0);
+  for (uintptr_t A = Begin;; A = (A / Page + 1) * Page) {
+    if (A > Last)
+      A = Last;
+    if (write(Fds[1], reinterpret_cast<const void *>(A), 1) != 1) {
+      if (errno == EFAULT)
+        return false;
+    } else {
+      char C; // Drain it (another thread may have: then this read fails).
+      ssize_t Got = read(Fds[0], &C, 1);
+      (void)Got;
+    }
+    if (A == Last)
+      return true;
+  }
+}
+
+/// How one stream-ordered call on the MPI backend reaches its buffers.
+class Stager {
+public:
+  /// Synchronises `Stream` (null: the shared stream). Without a driver or a
+  /// device there is nothing to synchronise on the null stream; a given
+  /// stream is then an error.
+  Stager(const char *Op, void *Stream) : Op(Op), Stream(Stream) {
+    Gpu = gpuTryMakeCurrent(NoGpu);
+    if (!Gpu) {
+      if (Stream)
+        throw Error(MESHRT_ERROR_BACKEND,
+                    std::string(Op) +
+                        ": cannot synchronise the given stream: " + NoGpu);
+      return;
+    }
+    gpuPollStream(Stream, (std::string(Op) + " (before staging)").c_str());
+  }
+
+  /// True if the `Which` buffer [P, P + Bytes) is device memory and must be
+  /// staged; false for host memory.
+  bool isDevice(const void *P, int64_t Bytes, const char *Which) const {
+    if (Gpu)
+      return gpuIsDeviceMemory(P, Op);
+    if (hostReadable(P, size_t(Bytes)))
+      return false;
+    throw Error(MESHRT_ERROR_BACKEND,
+                std::string(Op) + ": the " + Which +
+                    " buffer is not host memory, and device memory cannot be "
+                    "staged through the host without the CUDA driver: " +
+                    NoGpu);
+  }
+
+  /// Enqueues a copy on the stream.
+  void copy(void *Dst, const void *Src, int64_t Bytes, const char *What) const {
+    gpuCopyAsync(Dst, Src, size_t(Bytes), Stream,
+                 std::string(Op) + ": cuMemcpyAsync (" + What + ")");
+  }
+
+  /// Waits for the copies.
+  void wait(const char *When) const {
+    gpuPollStream(Stream, (std::string(Op) + " (" + When + ")").c_str());
+  }
+
+private:
+  const char *Op;
+  void *Stream;
+  bool Gpu = false;
+  std::string NoGpu;
+};
+
 void requireIntCount(int64_t Count, int64_t Blocks, const char *Op) {
   if (Count > INT_MAX || Count * Blocks > INT64_MAX / 2)
     throw Error(MESHRT_ERROR_UNSUPPORTED,
@@ -267,8 +468,36 @@ void requireIntCount(int64_t Count, int64_t Blocks, const char *Op) {
                                   "is not supported on the MPI backend");
 }
 
-void MpiComm::allReduce(const void *Send, void *Recv, int64_t Count,
-                        meshrt_dtype T, meshrt_reduce_op Op) {
+template <typename F>
+void MpiComm::staged(const char *Op, const void *Send, int64_t SendBytes,
+                     void *Recv, int64_t RecvBytes, F &&Run) {
+  Stager S(Op, CallStream);
+  const bool InPlace = Send == Recv;
+  const bool SendDev = SendBytes > 0 && S.isDevice(Send, SendBytes, "send");
+  const bool RecvDev =
+      InPlace ? SendDev : RecvBytes > 0 && S.isDevice(Recv, RecvBytes, "recv");
+  if (!SendDev && !RecvDev) {
+    Run(Send, Recv);
+    return;
+  }
+  // Send first, recv after it at a 64-byte boundary.
+  const int64_t SendRoom = SendDev && !InPlace ? (SendBytes + 63) / 64 * 64 : 0;
+  char *Area = stagingArea(size_t(SendRoom + (RecvDev ? RecvBytes : 0)));
+  void *HostSend = SendDev ? Area : const_cast<void *>(Send);
+  void *HostRecv = InPlace ? HostSend : RecvDev ? Area + SendRoom : Recv;
+  if (SendDev) {
+    S.copy(HostSend, Send, SendBytes, "send buffer, device to host");
+    S.wait("copy to the host");
+  }
+  Run(HostSend, HostRecv);
+  if (RecvDev) {
+    S.copy(Recv, HostRecv, RecvBytes, "recv buffer, host to device");
+    S.wait("copy to the device");
+  }
+}
+
+void MpiComm::allReduceHost(const void *Send, void *Recv, int64_t Count,
+                            meshrt_dtype T, meshrt_reduce_op Op) {
   MPI_Datatype Type = B.type(T);
   MPI_Op MOp = B.op(T, Op);
   if (__builtin_expect(Count <= INT_MAX, 1)) {
@@ -293,16 +522,16 @@ void MpiComm::allReduce(const void *Send, void *Recv, int64_t Count,
     divideBy(Recv, Count, T, Size);
 }
 
-void MpiComm::allGather(const void *Send, void *Recv, int64_t Count,
-                        meshrt_dtype T) {
+void MpiComm::allGatherHost(const void *Send, void *Recv, int64_t Count,
+                            meshrt_dtype T) {
   requireIntCount(Count, Size, "all_gather");
   MPI_Datatype Type = B.type(T);
   checkMpi(MPI_Allgather(Send, int(Count), Type, Recv, int(Count), Type, C),
            "MPI_Allgather");
 }
 
-void MpiComm::reduceScatter(const void *Send, void *Recv, int64_t Count,
-                            meshrt_dtype T, meshrt_reduce_op Op) {
+void MpiComm::reduceScatterHost(const void *Send, void *Recv, int64_t Count,
+                                meshrt_dtype T, meshrt_reduce_op Op) {
   requireIntCount(Count, Size, "reduce_scatter");
   checkMpi(MPI_Reduce_scatter_block(Send, Recv, int(Count), B.type(T),
                                     B.op(T, Op), C),
@@ -311,16 +540,16 @@ void MpiComm::reduceScatter(const void *Send, void *Recv, int64_t Count,
     divideBy(Recv, Count, T, Size);
 }
 
-void MpiComm::allToAll(const void *Send, void *Recv, int64_t Count,
-                       meshrt_dtype T) {
+void MpiComm::allToAllHost(const void *Send, void *Recv, int64_t Count,
+                           meshrt_dtype T) {
   requireIntCount(Count, Size, "all_to_all");
   MPI_Datatype Type = B.type(T);
   checkMpi(MPI_Alltoall(Send, int(Count), Type, Recv, int(Count), Type, C),
            "MPI_Alltoall");
 }
 
-void MpiComm::broadcast(void *Buf, int64_t Count, meshrt_dtype T,
-                        int64_t Root) {
+void MpiComm::broadcastHost(void *Buf, int64_t Count, meshrt_dtype T,
+                            int64_t Root) {
   MPI_Datatype Type = B.type(T);
   int64_t Elem = dtypeSize(T);
   for (int64_t Done = 0; Done < Count;) {
@@ -332,9 +561,9 @@ void MpiComm::broadcast(void *Buf, int64_t Count, meshrt_dtype T,
   }
 }
 
-void MpiComm::sendRecv(const void *Send, int64_t Dest, void *Recv,
-                       int64_t Source, int64_t Count, meshrt_dtype T,
-                       bool ZeroFill) {
+void MpiComm::sendRecvHost(const void *Send, int64_t Dest, void *Recv,
+                           int64_t Source, int64_t Count, meshrt_dtype T,
+                           bool ZeroFill) {
   int64_t Elem = dtypeSize(T);
   if (Source < 0 && ZeroFill)
     std::memset(Recv, 0, size_t(Count * Elem));

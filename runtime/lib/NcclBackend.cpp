@@ -264,7 +264,6 @@ public:
                 int64_t Count, meshrt_dtype T, bool ZeroFill) override;
   void barrier() override;
   void *nativeHandle() override { return C; }
-  bool supportsStreams() const override { return true; }
 
   /// Throws (and aborts the communicator) if NCCL reports an asynchronous
   /// error on it; `Op` names the waiting operation.
