@@ -330,19 +330,31 @@ MESHRT_API meshrt_status meshrt_permute(meshrt_comm_t comm, const void *send,
 /// Returns once every member has entered the barrier.
 MESHRT_API meshrt_status meshrt_barrier(meshrt_comm_t comm);
 
-/* ---- Stream-ordered collectives (NCCL backend) ---------------------------
- * The same collectives, enqueued on a CUDA stream (a CUstream/cudaStream_t;
- * null means the device's shared stream, see meshrt_gpu_stream) instead of
- * waited for. Arguments are checked before anything is enqueued (a bad comm,
- * count, dtype or reduction, or a host pointer where a device buffer is
- * needed, fails at once with the function's name in the message); then the
- * call enqueues the NCCL operation and returns without synchronising. Work on
- * the buffers is ordered by the stream: kernels launched before the call on
- * the same stream produce the input, kernels launched after it see the
- * result. Errors that happen on the device (NCCL asynchronous errors) and the
- * timeout watchdog are reported by meshrt_stream_synchronize. Every member of
- * the group must issue the same stream-ordered collectives in the same order.
- * On the MPI backend these return MESHRT_ERROR_UNSUPPORTED.
+/* ---- Stream-ordered collectives -----------------------------------------
+ * The same collectives, ordered on a CUDA stream (a CUstream/cudaStream_t;
+ * null means the device's shared stream, see meshrt_gpu_stream). Arguments
+ * are checked before anything else happens (a bad comm, count, dtype or
+ * reduction fails at once with the function's name in the message). Every
+ * member of the group must issue the same stream-ordered collectives in the
+ * same order.
+ *
+ * NCCL backend: buffers must be device memory (a host pointer fails at
+ * once). The call enqueues the NCCL operation and returns without
+ * synchronising. Work on the buffers is ordered by the stream: kernels
+ * launched before the call on the same stream produce the input, kernels
+ * launched after it see the result. Errors that happen on the device (NCCL
+ * asynchronous errors) and the timeout watchdog are reported by
+ * meshrt_stream_synchronize.
+ *
+ * MPI backend: the call synchronises the stream, copies each device buffer
+ * (asked with cuPointerGetAttribute; host buffers are used as they are) to a
+ * host staging area, runs the MPI collective there, copies the result back,
+ * and returns with the work complete (nothing is left on the stream). In
+ * place (send == recv) works as in the blocking call. Correct but not fast:
+ * meant for several ranks sharing one GPU (which NCCL refuses) and for
+ * machines without NCCL. Without a CUDA driver, host buffers and the null
+ * stream still work; a buffer the host cannot read, or a non-null stream, is
+ * MESHRT_ERROR_BACKEND. Driver errors name the CUDA call and the collective.
  * ------------------------------------------------------------------------ */
 
 /// meshrt_all_reduce, enqueued on `stream`.
