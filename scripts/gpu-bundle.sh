@@ -23,6 +23,9 @@ for b in "$BUILD_DIR/runtime/test/meshrt-nccl-tests" \
   cp "$b" "$OUT/bin/"
 done
 cp -P "$BUILD_DIR"/lib/libmeshrt.so* "$OUT/lib/"
+# Open MPI's launcher, for several ranks sharing the one GPU (MPI backend).
+cp /usr/bin/orterun "$OUT/bin/mpirun"
+cp /usr/bin/orted "$OUT/bin/orted"
 cuda=${CUDA_HOME:-/usr/local/cuda}
 cp -L "$cuda"/lib*/libcudart.so.13 "$OUT/lib/" 2>/dev/null ||
   cp -L "$(ldconfig -p | awk '/libcudart.so.13 /{print $NF; exit}')" "$OUT/lib/"
@@ -32,6 +35,7 @@ multiarch=/usr/lib/x86_64-linux-gnu
 plugins=$multiarch/openmpi/lib/openmpi3
 cp -r "$plugins" "$OUT/openmpi/openmpi3"
 cp -r "$multiarch/pmix2/lib/pmix" "$OUT/openmpi/pmix"
+cp -r /usr/share/openmpi "$OUT/openmpi/share"   # help texts, for readable errors
 needed=$( (ldd "$OUT"/bin/* "$OUT"/lib/libmeshrt.so.0 "$plugins"/mca_pmix_ext3x.so \
              "$plugins"/mca_ess_*.so "$plugins"/mca_btl_self.so \
              "$plugins"/mca_btl_vader.so 2>/dev/null || true) |

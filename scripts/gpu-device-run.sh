@@ -28,6 +28,8 @@ export OMPI_MCA_ess_singleton_isolated=1 \
        OMPI_MCA_mca_base_component_path=$G/openmpi/openmpi3 \
        PMIX_MCA_mca_base_component_path=$G/openmpi/pmix \
        OMPI_MCA_mca_base_component_show_load_errors=0 \
+       OPAL_PKGDATADIR=$G/openmpi/share PATH=$G/bin:$PATH \
+       OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none \
        OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
        MESHRT_TIMEOUT_S=${MESHRT_TIMEOUT_S:-60}
 
@@ -61,8 +63,10 @@ if [[ $PARTS == *,runtime,* ]]; then
   # Two ranks need two GPUs: the probe must say so and skip (77).
   check nccl-probe-2-skips 77 "$nt" --gpu-probe=2
   check nccl-tests-n1 0 env MESHRT_BACKEND=nccl "$nt"
-  check gpu-stream-n1 0 "$gt" stream
+  # (mode "stream" loads the emulated driver's fake image: emulation only)
   check gpu-mpi-backend-n1 0 "$gt" mpi-backend
+  # Ranks sharing the one GPU: collectives on the MPI backend, staged.
+  check gpu-mpi-backend-n8 0 "$G/bin/mpirun" -n 8 "$gt" mpi-backend
   check gpu-host-access-dies 3 "$gt" host-access
   check gpu-sync-ok 0 "$gt" sync-error   # no fault injected: returns
   check gpu-no-driver 1 env MESHRT_CUDA_DRIVER_LIBRARY=/nonexistent/libcuda.so.1 "$gt" no-driver
@@ -74,9 +78,12 @@ if [[ $PARTS == *,bench,* ]]; then
 fi
 
 if [[ $PARTS == *,programs,* ]]; then
+  # Programs compiled with --target=cuda that check themselves, on
+  # GPU_RANKS ranks (default 8) sharing the GPU, collectives staged by MPI.
   for p in "$G"/bin/*; do
-    case $(basename "$p") in meshrt-nccl-tests|meshrt-gpu-tests|meshrt-bench-gpu) continue ;; esac
-    check "program-$(basename "$p")" 0 "$p"
+    case $(basename "$p") in meshrt-nccl-tests|meshrt-gpu-tests|meshrt-bench-gpu|mpirun|orted) continue ;; esac
+    check "program-$(basename "$p")" 0 env MESHRT_BACKEND=mpi \
+      "$G/bin/mpirun" -n "${GPU_RANKS:-8}" "$p"
   done
 fi
 

@@ -223,8 +223,8 @@ void benchCall(const Args &A, meshrt_comm_t Comm, ncclComm_t Nccl,
     int Calls = Bytes <= (1 << 20) ? 50 : Bytes <= (32 << 20) ? 10 : 4;
     auto Ours = [&] {
       for (int I = 0; I < Calls; ++I)
-        checkRt(meshrt_all_reduce_on_stream(Comm, Send, Recv, Count,
-                                            MESHRT_F32, MESHRT_SUM, Stream),
+        checkRt(meshrt_all_reduce_on_stream(Comm, Send, Recv, Count, MESHRT_F32,
+                                            MESHRT_SUM, Stream),
                 "meshrt_all_reduce_on_stream");
       checkRt(meshrt_stream_synchronize(Stream), "meshrt_stream_synchronize");
     };
@@ -308,16 +308,18 @@ void benchMatmul(const Args &A) {
   checkCuda(cudaMalloc(&DA, N * N * 4), "cudaMalloc");
   checkCuda(cudaMalloc(&DB, N * N * 4), "cudaMalloc");
   checkCuda(cudaMalloc(&DBias, N * 4), "cudaMalloc");
-  checkCuda(cudaMemcpy(DA, HA.data(), N * N * 4, cudaMemcpyHostToDevice), "h2d");
-  checkCuda(cudaMemcpy(DB, HB.data(), N * N * 4, cudaMemcpyHostToDevice), "h2d");
+  checkCuda(cudaMemcpy(DA, HA.data(), N * N * 4, cudaMemcpyHostToDevice),
+            "h2d");
+  checkCuda(cudaMemcpy(DB, HB.data(), N * N * 4, cudaMemcpyHostToDevice),
+            "h2d");
   checkCuda(cudaMemcpy(DBias, HBias.data(), N * 4, cudaMemcpyHostToDevice),
             "h2d");
   Desc2 MA{DA, DA, 0, {N, N}, {N, 1}}, MB{DB, DB, 0, {N, N}, {N, 1}}, Out{};
   Desc1 MBias{DBias, DBias, 0, {N}, {1}};
   _mlir_ciface_matmul_bias_relu(&Out, &MA, &MB, &MBias); // warm-up, loads
-  checkCuda(cudaMemcpy(HOut.data(), Out.Aligned, N * N * 4,
-                       cudaMemcpyDeviceToHost),
-            "d2h");
+  checkCuda(
+      cudaMemcpy(HOut.data(), Out.Aligned, N * N * 4, cudaMemcpyDeviceToHost),
+      "d2h");
   checkRt(meshrt_device_free(Out.Allocated), "meshrt_device_free");
   // Check 512 random entries against a double-precision reference.
   double MaxRel = 0;
@@ -391,8 +393,8 @@ int main(int argc, char **argv) {
     checkCuda(cudaGetDeviceProperties(&P, Device), "cudaGetDeviceProperties");
     std::printf("device %d: %s (sm_%d%d, %d SMs), CUDA driver %d, NCCL %d, "
                 "world %lld\n",
-                Device, P.name, P.major, P.minor, P.multiProcessorCount,
-                Driver, Version, (long long)World);
+                Device, P.name, P.major, P.minor, P.multiProcessorCount, Driver,
+                Version, (long long)World);
   }
   if (wants(A, "call"))
     benchCall(A, Comm, Nccl, Stream);

@@ -57,6 +57,7 @@ static void addDeviceStage(OpPassManager &pm,
                              options.tileSizes.end());
   if (tiles.empty())
     tiles = {16, 16};
+  pm.addNestedPass<func::FuncOp>(mesh::createMeshGpuCopyKernels());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createParallelLoopFusionPass());
   // No canonicalisation between tiling and mapping: it would merge the

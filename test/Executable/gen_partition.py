@@ -347,6 +347,10 @@ def main():
     ap.add_argument("--cases", type=int, default=200,
                     help="random cases after the fixed suite")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--corrupt", action="store_true",
+                    help="a negative control: every check adds 1 to the "
+                         "difference, so a run whose kernels really compute "
+                         "fails at the first case")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     cases = matmul_suite() + model_suite() + \
@@ -382,7 +386,12 @@ def main():
         rt = ttype(rshape)
         lines.append(f"  %got = call @{c.name}({', '.join(ins)}) : ({types}) -> {rt}")
         lines.append(f"  %want = call @{c.name}_ref({', '.join(ins)}) : ({types}) -> {rt}")
-        lines.append(f"  %diff = arith.subi %got, %want : {rt}")
+        if args.corrupt:
+            lines.append(f"  %one = arith.constant dense<1> : {rt}")
+            lines.append(f"  %diff0 = arith.subi %got, %want : {rt}")
+            lines.append(f"  %diff = arith.addi %diff0, %one : {rt}")
+        else:
+            lines.append(f"  %diff = arith.subi %got, %want : {rt}")
         lines.append(f"  %abs = math.absi %diff : {rt}")
         lines.append("  %e = tensor.empty() : tensor<i32>")
         lines.append("  %z = linalg.fill ins(%c0_i32 : i32) outs(%e : tensor<i32>) -> tensor<i32>")

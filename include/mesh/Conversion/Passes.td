@@ -77,6 +77,26 @@ def ConvertMeshToRuntime : Pass<"convert-mesh-to-runtime", "::mlir::ModuleOp"> {
 // The device stage of --mesh-to-nvvm
 //===----------------------------------------------------------------------===//
 
+def MeshGpuCopyKernels
+    : Pass<"mesh-gpu-copy-kernels", "::mlir::func::FuncOp"> {
+  let summary = "Turns strided buffer copies into linalg.copy, so they become kernels";
+  let description = [{
+    Part of the device stage of `--mesh-to-nvvm`, before linalg becomes
+    parallel loops. A `memref.copy` between contiguous buffers becomes one
+    `gpu.memcpy` later (`mesh-gpu-device-memory`); a copy into or out of a
+    strided view (what `tensor.insert_slice` and `tensor.extract_slice`
+    bufferize to) has no such form, so this pass rewrites it as a
+    `linalg.copy`, which becomes a kernel like any other linalg op.
+
+    ```mlir
+    memref.copy %src, %view : memref<4x8xf32> to memref<4x8xf32, strided<[16, 1]>>
+    // becomes
+    linalg.copy ins(%src : memref<4x8xf32>) outs(%view : memref<4x8xf32, strided<[16, 1]>>)
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def MeshGpuSerialKernels
     : Pass<"mesh-gpu-serial-kernels", "::mlir::ModuleOp"> {
   let summary = "Wraps host loop nests on buffers in one-thread kernels";
@@ -135,8 +155,13 @@ def MeshGpuDeviceMemory
     * replaces each `memref.get_global` of a constant by a device copy made
       the first time the function runs and kept in a pointer global
       (`__mesh_device_<name>`): constants are copied to the device once;
+    * turns a host `memref.load` of a device buffer (a result the host
+      reads, such as a `tensor.extract` of a reduction) into a copy of that
+      element to a host slot on the stream (`mgpuMemcpy`), a
+      `meshrt_stream_synchronize`, and a load of the slot: the host waits
+      where it reads, and only there;
     * calls `meshrt_stream_synchronize` once before each return, so results
-      are ready when the call returns. Nothing synchronises in between:
+      are ready when the call returns. Nothing else synchronises:
       kernels, copies and the `meshrt_*_on_stream` collectives are ordered
       by the one stream.
 

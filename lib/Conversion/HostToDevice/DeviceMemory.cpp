@@ -44,6 +44,10 @@ private:
   Value deviceConstant(OpBuilder &b, memref::GetGlobalOp get);
   /// Declares (once) the runtime function `name` returning i32.
   LLVM::LLVMFuncOp runtimeFunc(StringRef name, ArrayRef<Type> args);
+  /// Replaces a host read of one element of a device buffer by a copy of the
+  /// element to a host slot on the stream, a synchronisation, and a read of
+  /// the slot.
+  LogicalResult readToHost(memref::LoadOp load);
   /// Calls `name(args)` and aborts with a message on a non-zero status.
   void callChecked(OpBuilder &b, Location loc, StringRef name,
                    ArrayRef<Value> args);
@@ -61,7 +65,7 @@ private:
 /// device, or for a stream-ordered runtime call.
 static bool isDeviceWork(Operation *op) {
   if (isa<memref::AllocOp, memref::DeallocOp, memref::CopyOp,
-          memref::GetGlobalOp, gpu::LaunchFuncOp>(op))
+          memref::GetGlobalOp, memref::LoadOp, gpu::LaunchFuncOp>(op))
     return true;
   if (auto call = dyn_cast<LLVM::CallOp>(op))
     if (std::optional<StringRef> callee = call.getCallee())
@@ -195,6 +199,61 @@ Value DeviceFunction::deviceConstant(OpBuilder &b, memref::GetGlobalOp get) {
   return UnrealizedConversionCastOp::create(b, loc, type, desc).getResult(0);
 }
 
+LogicalResult DeviceFunction::readToHost(memref::LoadOp load) {
+  Location loc = load.getLoc();
+  Type elem = load.getMemRefType().getElementType();
+  Type stored = elem.isIndex() ? i64Type : elem;
+  if (!stored.isIntOrFloat())
+    return load.emitOpError()
+           << "reads a device buffer of " << elem
+           << " on the host, which has no device-to-host lowering";
+  // The slot lives in the entry block, so a read inside a loop reuses it.
+  OpBuilder entry(stream.getContext());
+  entry.setInsertionPointAfterValue(stream);
+  Value one =
+      LLVM::ConstantOp::create(entry, loc, i64Type, entry.getI64IntegerAttr(1));
+  Value slot = LLVM::AllocaOp::create(entry, loc, ptrType, stored, one);
+
+  // The element's address: aligned pointer + offset + sum(index * stride).
+  OpBuilder b(load);
+  auto meta =
+      memref::ExtractStridedMetadataOp::create(b, loc, load.getMemref());
+  Value linear = meta.getOffset();
+  for (auto [index, stride] : llvm::zip(load.getIndices(), meta.getStrides()))
+    linear = arith::AddIOp::create(
+        b, loc, linear, arith::MulIOp::create(b, loc, index, stride));
+  Value base =
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, load.getMemref());
+  Value baseInt = arith::IndexCastOp::create(b, loc, i64Type, base);
+  Value basePtr = LLVM::IntToPtrOp::create(b, loc, ptrType, baseInt);
+  LLVM::GEPArg offset(
+      arith::IndexCastOp::create(b, loc, i64Type, linear).getResult());
+  Value source = LLVM::GEPOp::create(b, loc, ptrType, stored, basePtr,
+                                     ArrayRef<LLVM::GEPArg>(offset));
+  Value bytes = LLVM::ConstantOp::create(
+      b, loc, i64Type,
+      b.getI64IntegerAttr((stored.getIntOrFloatBitWidth() + 7) / 8));
+
+  auto memcpyFn = module.lookupSymbol<LLVM::LLVMFuncOp>("mgpuMemcpy");
+  if (!memcpyFn) {
+    OpBuilder top = OpBuilder::atBlockBegin(module.getBody());
+    memcpyFn = LLVM::LLVMFuncOp::create(
+        top, module.getLoc(), "mgpuMemcpy",
+        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
+                                    {ptrType, ptrType, i64Type, ptrType}));
+    memcpyFn.setPrivate();
+  }
+  LLVM::CallOp::create(b, loc, memcpyFn,
+                       ValueRange{slot, source, bytes, stream});
+  callChecked(b, loc, "meshrt_stream_synchronize", {stream});
+  Value value = LLVM::LoadOp::create(b, loc, stored, slot);
+  if (elem.isIndex())
+    value = arith::IndexCastOp::create(b, loc, elem, value);
+  load.replaceAllUsesWith(value);
+  load.erase();
+  return success();
+}
+
 LogicalResult DeviceFunction::run() {
   if (func.isExternal() || !needsDevice())
     return success();
@@ -255,6 +314,9 @@ LogicalResult DeviceFunction::run() {
           launch.getDynamicSharedMemorySize(), launch.getKernelOperands(),
           tokenType, ValueRange{token}, cluster);
       launch.erase();
+    } else if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      if (failed(readToHost(load)))
+        return failure();
     } else if (isa<func::ReturnOp>(op)) {
       callChecked(b, loc, "meshrt_stream_synchronize", {stream});
     }

@@ -18,8 +18,8 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 extern "C" {

@@ -113,3 +113,51 @@ func.func @strided(%x: memref<4x4xf32>, %y: memref<4xf32>) {
   memref.copy %s, %y : memref<4xf32, strided<[4], offset: 1>> to memref<4xf32>
   return
 }
+
+// -----
+
+// A host read of a device buffer: the element is copied to a host slot on
+// the stream, the host waits there, then reads the slot. The slot is made
+// once, at entry, even when the read is in a loop.
+
+// CHECK-LABEL: func.func @read
+// CHECK: %[[S:.*]] = llvm.load %{{.*}} : !llvm.ptr -> !llvm.ptr
+// CHECK: %[[SLOT:.*]] = llvm.alloca %{{.*}} x i64 : (i64) -> !llvm.ptr
+// CHECK: scf.for %[[I:[a-z0-9]+]] =
+// CHECK:   %{{.*}}, %[[OFF:[a-z0-9_]+]], %{{[a-z0-9_]+}}:2, %[[STR:[a-z0-9_]+]]:2 = memref.extract_strided_metadata %arg0
+// CHECK:   %[[M:.*]] = arith.muli %[[I]], %[[STR]]#0
+// CHECK:   %[[L0:.*]] = arith.addi %[[OFF]], %[[M]]
+// CHECK:   %[[M1:.*]] = arith.muli %{{.*}}, %[[STR]]#1
+// CHECK:   %[[L:.*]] = arith.addi %[[L0]], %[[M1]]
+// CHECK:   %[[P:.*]] = memref.extract_aligned_pointer_as_index %arg0
+// CHECK:   %[[PI:.*]] = arith.index_cast %[[P]] : index to i64
+// CHECK:   %[[PP:.*]] = llvm.inttoptr %[[PI]]
+// CHECK:   %[[LI:.*]] = arith.index_cast %[[L]] : index to i64
+// CHECK:   %[[SRC:.*]] = llvm.getelementptr %[[PP]][%[[LI]]] : (!llvm.ptr, i64) -> !llvm.ptr, i64
+// CHECK:   %[[N:.*]] = llvm.mlir.constant(8 : i64)
+// CHECK:   llvm.call @mgpuMemcpy(%[[SLOT]], %[[SRC]], %[[N]], %[[S]])
+// CHECK:   llvm.call @meshrt_stream_synchronize(%[[S]])
+// CHECK:   cf.assert
+// CHECK:   %[[V:.*]] = llvm.load %[[SLOT]] : !llvm.ptr -> i64
+// CHECK:   arith.index_cast %[[V]] : i64 to index
+// CHECK-NOT: memref.load
+func.func @read(%x: memref<4x?xindex>) -> index {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %c0) -> index {
+    %v = memref.load %x[%i, %c1] : memref<4x?xindex>
+    %s = arith.addi %acc, %v : index
+    scf.yield %s : index
+  }
+  return %r : index
+}
+
+// -----
+
+func.func @read_vector(%x: memref<4xvector<2xf32>>) -> vector<2xf32> {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{'memref.load' op reads a device buffer of 'vector<2xf32>' on the host, which has no device-to-host lowering}}
+  %v = memref.load %x[%c0] : memref<4xvector<2xf32>>
+  return %v : vector<2xf32>
+}
