@@ -70,6 +70,7 @@ static void addDeviceStage(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(mesh::createMeshGpuSerialKernels());
   pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(mesh::createMeshGpuMergeKernelModules());
   pm.addPass(mesh::createMeshGpuDeviceMemory());
   pm.addPass(mesh::createMeshGpuVerifyHostAccess());
 }

@@ -10,6 +10,11 @@
 //
 // Run under `mpirun -n 8`. Exits non-zero if any case fails on this rank.
 //
+// Built with MESH_EXEC_DEVICE=1 for the kernels compiled with --target=cuda
+// (mesh-exec-collectives-cuda): inputs are copied to device buffers and
+// results back through libmeshrt's mgpu* functions, and results are freed
+// with meshrt_device_free.
+//
 //===----------------------------------------------------------------------===//
 
 #include "meshrt/meshrt.h"
@@ -20,6 +25,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#ifndef MESH_EXEC_DEVICE
+#define MESH_EXEC_DEVICE 0
+#endif
 
 namespace {
 
@@ -388,6 +397,30 @@ double expected(const Case &c, int64_t rank, const int64_t o[2]) {
 extern "C" void mesh_module_init();
 extern "C" void mesh_module_fini();
 
+#if MESH_EXEC_DEVICE
+extern "C" void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared);
+extern "C" void mgpuMemFree(void *ptr, void *stream);
+extern "C" void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream);
+
+namespace {
+void *stream() {
+  void *s = nullptr;
+  if (meshrt_gpu_stream(&s) != MESHRT_SUCCESS) {
+    std::fprintf(stderr, "meshrt_gpu_stream: %s\n", meshrt_last_error());
+    std::exit(1);
+  }
+  return s;
+}
+void synchronize() {
+  if (meshrt_stream_synchronize(nullptr) != MESHRT_SUCCESS) {
+    std::fprintf(stderr, "meshrt_stream_synchronize: %s\n",
+                 meshrt_last_error());
+    std::exit(1);
+  }
+}
+} // namespace
+#endif
+
 int main() {
   mesh_module_init();
   int64_t rank = 0, world = 0;
@@ -411,9 +444,26 @@ int main() {
     for (int64_t i = 0; i < c.in[0]; ++i)
       for (int64_t j = 0; j < c.in[1]; ++j)
         store(input, i * c.in[1] + j, c.dtype, inputValue(c, rank, i, j));
-    Desc2 arg{input, input, 0, {c.in[0], c.in[1]}, {c.in[1], 1}};
+    void *argBuffer = input;
+#if MESH_EXEC_DEVICE
+    argBuffer = mgpuMemAlloc(inElems * elementSize(c.dtype), stream(), false);
+    mgpuMemcpy(argBuffer, input, inElems * elementSize(c.dtype), stream());
+#endif
+    Desc2 arg{argBuffer, argBuffer, 0, {c.in[0], c.in[1]}, {c.in[1], 1}};
     Desc2 res{};
     c.fn(&res, &arg);
+#if MESH_EXEC_DEVICE
+    // The result is a device buffer: bring its extent to the host.
+    void *deviceResult = res.allocated;
+    int64_t extent = res.offset + 1;
+    for (int d = 0; d < 2; ++d)
+      extent += (res.sizes[d] > 0 ? res.sizes[d] - 1 : 0) * res.strides[d];
+    void *hostResult = std::malloc(extent * elementSize(c.dtype));
+    mgpuMemcpy(hostResult, res.aligned, extent * elementSize(c.dtype),
+               stream());
+    synchronize();
+    res.allocated = res.aligned = hostResult;
+#endif
 
     int mismatches = 0;
     if (res.sizes[0] != c.out[0] || res.sizes[1] != c.out[1]) {
@@ -445,15 +495,22 @@ int main() {
         }
     }
     failedCases += mismatches > 0;
+#if MESH_EXEC_DEVICE
+    std::free(res.allocated);
+    if (deviceResult != argBuffer)
+      meshrt_device_free(deviceResult);
+    meshrt_device_free(argBuffer);
+#else
     if (res.allocated != input)
       std::free(res.allocated);
+#endif
     std::free(input);
   }
   mesh_module_fini();
   if (failedCases == 0 && rank == 0)
-    std::printf("exec.collectives: %zu compiled collectives checked exactly on "
-                "8 ranks: 0 failed\n",
-                count);
+    std::printf("exec.collectives: %zu compiled collectives%s checked exactly "
+                "on 8 ranks: 0 failed\n",
+                count, MESH_EXEC_DEVICE ? " (--target=cuda)" : "");
   if (failedCases)
     std::fprintf(stderr,
                  "exec.collectives: rank %lld: %d of %zu cases failed\n",

@@ -23,13 +23,14 @@
 
 // FATBIN: gpu.binary @{{.*}}#nvvm.target<O = 3, chip = "sm_90">
 
-// Every kernel of each program reaches the binary: the examples' kernel
-// counts, then all nine modules through ptxas.
-// HSDP: extracted 2 PTX modules
-// TP: extracted 3 PTX modules
-// ULY: extracted 3 PTX modules
-// LIBDEVICE: extracted 1 PTX modules
-// PTXAS: ptxas accepted 9 modules
+// Every kernel of each program reaches the binary, all of a program's
+// kernels in one module (mesh-gpu-merge-kernel-modules): the examples'
+// kernel counts, then all four modules through ptxas.
+// HSDP: extracted 1 PTX modules, 2 kernels
+// TP: extracted 1 PTX modules, 3 kernels
+// ULY: extracted 1 PTX modules, 3 kernels
+// LIBDEVICE: extracted 1 PTX modules, 1 kernels
+// PTXAS: ptxas accepted 4 modules
 
 // math.exp needs libdevice: with the toolkit found it is linked in, not left
 // as an unresolved extern (which only the driver's JIT would reject).

@@ -14,15 +14,15 @@ mesh.mesh @world(["x" = 4])
 // CHECK-LABEL: llvm.func @step
 // CHECK: %[[S:.*]] = llvm.load %{{.*}} : !llvm.ptr -> !llvm.ptr
 // CHECK-NOT: meshrt_stream_synchronize
-// CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @step_kernel::@step_kernel blocks in ({{.*}}) threads in ({{.*}})
+// CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @mesh_kernels::@step_kernel blocks in ({{.*}}) threads in ({{.*}})
 // CHECK-NOT: meshrt_stream_synchronize
 // CHECK: llvm.call @meshrt_all_reduce_on_stream
 // CHECK-NOT: meshrt_stream_synchronize
-// CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @step_kernel_0::@step_kernel
+// CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @mesh_kernels::@step_kernel_0
 // CHECK-NOT: meshrt_stream_synchronize
-// CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @step_kernel_1::@step_kernel
+// CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @mesh_kernels::@step_kernel_1
 // CHECK-NOT: meshrt_stream_synchronize
-// CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @step_kernel_2::@step_kernel blocks in (%[[ONE:.*]], %[[ONE]], %[[ONE]]) threads in (%[[ONE]], %[[ONE]], %[[ONE]])
+// CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @mesh_kernels::@step_kernel_2 blocks in (%[[ONE:.*]], %[[ONE]], %[[ONE]]) threads in (%[[ONE]], %[[ONE]], %[[ONE]])
 // CHECK-NOT: gpu.launch_func
 // CHECK: llvm.call @meshrt_stream_synchronize(%[[S]])
 // CHECK-NOT: meshrt_stream_synchronize
@@ -35,7 +35,7 @@ mesh.mesh @world(["x" = 4])
 // BINARY-NOT: memref.
 // BINARY-NOT: scf.
 // BINARY-NOT: linalg.
-// BINARY-COUNT-4: gpu.binary @step_kernel{{.*}} [#gpu.object<#nvvm.target<O = 3, chip = "sm_90">{{.*}}.target sm_90
+// BINARY-COUNT-1: gpu.binary @mesh_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90">{{.*}}.target sm_90
 // BINARY-NOT: gpu.binary
 
 // LLVMIR-COUNT-4: call void @mgpuLaunchKernel(
@@ -56,10 +56,10 @@ mesh.mesh @world(["x" = 4])
 // DEVICE-NOT: scf.parallel
 // DEVICE-NOT: linalg.
 // DEVICE: return
-// DEVICE: gpu.module @step_kernel
+// DEVICE: gpu.module @mesh_kernels
 
-// OPTIONS: gpu.launch_func {{.*}} @step_kernel::@step_kernel blocks in (%c8, %c1, %c1) threads in (%c8, %c32, %c1)
-// OPTIONS: gpu.binary @step_kernel {{.*}}chip = "sm_80"{{.*}}.target sm_80
+// OPTIONS: gpu.launch_func {{.*}} @mesh_kernels::@step_kernel blocks in (%c8, %c1, %c1) threads in (%c8, %c32, %c1)
+// OPTIONS: gpu.binary @mesh_kernels {{.*}}chip = "sm_80"{{.*}}.target sm_80
 func.func @step(%a: tensor<64x32xf32>, %b: tensor<64x32xf32>) -> (tensor<64x32xf32>, tensor<f32>) attributes {llvm.emit_c_interface} {
   %bias = arith.constant dense<0.5> : tensor<64x32xf32>
   %s = arith.addf %a, %b : tensor<64x32xf32>

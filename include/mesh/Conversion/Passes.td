@@ -138,6 +138,35 @@ def MeshGpuSerialKernels
                            "::mlir::arith::ArithDialect"];
 }
 
+def MeshGpuMergeKernelModules
+    : Pass<"mesh-gpu-merge-kernel-modules", "::mlir::ModuleOp"> {
+  let summary = "Puts every outlined kernel in one gpu.module";
+  let description = [{
+    `gpu-kernel-outlining` gives every kernel a `gpu.module` of its own, and
+    `gpu-module-to-binary` then runs `ptxas` and `fatbinary` once per module:
+    a program of a thousand kernels costs a thousand tool runs, and at run
+    time a thousand module loads. This pass moves the kernels of all
+    `gpu.module`s that hold nothing but `gpu.func`s into one module,
+    `@mesh_kernels`, renaming each kernel after the module it came from
+    (unique by construction), and points every `gpu.launch_func` at its new
+    place. Modules that hold anything else (globals, called functions) are
+    left as they are.
+
+    ```mlir
+    gpu.module @f_kernel { gpu.func @f_kernel(...) kernel {...} }
+    gpu.module @f_kernel_0 { gpu.func @f_kernel(...) kernel {...} }
+    gpu.launch_func @f_kernel_0::@f_kernel ...
+    // becomes
+    gpu.module @mesh_kernels {
+      gpu.func @f_kernel(...) kernel {...}
+      gpu.func @f_kernel_0(...) kernel {...}
+    }
+    gpu.launch_func @mesh_kernels::@f_kernel_0 ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def MeshGpuDeviceMemory
     : Pass<"mesh-gpu-device-memory", "::mlir::ModuleOp"> {
   let summary = "Puts every buffer in device memory, stream-ordered";

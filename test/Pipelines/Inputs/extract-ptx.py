@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the PTX of every gpu.binary in an MLIR file (format=isa) to
-DIR/<binary>.ptx, so that ptxas can check it. Usage: extract-ptx.py IN DIR"""
+DIR/<binary>.ptx, so that ptxas can check it, and counts the kernels
+(.entry) in them. Usage: extract-ptx.py IN DIR"""
 import os
 import re
 import sys
@@ -8,6 +9,7 @@ import sys
 text = open(sys.argv[1]).read()
 os.makedirs(sys.argv[2], exist_ok=True)
 found = 0
+kernels = 0
 for m in re.finditer(r'gpu\.binary @(\w+)[^\n]*?assembly = "((?:[^"\\]|\\.)*)"',
                      text):
     # MLIR string escapes: \XX (hex byte) and \\.
@@ -17,5 +19,6 @@ for m in re.finditer(r'gpu\.binary @(\w+)[^\n]*?assembly = "((?:[^"\\]|\\.)*)"',
     with open(os.path.join(sys.argv[2], m.group(1) + ".ptx"), "w") as f:
         f.write(ptx)
     found += 1
-print(f"extracted {found} PTX modules")
+    kernels += len(re.findall(r'^\.visible \.entry ', ptx, re.M))
+print(f"extracted {found} PTX modules, {kernels} kernels")
 sys.exit(0 if found else 1)
