@@ -273,7 +273,16 @@ public:
 
 private:
   void check(ncclResult_t R, const char *What);
-  void checkDevice(const void *P, const char *Which, const char *Op) const;
+  /// Throws unless `P` is device or managed memory and the communicator is
+  /// usable; `Which` names the buffer and `Op` the call in the message. A
+  /// buffer this thread validated before is not asked about again (see
+  /// gpuKnownDeviceMemory in Gpu.h for what that memo can miss).
+  void checkDevice(const void *P, const char *Which, const char *Op) const {
+    if (__builtin_expect(C && gpuKnownDeviceMemory(P), 1))
+      return;
+    checkDeviceSlow(P, Which, Op);
+  }
+  void checkDeviceSlow(const void *P, const char *Which, const char *Op) const;
   void wait(const char *Op);
   /// The stream of this call: the caller's in stream mode, else the shared
   /// one.
@@ -315,6 +324,7 @@ public:
     checkCuda(L.Cuda.Malloc(&Scratch, 64), "cudaMalloc (barrier scratch)");
   }
   ~NcclBackend() override {
+    gpuForgetDeviceMemory();
     if (Scratch)
       libraries().Cuda.Free(Scratch);
   }
@@ -422,6 +432,7 @@ NcclComm::NcclComm(ncclComm_t C, int64_t R, int64_t S, NcclBackend &B,
 }
 
 NcclComm::~NcclComm() {
+  gpuForgetDeviceMemory();
   B.Comms.erase(this);
   if (C)
     libraries().Nccl.CommDestroy(C);
@@ -445,6 +456,7 @@ void NcclComm::checkAsyncError(const char *Op) {
                     N.GetErrorString(Async) + " (" + N.GetLastError(C) + ")";
   N.CommAbort(C);
   C = nullptr;
+  gpuForgetDeviceMemory();
   throw Error(MESHRT_ERROR_BACKEND, Msg);
 }
 
@@ -457,8 +469,8 @@ void NcclComm::check(ncclResult_t R, const char *What) {
                                         " (" + N.GetLastError(C) + ")");
 }
 
-void NcclComm::checkDevice(const void *P, const char *Which,
-                           const char *Op) const {
+void NcclComm::checkDeviceSlow(const void *P, const char *Which,
+                               const char *Op) const {
   if (!C)
     throw Error(MESHRT_ERROR_BACKEND,
                 std::string(Op) + ": the NCCL communicator was aborted after "
@@ -472,6 +484,7 @@ void NcclComm::checkDevice(const void *P, const char *Which,
                 std::string(Op) + ": the " + Which +
                     " buffer is host memory; the NCCL backend needs device "
                     "(cudaMalloc) or managed buffers");
+  gpuRememberDeviceMemory(P);
 }
 
 void NcclComm::wait(const char *Op) {
@@ -492,6 +505,7 @@ void NcclComm::wait(const char *Op) {
                         L.Nccl.GetLastError(C) + ")";
       L.Nccl.CommAbort(C);
       C = nullptr;
+      gpuForgetDeviceMemory();
       throw Error(MESHRT_ERROR_BACKEND, Msg);
     }
     if (Spin > 2000)
