@@ -31,6 +31,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -187,12 +188,26 @@ void loadLibraries(Libraries &L) {
   L.Loaded = true;
 }
 
-/// The libraries, loaded on first use (once per process).
-const Libraries &libraries() {
+/// The libraries once loaded (whether that worked or not): every collective
+/// asks, so the answer is one load instead of a call_once.
+std::atomic<const Libraries *> LoadedLibraries{nullptr};
+
+/// Loads the libraries (once per process).
+[[gnu::noinline]] const Libraries &loadLibrariesOnce() {
   static Libraries L;
   static std::once_flag Once;
-  std::call_once(Once, [] { loadLibraries(L); });
+  std::call_once(Once, [] {
+    loadLibraries(L);
+    LoadedLibraries.store(&L, std::memory_order_release);
+  });
   return L;
+}
+
+/// The libraries, loaded on first use.
+inline const Libraries &libraries() {
+  if (const Libraries *L = LoadedLibraries.load(std::memory_order_acquire))
+    return *L;
+  return loadLibrariesOnce();
 }
 
 [[noreturn]] void cudaFail(cudaError_t E, const std::string &What) {
@@ -272,7 +287,11 @@ public:
   ncclComm_t C;
 
 private:
-  void check(ncclResult_t R, const char *What);
+  void check(ncclResult_t R, const char *What) {
+    if (__builtin_expect(R != ncclSuccess, 0))
+      fail(R, What);
+  }
+  [[noreturn]] void fail(ncclResult_t R, const char *What);
   /// Throws unless `P` is device or managed memory and the communicator is
   /// usable; `Which` names the buffer and `Op` the call in the message. A
   /// buffer this thread validated before is not asked about again (see
@@ -460,9 +479,7 @@ void NcclComm::checkAsyncError(const char *Op) {
   throw Error(MESHRT_ERROR_BACKEND, Msg);
 }
 
-void NcclComm::check(ncclResult_t R, const char *What) {
-  if (R == ncclSuccess)
-    return;
+void NcclComm::fail(ncclResult_t R, const char *What) {
   const NcclApi &N = libraries().Nccl;
   throw Error(MESHRT_ERROR_BACKEND, std::string(What) +
                                         " failed: " + N.GetErrorString(R) +
