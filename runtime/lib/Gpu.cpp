@@ -41,6 +41,7 @@ using namespace meshrt::detail;
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -112,6 +113,8 @@ struct DriverApi {
   decltype(&::cuEventSynchronize) EventSynchronize = nullptr;
   decltype(&::cuEventDestroy) EventDestroy = nullptr;
   decltype(&::cuPointerGetAttribute) PointerGetAttribute = nullptr;
+  /// Optional (null if absent): only widens the known device memory memo.
+  decltype(&::cuMemGetAddressRange) MemGetAddressRange = nullptr;
   bool Loaded = false;
   std::string Error;
 };
@@ -164,6 +167,8 @@ void loadDriver(DriverApi &D) {
   bindSymbol(Lib, "cuEventSynchronize", D.EventSynchronize, Missing);
   bindSymbol(Lib, "cuEventDestroy_v2", D.EventDestroy, Missing);
   bindSymbol(Lib, "cuPointerGetAttribute", D.PointerGetAttribute, Missing);
+  std::string Optional;
+  bindSymbol(Lib, "cuMemGetAddressRange_v2", D.MemGetAddressRange, Optional);
   if (!Missing.empty()) {
     D.Error = std::string("the CUDA driver ") + Name +
               " lacks what meshrt needs (CUDA >= 11.2):" + Missing;
@@ -181,6 +186,15 @@ const DriverApi &driver() {
   if (!D->Loaded)
     throw Error(MESHRT_ERROR_BACKEND, D->Error);
   return *D;
+}
+
+/// The driver if it loaded, else null (no exception).
+const DriverApi *loadedDriver() {
+  try {
+    return &driver();
+  } catch (const Error &) {
+    return nullptr;
+  }
 }
 
 /// "cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE (invalid argument)".
@@ -257,6 +271,26 @@ CUstream streamOrShared(void *S) {
 }
 
 //===----------------------------------------------------------------------===//
+// Known device memory (see Gpu.h)
+//===----------------------------------------------------------------------===//
+
+/// Bumped by gpuForgetDeviceMemory; a thread's memo of an older generation
+/// is stale.
+std::atomic<uint64_t> DeviceMemoryGeneration{1};
+
+/// A thread's memo: a few allocation ranges [Lo, Hi), replaced round-robin.
+/// Constant-initialised, so the thread_local needs no construction guard.
+struct KnownDeviceMemory {
+  static constexpr unsigned kEntries = 8;
+  uint64_t Generation = 0;
+  unsigned Next = 0;
+  uintptr_t Lo[kEntries] = {};
+  uintptr_t Hi[kEntries] = {}; // Lo == Hi: an empty entry.
+};
+
+thread_local KnownDeviceMemory Known;
+
+//===----------------------------------------------------------------------===//
 // Modules, loaded lazily
 //===----------------------------------------------------------------------===//
 
@@ -324,6 +358,7 @@ void meshrt::detail::gpuPollStream(void *Stream, const char *Op) {
 void meshrt::detail::gpuFree(void *Ptr, void *Stream, const char *Op) {
   if (!Ptr)
     return;
+  gpuForgetDeviceMemory();
   Device &Dev = selected();
   bool Managed;
   {
@@ -364,6 +399,49 @@ bool meshrt::detail::gpuIsDeviceMemory(const void *P, const char *Op) {
                std::string(Op) +
                    ": cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_MEMORY_TYPE)");
   return Type != CU_MEMORYTYPE_HOST;
+}
+
+bool meshrt::detail::gpuKnownDeviceMemory(const void *P) {
+  KnownDeviceMemory &K = Known;
+  uint64_t Generation = DeviceMemoryGeneration.load(std::memory_order_acquire);
+  if (__builtin_expect(K.Generation != Generation, 0)) {
+    // Memory was freed since this thread's last look: start over. Entries
+    // recorded after this (gpuRememberDeviceMemory) belong to `Generation`,
+    // read before the caller asks the driver, so a free racing with that
+    // question empties them again at the next look.
+    K = KnownDeviceMemory();
+    K.Generation = Generation;
+    return false;
+  }
+  uintptr_t A = reinterpret_cast<uintptr_t>(P);
+  for (unsigned I = 0; I < KnownDeviceMemory::kEntries; ++I)
+    if (A - K.Lo[I] < K.Hi[I] - K.Lo[I])
+      return true;
+  return false;
+}
+
+void meshrt::detail::gpuRememberDeviceMemory(const void *P) {
+  KnownDeviceMemory &K = Known;
+  uintptr_t Lo = reinterpret_cast<uintptr_t>(P), Hi = Lo + 1;
+  const DriverApi *D = loadedDriver();
+  if (D && D->MemGetAddressRange) {
+    CUdeviceptr Base = 0;
+    size_t Bytes = 0;
+    if (D->MemGetAddressRange(
+            &Base, &Bytes, reinterpret_cast<CUdeviceptr>(P)) == CUDA_SUCCESS &&
+        Base <= Lo && Lo - Base < Bytes) {
+      Lo = Base;
+      Hi = Base + Bytes;
+    }
+  }
+  unsigned I = K.Next;
+  K.Lo[I] = Lo;
+  K.Hi[I] = Hi;
+  K.Next = (I + 1) % KnownDeviceMemory::kEntries;
+}
+
+void meshrt::detail::gpuForgetDeviceMemory() {
+  DeviceMemoryGeneration.fetch_add(1, std::memory_order_acq_rel);
 }
 
 void meshrt::detail::gpuCopyAsync(void *Dst, const void *Src, size_t Bytes,
@@ -614,6 +692,9 @@ bool meshrt::detail::gpuTryMakeCurrent(std::string &Why) {
   return false;
 }
 bool meshrt::detail::gpuIsDeviceMemory(const void *, const char *) { noCuda(); }
+bool meshrt::detail::gpuKnownDeviceMemory(const void *) { return false; }
+void meshrt::detail::gpuRememberDeviceMemory(const void *) {}
+void meshrt::detail::gpuForgetDeviceMemory() {}
 void meshrt::detail::gpuCopyAsync(void *, const void *, size_t, void *,
                                   const std::string &) {
   noCuda();

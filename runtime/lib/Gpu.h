@@ -56,6 +56,38 @@ bool gpuTryMakeCurrent(std::string &Why);
 /// on an unexpected driver error, with `Op` in the message.
 bool gpuIsDeviceMemory(const void *P, const char *Op);
 
+// A per-thread memo of pointers found to be device or managed memory, so
+// that a collective on the same buffers does not ask the driver again (the
+// NCCL backend's check costs a cudaPointerGetAttributes per buffer, which is
+// a noticeable part of a small stream-ordered collective). Each entry is the
+// driver's allocation range (cuMemGetAddressRange), so views into a buffer
+// hit too; the exact pointer when the driver cannot say.
+//
+// It is emptied, in every thread, whenever the runtime frees device memory
+// (gpuFree: mgpuMemFree, meshrt_device_free) and when a communicator is
+// destroyed or aborted (gpuForgetDeviceMemory).
+//
+// What it can miss: a buffer the program frees itself (cudaFree, cuMemFree)
+// and then passes again. Without the memo that use after free is reported as
+// host memory; with it, it reaches NCCL, which faults on the stream. No host
+// memory can take the freed address meanwhile: under CUDA's unified
+// addressing the driver reserves the device virtual address range in the
+// process for the life of the context (and the runtime retains the primary
+// context until exit), so malloc, mmap and the stack never return an address
+// in it. Only pinned host memory (cudaMallocHost, cuMemHostAlloc), which the
+// driver maps in that range, could; the device can access it under unified
+// addressing, so NCCL still works on it (at host-memory speed).
+
+/// True if this thread validated `P` (or a pointer into the same allocation)
+/// as device or managed memory since the last gpuForgetDeviceMemory.
+bool gpuKnownDeviceMemory(const void *P);
+/// Records that `P` was just validated as device or managed memory (after a
+/// gpuKnownDeviceMemory miss on this thread).
+void gpuRememberDeviceMemory(const void *P);
+/// Empties every thread's memo (device memory was freed, or a communicator
+/// went away).
+void gpuForgetDeviceMemory();
+
 /// Enqueues a copy of `Bytes` from `Src` to `Dst` (host or device) on
 /// `Stream` (null: the shared stream); wait with gpuPollStream. Throws on a
 /// driver error, with `What` in the message.

@@ -31,6 +31,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -187,12 +188,26 @@ void loadLibraries(Libraries &L) {
   L.Loaded = true;
 }
 
-/// The libraries, loaded on first use (once per process).
-const Libraries &libraries() {
+/// The libraries once loaded (whether that worked or not): every collective
+/// asks, so the answer is one load instead of a call_once.
+std::atomic<const Libraries *> LoadedLibraries{nullptr};
+
+/// Loads the libraries (once per process).
+[[gnu::noinline]] const Libraries &loadLibrariesOnce() {
   static Libraries L;
   static std::once_flag Once;
-  std::call_once(Once, [] { loadLibraries(L); });
+  std::call_once(Once, [] {
+    loadLibraries(L);
+    LoadedLibraries.store(&L, std::memory_order_release);
+  });
   return L;
+}
+
+/// The libraries, loaded on first use.
+inline const Libraries &libraries() {
+  if (const Libraries *L = LoadedLibraries.load(std::memory_order_acquire))
+    return *L;
+  return loadLibrariesOnce();
 }
 
 [[noreturn]] void cudaFail(cudaError_t E, const std::string &What) {
@@ -272,8 +287,21 @@ public:
   ncclComm_t C;
 
 private:
-  void check(ncclResult_t R, const char *What);
-  void checkDevice(const void *P, const char *Which, const char *Op) const;
+  void check(ncclResult_t R, const char *What) {
+    if (__builtin_expect(R != ncclSuccess, 0))
+      fail(R, What);
+  }
+  [[noreturn]] void fail(ncclResult_t R, const char *What);
+  /// Throws unless `P` is device or managed memory and the communicator is
+  /// usable; `Which` names the buffer and `Op` the call in the message. A
+  /// buffer this thread validated before is not asked about again (see
+  /// gpuKnownDeviceMemory in Gpu.h for what that memo can miss).
+  void checkDevice(const void *P, const char *Which, const char *Op) const {
+    if (__builtin_expect(C && gpuKnownDeviceMemory(P), 1))
+      return;
+    checkDeviceSlow(P, Which, Op);
+  }
+  void checkDeviceSlow(const void *P, const char *Which, const char *Op) const;
   void wait(const char *Op);
   /// The stream of this call: the caller's in stream mode, else the shared
   /// one.
@@ -315,6 +343,7 @@ public:
     checkCuda(L.Cuda.Malloc(&Scratch, 64), "cudaMalloc (barrier scratch)");
   }
   ~NcclBackend() override {
+    gpuForgetDeviceMemory();
     if (Scratch)
       libraries().Cuda.Free(Scratch);
   }
@@ -422,6 +451,7 @@ NcclComm::NcclComm(ncclComm_t C, int64_t R, int64_t S, NcclBackend &B,
 }
 
 NcclComm::~NcclComm() {
+  gpuForgetDeviceMemory();
   B.Comms.erase(this);
   if (C)
     libraries().Nccl.CommDestroy(C);
@@ -445,20 +475,19 @@ void NcclComm::checkAsyncError(const char *Op) {
                     N.GetErrorString(Async) + " (" + N.GetLastError(C) + ")";
   N.CommAbort(C);
   C = nullptr;
+  gpuForgetDeviceMemory();
   throw Error(MESHRT_ERROR_BACKEND, Msg);
 }
 
-void NcclComm::check(ncclResult_t R, const char *What) {
-  if (R == ncclSuccess)
-    return;
+void NcclComm::fail(ncclResult_t R, const char *What) {
   const NcclApi &N = libraries().Nccl;
   throw Error(MESHRT_ERROR_BACKEND, std::string(What) +
                                         " failed: " + N.GetErrorString(R) +
                                         " (" + N.GetLastError(C) + ")");
 }
 
-void NcclComm::checkDevice(const void *P, const char *Which,
-                           const char *Op) const {
+void NcclComm::checkDeviceSlow(const void *P, const char *Which,
+                               const char *Op) const {
   if (!C)
     throw Error(MESHRT_ERROR_BACKEND,
                 std::string(Op) + ": the NCCL communicator was aborted after "
@@ -472,6 +501,7 @@ void NcclComm::checkDevice(const void *P, const char *Which,
                 std::string(Op) + ": the " + Which +
                     " buffer is host memory; the NCCL backend needs device "
                     "(cudaMalloc) or managed buffers");
+  gpuRememberDeviceMemory(P);
 }
 
 void NcclComm::wait(const char *Op) {
@@ -492,6 +522,7 @@ void NcclComm::wait(const char *Op) {
                         L.Nccl.GetLastError(C) + ")";
       L.Nccl.CommAbort(C);
       C = nullptr;
+      gpuForgetDeviceMemory();
       throw Error(MESHRT_ERROR_BACKEND, Msg);
     }
     if (Spin > 2000)

@@ -28,6 +28,7 @@
 #include <dlfcn.h>
 #include <string>
 #include <sys/mman.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -269,6 +270,118 @@ int runStream() {
   if (Failures)
     return 1;
   std::printf("PASS rank %lld\n", (long long)G);
+  return 0;
+}
+
+/// cudaPointerGetAttributes calls so far (the emulated libcudart's count).
+long pointerQueries() {
+  static auto *Fn = [] {
+    void *Lib = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
+    if (!Lib)
+      if (const char *E = std::getenv("MESHRT_CUDART_LIBRARY"))
+        Lib = dlopen(E, RTLD_NOW | RTLD_NOLOAD);
+    return Lib ? reinterpret_cast<long (*)()>(
+                     dlsym(Lib, "fakeCudartPointerQueries"))
+               : nullptr;
+  }();
+  expect(Fn != nullptr, "the emulated libcudart has no query counter");
+  return Fn ? Fn() : 0;
+}
+
+/// The NCCL backend's memo of validated device buffers: repeated calls on
+/// the same buffers (or views into them) skip cudaPointerGetAttributes, yet
+/// host buffers are still rejected after device ones, and buffers freed
+/// through the runtime (meshrt_device_free, mgpuMemFree, from any thread)
+/// are asked about again, so a dangling pointer is still an error.
+int runPointerMemo() {
+  meshrt_set_error_policy(MESHRT_ERRORS_RETURN);
+  ok(meshrt_init(MESHRT_BACKEND_NCCL), "meshrt_init");
+  meshrt_world_rank(&Rank);
+  meshrt_world_size(&Size);
+  void *S = nullptr;
+  ok(meshrt_gpu_stream(&S), "meshrt_gpu_stream");
+  meshrt_comm_t C = worldComm();
+  const float N = float(Size);
+
+  std::vector<float> Two(size_t(2 * Count)), Host(size_t(2 * Count), 0.0f);
+  for (int64_t I = 0; I < 2 * Count; ++I)
+    Two[size_t(I)] = float(Rank + I);
+  void *A = upload(Two, S); // 2 * Count elements.
+  void *B = mgpuMemAlloc(Count * sizeof(float), S, false);
+  void *D = mgpuMemAlloc(Count * sizeof(float), S, false);
+  float *AHigh = static_cast<float *>(A) + Count; // A view into A.
+  auto allReduce = [&](const void *Send, void *Recv) {
+    return meshrt_all_reduce_on_stream(C, Send, Recv, Count, MESHRT_F32,
+                                       MESHRT_SUM, S);
+  };
+  auto queriesOf = [&](const char *What, long Want, auto &&Call) {
+    long Before = pointerQueries();
+    Call();
+    long Got = pointerQueries() - Before;
+    expect(Got == Want, std::string(What) + ": " + std::to_string(Got) +
+                            " pointer queries, expected " +
+                            std::to_string(Want));
+  };
+
+  // First use: both buffers asked about; then neither, also for a view.
+  queriesOf("first call", 2, [&] { ok(allReduce(A, B), "all_reduce(A, B)"); });
+  queriesOf("same buffers", 0,
+            [&] { ok(allReduce(A, B), "all_reduce(A, B) again"); });
+  queriesOf("a view into A, in place", 0,
+            [&] { ok(allReduce(AHigh, AHigh), "all_reduce(A + n, A + n)"); });
+  ok(meshrt_stream_synchronize(S), "meshrt_stream_synchronize");
+  std::vector<float> Sum = download(B, Count, S);
+  std::vector<float> High = download(AHigh, Count, S);
+  mgpuStreamSynchronize(S);
+  for (int64_t I = 0; I < Count; ++I) {
+    // sum over ranks r of (r + I); the view was reduced once in place.
+    float Want = N * (N - 1) / 2 + N * float(I);
+    expect(Sum[size_t(I)] == Want, "all_reduce(A, B)[" + std::to_string(I) +
+                                       "] = " + std::to_string(Sum[size_t(I)]));
+    float WantHigh = N * (N - 1) / 2 + N * float(Count + I);
+    expect(High[size_t(I)] == WantHigh, "in place on a view");
+  }
+
+  // Host memory after device memory is still host memory.
+  expectError(allReduce(A, Host.data()), MESHRT_ERROR_INVALID_ARGUMENT,
+              "all_reduce: the recv buffer is host memory");
+  expectError(allReduce(Host.data(), B), MESHRT_ERROR_INVALID_ARGUMENT,
+              "all_reduce: the send buffer is host memory");
+  expectError(allReduce(Host.data(), Host.data()),
+              MESHRT_ERROR_INVALID_ARGUMENT,
+              "all_reduce: the send buffer is host memory");
+  queriesOf("device buffers after host errors", 0,
+            [&] { ok(allReduce(A, B), "all_reduce(A, B) after errors"); });
+
+  // Freed through the runtime: asked again, and gone.
+  ok(meshrt_stream_synchronize(S), "meshrt_stream_synchronize");
+  ok(meshrt_device_free(B), "meshrt_device_free(B)");
+  queriesOf("after meshrt_device_free", 2, [&] {
+    expectError(allReduce(A, B), MESHRT_ERROR_INVALID_ARGUMENT,
+                "all_reduce: the recv buffer is host memory");
+  });
+  queriesOf("A again", 1, [&] { ok(allReduce(A, D), "all_reduce(A, D)"); });
+  ok(meshrt_stream_synchronize(S), "meshrt_stream_synchronize");
+  mgpuMemFree(D, S);
+  expectError(allReduce(A, D), MESHRT_ERROR_INVALID_ARGUMENT,
+              "all_reduce: the recv buffer is host memory");
+
+  // A free on another thread empties this thread's memo too.
+  void *E = mgpuMemAlloc(Count * sizeof(float), S, false);
+  ok(allReduce(A, E), "all_reduce(A, E)");
+  ok(meshrt_stream_synchronize(S), "meshrt_stream_synchronize");
+  std::thread([&] { mgpuMemFree(E, S); }).join();
+  expectError(allReduce(A, E), MESHRT_ERROR_INVALID_ARGUMENT,
+              "all_reduce: the recv buffer is host memory");
+
+  mgpuMemFree(A, S);
+  expectError(allReduce(AHigh, AHigh), MESHRT_ERROR_INVALID_ARGUMENT,
+              "all_reduce: the send buffer is host memory");
+  ok(meshrt_stream_synchronize(S), "meshrt_stream_synchronize");
+  ok(meshrt_finalize(), "meshrt_finalize");
+  if (Failures)
+    return 1;
+  std::printf("PASS rank %lld\n", (long long)Rank);
   return 0;
 }
 
@@ -602,6 +715,8 @@ int main(int Argc, char **Argv) {
     return runStream();
   if (Mode == "mpi-backend")
     return runMpiBackend();
+  if (Mode == "pointer-memo")
+    return runPointerMemo();
   if (Mode == "mpi-backend-no-driver")
     return runMpiBackendNoDriver();
   if (Mode == "host-access")

@@ -195,7 +195,11 @@ CUresult release(CUdeviceptr Ptr, CUstream Stream, bool Async) {
   trace("free a%d %s stream=s%d", It->second.Id, Async ? "async" : "sync",
         streamId(Stream));
   S.LiveBytes -= It->second.Bytes;
-  munmap(It->first, It->second.Mapped);
+  // Like the real driver under unified addressing, the freed range stays
+  // reserved (inaccessible, its pages dropped): host memory never takes a
+  // freed device address while the process lives.
+  mmap(It->first, It->second.Mapped, PROT_NONE,
+       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
   S.Allocs.erase(It);
   return CUDA_SUCCESS;
 }
@@ -576,6 +580,25 @@ CUresult cuPointerGetAttribute(void *Data, CUpointer_attribute Attr,
     return CUDA_ERROR_INVALID_VALUE;
   trace("pointer-attribute memory-type d");
   *static_cast<unsigned int *>(Data) = CU_MEMORYTYPE_DEVICE;
+  return CUDA_SUCCESS;
+}
+
+/// The allocation holding Ptr: its start and size.
+CUresult cuMemGetAddressRange(CUdeviceptr *Base, size_t *Bytes,
+                              CUdeviceptr Ptr) {
+  std::lock_guard<std::recursive_mutex> Lock(state().Mutex);
+  State &S = state();
+  char *C = reinterpret_cast<char *>(Ptr);
+  auto It = S.Allocs.upper_bound(C);
+  if (It == S.Allocs.begin())
+    return CUDA_ERROR_NOT_FOUND;
+  --It;
+  if (C >= It->first + It->second.Bytes)
+    return CUDA_ERROR_NOT_FOUND;
+  if (Base)
+    *Base = reinterpret_cast<CUdeviceptr>(It->first);
+  if (Bytes)
+    *Bytes = It->second.Bytes;
   return CUDA_SUCCESS;
 }
 

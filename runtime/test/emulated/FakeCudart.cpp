@@ -18,6 +18,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -43,6 +44,8 @@ int deviceCount() {
 bool isDevicePointer(const void *P, size_t Bytes = 1) {
   return fakeCudaIsDevicePointer(P, Bytes);
 }
+
+std::atomic<long> PointerQueries{0};
 
 } // namespace
 
@@ -136,7 +139,11 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *P, int Device) {
   return cudaSuccess;
 }
 
+/// Test hook: the number of cudaPointerGetAttributes calls so far.
+long fakeCudartPointerQueries() { return PointerQueries.load(); }
+
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *A, const void *P) {
+  PointerQueries.fetch_add(1);
   std::memset(A, 0, sizeof(*A));
   if (isDevicePointer(P)) {
     A->type = cudaMemoryTypeDevice;
