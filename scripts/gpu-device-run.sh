@@ -80,9 +80,22 @@ fi
 if [[ $PARTS == *,programs,* ]]; then
   # Programs compiled with --target=cuda that check themselves, on
   # GPU_RANKS ranks (default 8) sharing the GPU, collectives staged by MPI.
+  # A program named *-must-fail is a negative control (gen_partition.py
+  # --corrupt): its kernels must really compute for its check to fail.
   for p in "$G"/bin/*; do
-    case $(basename "$p") in meshrt-nccl-tests|meshrt-gpu-tests|meshrt-bench-gpu|mpirun|orted) continue ;; esac
-    check "program-$(basename "$p")" 0 env MESHRT_BACKEND=mpi \
+    name=$(basename "$p")
+    case $name in meshrt-nccl-tests|meshrt-gpu-tests|meshrt-bench-gpu|mpirun|orted) continue ;; esac
+    if [[ $name == *-must-fail ]]; then
+      env MESHRT_BACKEND=mpi timeout 300 "$G/bin/mpirun" -n "${GPU_RANKS:-8}" "$p" > "$LOG/program-$name.log" 2>&1
+      rc=$?
+      if [ "$rc" != 0 ] && grep -q "differs from the unpartitioned" "$LOG/program-$name.log"; then
+        summary+=("PASS program-$name (failed as it must, rc $rc)")
+      else
+        summary+=("FAIL program-$name (rc $rc: the negative control did not fail)")
+      fi
+      continue
+    fi
+    check "program-$name" 0 env MESHRT_BACKEND=mpi \
       "$G/bin/mpirun" -n "${GPU_RANKS:-8}" "$p"
   done
 fi

@@ -115,6 +115,9 @@ struct DriverApi {
   decltype(&::cuPointerGetAttribute) PointerGetAttribute = nullptr;
   /// Optional (null if absent): only widens the known device memory memo.
   decltype(&::cuMemGetAddressRange) MemGetAddressRange = nullptr;
+  /// Optional: keeping freed memory in the stream-ordered pool.
+  decltype(&::cuDeviceGetDefaultMemPool) DeviceGetDefaultMemPool = nullptr;
+  decltype(&::cuMemPoolSetAttribute) MemPoolSetAttribute = nullptr;
   bool Loaded = false;
   std::string Error;
 };
@@ -169,6 +172,9 @@ void loadDriver(DriverApi &D) {
   bindSymbol(Lib, "cuPointerGetAttribute", D.PointerGetAttribute, Missing);
   std::string Optional;
   bindSymbol(Lib, "cuMemGetAddressRange_v2", D.MemGetAddressRange, Optional);
+  bindSymbol(Lib, "cuDeviceGetDefaultMemPool", D.DeviceGetDefaultMemPool,
+             Optional);
+  bindSymbol(Lib, "cuMemPoolSetAttribute", D.MemPoolSetAttribute, Optional);
   if (!Missing.empty()) {
     D.Error = std::string("the CUDA driver ") + Name +
               " lacks what meshrt needs (CUDA >= 11.2):" + Missing;
@@ -220,6 +226,7 @@ inline void check(CUresult R, const char *What) {
 
 struct Device {
   std::mutex Mutex;
+  std::atomic<bool> Ready{false}; // Selected, and the fields below set.
   bool Selected = false;
   int Ordinal = -1;
   CUcontext Ctx = nullptr;
@@ -236,7 +243,7 @@ thread_local CUcontext CurrentCtx = nullptr;
 
 Device &selected(int64_t LocalRank = -1) {
   Device &Dev = device();
-  {
+  if (__builtin_expect(!Dev.Ready.load(std::memory_order_acquire), 0)) {
     std::lock_guard<std::mutex> Lock(Dev.Mutex);
     if (!Dev.Selected) {
       const DriverApi &D = driver();
@@ -255,8 +262,19 @@ Device &selected(int64_t LocalRank = -1) {
       check(D.CtxSetCurrent(Dev.Ctx), "cuCtxSetCurrent");
       check(D.StreamCreate(&Dev.Stream, CU_STREAM_NON_BLOCKING),
             "cuStreamCreate (the shared stream)");
+      // Compiled code allocates and frees a buffer per result on the
+      // stream; by default the pool gives memory back to the system at
+      // every synchronisation, so each call would map it again. Keep it.
+      if (D.DeviceGetDefaultMemPool && D.MemPoolSetAttribute) {
+        CUmemoryPool Pool;
+        if (D.DeviceGetDefaultMemPool(&Pool, Handle) == CUDA_SUCCESS) {
+          cuuint64_t Keep = ~cuuint64_t(0);
+          D.MemPoolSetAttribute(Pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &Keep);
+        }
+      }
       Dev.Ordinal = Ordinal;
       Dev.Selected = true;
+      Dev.Ready.store(true, std::memory_order_release);
     }
   }
   if (CurrentCtx != Dev.Ctx) {
@@ -283,12 +301,71 @@ std::atomic<uint64_t> DeviceMemoryGeneration{1};
 struct KnownDeviceMemory {
   static constexpr unsigned kEntries = 8;
   uint64_t Generation = 0;
+  uint64_t FreesSeen = 0; // FreedLog::Count when last brought up to date.
   unsigned Next = 0;
   uintptr_t Lo[kEntries] = {};
   uintptr_t Hi[kEntries] = {}; // Lo == Hi: an empty entry.
 };
 
 thread_local KnownDeviceMemory Known;
+
+/// The device memory the runtime freed, most recent last: a thread's memo
+/// drops the ranges that hold these pointers, and only those, when it next
+/// looks (a free no longer empties every memo, so compiled code that frees a
+/// buffer per result keeps the others).
+struct FreedLog {
+  static constexpr unsigned kSlots = 64;
+  std::mutex Mutex;
+  uintptr_t Ptr[kSlots] = {};
+  std::atomic<uint64_t> Count{0}; // Frees logged; slot = index % kSlots.
+};
+
+FreedLog &freedLog() {
+  static FreedLog *L = new FreedLog; // Never destroyed: used at exit.
+  return *L;
+}
+
+/// Brings this thread's memo up to date: empty after a generation change,
+/// without the freed ranges otherwise.
+KnownDeviceMemory &currentMemo() {
+  KnownDeviceMemory &K = Known;
+  uint64_t Generation = DeviceMemoryGeneration.load(std::memory_order_acquire);
+  if (__builtin_expect(K.Generation != Generation, 0)) {
+    // A communicator went away: start over. Entries recorded after this
+    // belong to `Generation`, read before the caller asks the driver, so a
+    // change racing with that question empties them again at the next look.
+    K = KnownDeviceMemory();
+    K.Generation = Generation;
+    K.FreesSeen = freedLog().Count.load(std::memory_order_acquire);
+    return K;
+  }
+  FreedLog &L = freedLog();
+  if (__builtin_expect(K.FreesSeen != L.Count.load(std::memory_order_acquire),
+                       0)) {
+    std::lock_guard<std::mutex> Lock(L.Mutex);
+    uint64_t Now = L.Count.load(std::memory_order_relaxed);
+    if (Now - K.FreesSeen > FreedLog::kSlots) {
+      for (unsigned I = 0; I < KnownDeviceMemory::kEntries; ++I)
+        K.Lo[I] = K.Hi[I] = 0; // Too many to replay: forget all.
+    } else {
+      for (uint64_t F = K.FreesSeen; F < Now; ++F) {
+        uintptr_t A = L.Ptr[F % FreedLog::kSlots];
+        for (unsigned I = 0; I < KnownDeviceMemory::kEntries; ++I)
+          if (A - K.Lo[I] < K.Hi[I] - K.Lo[I])
+            K.Lo[I] = K.Hi[I] = 0;
+      }
+    }
+    K.FreesSeen = Now;
+  }
+  return K;
+}
+
+void remember(KnownDeviceMemory &K, uintptr_t Lo, uintptr_t Hi) {
+  unsigned I = K.Next;
+  K.Lo[I] = Lo;
+  K.Hi[I] = Hi;
+  K.Next = (I + 1) % KnownDeviceMemory::kEntries;
+}
 
 //===----------------------------------------------------------------------===//
 // Modules, loaded lazily
@@ -358,21 +435,26 @@ void meshrt::detail::gpuPollStream(void *Stream, const char *Op) {
 void meshrt::detail::gpuFree(void *Ptr, void *Stream, const char *Op) {
   if (!Ptr)
     return;
-  gpuForgetDeviceMemory();
+  {
+    FreedLog &L = freedLog();
+    std::lock_guard<std::mutex> Lock(L.Mutex);
+    uint64_t N = L.Count.load(std::memory_order_relaxed);
+    L.Ptr[N % FreedLog::kSlots] = reinterpret_cast<uintptr_t>(Ptr);
+    L.Count.store(N + 1, std::memory_order_release);
+  }
   Device &Dev = selected();
   bool Managed;
   {
     std::lock_guard<std::mutex> Lock(Dev.Mutex);
-    Managed = Dev.Managed.erase(Ptr) != 0;
+    Managed = !Dev.Managed.empty() && Dev.Managed.erase(Ptr) != 0;
   }
   const DriverApi &D = driver();
   CUdeviceptr P = reinterpret_cast<CUdeviceptr>(Ptr);
-  if (Managed) {
-    check(D.MemFree(P), (std::string(Op) + ": cuMemFree").c_str());
-    return;
-  }
-  check(D.MemFreeAsync(P, streamOrShared(Stream)),
-        (std::string(Op) + ": cuMemFreeAsync").c_str());
+  CUresult R =
+      Managed ? D.MemFree(P) : D.MemFreeAsync(P, streamOrShared(Stream));
+  if (R != CUDA_SUCCESS)
+    driverFail(R, std::string(Op) +
+                      (Managed ? ": cuMemFree" : ": cuMemFreeAsync"));
 }
 
 bool meshrt::detail::gpuTryMakeCurrent(std::string &Why) {
@@ -402,17 +484,7 @@ bool meshrt::detail::gpuIsDeviceMemory(const void *P, const char *Op) {
 }
 
 bool meshrt::detail::gpuKnownDeviceMemory(const void *P) {
-  KnownDeviceMemory &K = Known;
-  uint64_t Generation = DeviceMemoryGeneration.load(std::memory_order_acquire);
-  if (__builtin_expect(K.Generation != Generation, 0)) {
-    // Memory was freed since this thread's last look: start over. Entries
-    // recorded after this (gpuRememberDeviceMemory) belong to `Generation`,
-    // read before the caller asks the driver, so a free racing with that
-    // question empties them again at the next look.
-    K = KnownDeviceMemory();
-    K.Generation = Generation;
-    return false;
-  }
+  KnownDeviceMemory &K = currentMemo();
   uintptr_t A = reinterpret_cast<uintptr_t>(P);
   for (unsigned I = 0; I < KnownDeviceMemory::kEntries; ++I)
     if (A - K.Lo[I] < K.Hi[I] - K.Lo[I])
@@ -421,7 +493,7 @@ bool meshrt::detail::gpuKnownDeviceMemory(const void *P) {
 }
 
 void meshrt::detail::gpuRememberDeviceMemory(const void *P) {
-  KnownDeviceMemory &K = Known;
+  KnownDeviceMemory &K = currentMemo();
   uintptr_t Lo = reinterpret_cast<uintptr_t>(P), Hi = Lo + 1;
   const DriverApi *D = loadedDriver();
   if (D && D->MemGetAddressRange) {
@@ -434,10 +506,7 @@ void meshrt::detail::gpuRememberDeviceMemory(const void *P) {
       Hi = Base + Bytes;
     }
   }
-  unsigned I = K.Next;
-  K.Lo[I] = Lo;
-  K.Hi[I] = Hi;
-  K.Next = (I + 1) % KnownDeviceMemory::kEntries;
+  remember(K, Lo, Hi);
 }
 
 void meshrt::detail::gpuForgetDeviceMemory() {
@@ -600,6 +669,9 @@ MESHRT_API void *mgpuMemAlloc(uint64_t Bytes, CUstream Stream,
     } else {
       check(driver().MemAllocAsync(&P, Bytes, streamOrShared(Stream)),
             "cuMemAllocAsync");
+      // Device memory by construction: the collectives that read or write
+      // it need not ask the driver.
+      remember(currentMemo(), uintptr_t(P), uintptr_t(P) + Bytes);
     }
     return reinterpret_cast<void *>(P);
   });
