@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Context.h"
+#include "Gpu.h"
 
 #include <atomic>
 #include <unordered_set>
@@ -495,6 +496,12 @@ void Context::finalize() {
   if (Dog)
     Dog->stop();
   TheBackend.reset();
+  try {
+    detail::gpuReleaseKeptBuffers();
+  } catch (const Error &) {
+    // The driver failed while giving memory back at the end: nothing left
+    // to use it, so it does not fail the finalize.
+  }
   if (Control != MPI_COMM_NULL && mpiUsable())
     MPI_Comm_free(&Control);
   Control = MPI_COMM_NULL;

@@ -45,6 +45,8 @@ using namespace meshrt::detail;
 #include <mutex>
 #include <set>
 #include <thread>
+#include <unordered_map>
+#include <vector>
 
 namespace {
 
@@ -309,6 +311,25 @@ struct KnownDeviceMemory {
 
 thread_local KnownDeviceMemory Known;
 
+/// Buffers of the shared stream kept for reuse. Compiled code allocates a
+/// buffer per result and frees it after its last use, all on the shared
+/// stream; a buffer freed there and handed out again there is ordered by the
+/// stream like cuMemFreeAsync + cuMemAllocAsync, without their cost (about a
+/// microsecond each). Exact sizes, most recently freed first, at most
+/// kMaxBuffers kept; others go back to the stream-ordered pool.
+struct ReuseCache {
+  static constexpr size_t kMaxBuffers = 256;
+  std::mutex Mutex;
+  std::unordered_map<uintptr_t, size_t> Live; // Allocated here: their sizes.
+  std::unordered_map<size_t, std::vector<uintptr_t>> Free;
+  size_t Kept = 0;
+};
+
+ReuseCache &reuseCache() {
+  static ReuseCache *C = new ReuseCache; // Never destroyed: used at exit.
+  return *C;
+}
+
 /// The device memory the runtime freed, most recent last: a thread's memo
 /// drops the ranges that hold these pointers, and only those, when it next
 /// looks (a free no longer empties every memo, so compiled code that frees a
@@ -450,11 +471,54 @@ void meshrt::detail::gpuFree(void *Ptr, void *Stream, const char *Op) {
   }
   const DriverApi &D = driver();
   CUdeviceptr P = reinterpret_cast<CUdeviceptr>(Ptr);
-  CUresult R =
-      Managed ? D.MemFree(P) : D.MemFreeAsync(P, streamOrShared(Stream));
+  CUstream S = streamOrShared(Stream);
+  if (!Managed && S == Dev.Stream) {
+    ReuseCache &C = reuseCache();
+    std::lock_guard<std::mutex> Lock(C.Mutex);
+    auto It = C.Live.find(uintptr_t(Ptr));
+    if (It != C.Live.end()) {
+      size_t Bytes = It->second;
+      C.Live.erase(It);
+      if (C.Kept < ReuseCache::kMaxBuffers) {
+        C.Free[Bytes].push_back(uintptr_t(Ptr));
+        ++C.Kept;
+        return;
+      }
+    }
+  }
+  CUresult R = Managed ? D.MemFree(P) : D.MemFreeAsync(P, S);
   if (R != CUDA_SUCCESS)
     driverFail(R, std::string(Op) +
                       (Managed ? ": cuMemFree" : ": cuMemFreeAsync"));
+}
+
+void meshrt::detail::gpuReleaseKeptBuffers() {
+  Device &Dev = device();
+  if (!Dev.Ready.load(std::memory_order_acquire))
+    return;
+  selected();
+  ReuseCache &C = reuseCache();
+  std::lock_guard<std::mutex> Lock(C.Mutex);
+  for (auto &[Bytes, Ptrs] : C.Free) {
+    for (uintptr_t P : Ptrs)
+      check(driver().MemFreeAsync(CUdeviceptr(P), Dev.Stream),
+            "cuMemFreeAsync (a buffer kept for reuse)");
+    Ptrs.clear();
+  }
+  C.Kept = 0;
+}
+
+bool meshrt::detail::gpuKeptForReuse(const void *P) {
+  if (!device().Ready.load(std::memory_order_acquire))
+    return false;
+  ReuseCache &C = reuseCache();
+  std::lock_guard<std::mutex> Lock(C.Mutex);
+  uintptr_t A = reinterpret_cast<uintptr_t>(P);
+  for (auto &[Bytes, Ptrs] : C.Free)
+    for (uintptr_t Base : Ptrs)
+      if (A - Base < Bytes)
+        return true;
+  return false;
 }
 
 bool meshrt::detail::gpuTryMakeCurrent(std::string &Why) {
@@ -667,8 +731,27 @@ MESHRT_API void *mgpuMemAlloc(uint64_t Bytes, CUstream Stream,
       std::lock_guard<std::mutex> Lock(Dev.Mutex);
       Dev.Managed.insert(reinterpret_cast<void *>(P));
     } else {
-      check(driver().MemAllocAsync(&P, Bytes, streamOrShared(Stream)),
-            "cuMemAllocAsync");
+      CUstream S = streamOrShared(Stream);
+      bool Shared = S == Dev.Stream;
+      if (Shared) {
+        ReuseCache &C = reuseCache();
+        std::lock_guard<std::mutex> Lock(C.Mutex);
+        auto It = C.Free.find(Bytes);
+        if (It != C.Free.end() && !It->second.empty()) {
+          P = It->second.back();
+          It->second.pop_back();
+          --C.Kept;
+          C.Live.emplace(uintptr_t(P), size_t(Bytes));
+        }
+      }
+      if (!P) {
+        check(driver().MemAllocAsync(&P, Bytes, S), "cuMemAllocAsync");
+        if (Shared) {
+          ReuseCache &C = reuseCache();
+          std::lock_guard<std::mutex> Lock(C.Mutex);
+          C.Live.emplace(uintptr_t(P), size_t(Bytes));
+        }
+      }
       // Device memory by construction: the collectives that read or write
       // it need not ask the driver.
       remember(currentMemo(), uintptr_t(P), uintptr_t(P) + Bytes);
@@ -753,6 +836,8 @@ int meshrt::detail::gpuSelectDevice(int64_t) { noCuda(); }
 void *meshrt::detail::gpuSharedStream() { noCuda(); }
 void meshrt::detail::gpuMakeCurrent() { noCuda(); }
 void meshrt::detail::gpuPollStream(void *, const char *) { noCuda(); }
+void meshrt::detail::gpuReleaseKeptBuffers() {}
+bool meshrt::detail::gpuKeptForReuse(const void *) { return false; }
 void meshrt::detail::gpuFree(void *Ptr, void *, const char *) {
   if (Ptr)
     noCuda();

@@ -39,6 +39,15 @@ void gpuPollStream(void *Stream, const char *Op);
 /// shared stream). Throws meshrt::Error with `Op` in the message.
 void gpuFree(void *Ptr, void *Stream, const char *Op);
 
+/// Gives the buffers kept for reuse on the shared stream (see gpuFree) back
+/// to the driver, in stream order. Called when a context is finalized; a
+/// no-op when no device was selected.
+void gpuReleaseKeptBuffers();
+
+/// True if `P` points into a buffer that was freed and is kept for reuse
+/// (a use after free). Takes a lock: for slow paths only.
+bool gpuKeptForReuse(const void *P);
+
 /// meshrt_stream_synchronize: polls `Stream` with NCCL error checks and the
 /// watchdog when the default context runs on NCCL, on the driver otherwise.
 void gpuSynchronize(void *Stream, const char *Op);

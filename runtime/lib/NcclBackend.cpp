@@ -492,6 +492,11 @@ void NcclComm::checkDeviceSlow(const void *P, const char *Which,
     throw Error(MESHRT_ERROR_BACKEND,
                 std::string(Op) + ": the NCCL communicator was aborted after "
                                   "an earlier error");
+  if (gpuKeptForReuse(P))
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                std::string(Op) + ": the " + Which +
+                    " buffer was freed (meshrt_device_free or mgpuMemFree); "
+                    "the runtime keeps its memory for reuse");
   cudaPointerAttributes A{};
   cudaError_t E = libraries().Cuda.PointerGetAttributes(&A, P);
   if (E != cudaSuccess)
