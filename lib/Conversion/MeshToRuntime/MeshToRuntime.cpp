@@ -238,6 +238,9 @@ public:
   Type ptrType, i32Type, i64Type, i8Type;
   /// Collectives on the runtime's GPU stream (the `on-stream` option).
   bool onStream = false;
+  /// The shared stream of each function that has stream-ordered
+  /// collectives, fetched once at its entry.
+  DenseMap<Operation *, Value> streams;
 
 private:
   /// A communicator: the name of its mesh and the indices of its ordered
@@ -507,15 +510,23 @@ public:
                               name);
   }
 
-  /// The runtime's shared GPU stream, fetched with meshrt_gpu_stream.
+  /// The runtime's shared GPU stream, fetched with meshrt_gpu_stream once,
+  /// at the entry of the enclosing function (the stream never changes).
   Value sharedStream() {
+    Operation *fn = op->getParentWithTrait<OpTrait::IsIsolatedFromAbove>();
+    Value &stream = rt.streams[fn];
+    if (stream)
+      return stream;
     Value slot = entryAlloca();
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointAfterValue(slot);
     Value status = LLVM::CallOp::create(
                        b, loc, rt.getFunc("meshrt_gpu_stream", {rt.ptrType}),
                        ValueRange{slot})
                        .getResult();
     rt.checkStatus(b, loc, status, "meshrt_gpu_stream");
-    return LLVM::LoadOp::create(b, loc, rt.ptrType, slot);
+    stream = LLVM::LoadOp::create(b, loc, rt.ptrType, slot);
+    return stream;
   }
 
   /// Calls `name(handle, ..., &out)` and returns `out` as an index.
