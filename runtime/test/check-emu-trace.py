@@ -20,20 +20,14 @@ import re
 import sys
 
 
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
+from emutrace import fail, read_trace
 
 
 def main():
     d, n, devices = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     comms = set()
     for r in range(n):
-        path = "%s/trace.%d" % (d, r)
-        try:
-            lines = [l.rstrip("\n") for l in open(path)]
-        except OSError as e:
-            fail("rank %d: no trace: %s" % (r, e))
+        path, lines, s = read_trace(d, r)
         where = "rank %d (%s)" % (r, path)
         ctx = [i for i, l in enumerate(lines) if l.startswith("context ")]
         mod = [i for i, l in enumerate(lines) if l.startswith("module-load")]
@@ -42,10 +36,6 @@ def main():
                  (where, lines[ctx[0]] if ctx else None, r % devices))
         if not mod or mod[0] < ctx[0]:
             fail("%s: module loaded before the device was selected" % where)
-        m = re.search(r"^stream-create s(\d+)", "\n".join(lines), re.M)
-        if not m:
-            fail("%s: no shared stream created" % where)
-        s = "s" + m.group(1)
         start = next((i for i, l in enumerate(lines)
                       if l.startswith("launch produce")), None)
         if start is None:

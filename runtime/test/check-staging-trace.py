@@ -22,23 +22,13 @@ import re
 import sys
 
 
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
+from emutrace import fail, read_trace
 
 
 def main():
     d, n = sys.argv[1], int(sys.argv[2])
     for r in range(n):
-        path = "%s/trace.%d" % (d, r)
-        try:
-            lines = [l.rstrip("\n") for l in open(path)]
-        except OSError as e:
-            fail("rank %d: no trace: %s" % (r, e))
-        m = re.search(r"^stream-create (s\d+)", "\n".join(lines), re.M)
-        if not m:
-            fail("rank %d: no shared stream created" % r)
-        shared = m.group(1)
+        path, lines, shared = read_trace(d, r)
         regions, cur, name = [], None, None
         for l in lines:
             if l.startswith("mark staged "):
