@@ -12,6 +12,10 @@
 //   matmul   the compiled @matmul_bias_relu (2048^3, f32): GFLOP/s, and the
 //            result checked against a double-precision host reference on
 //            random inputs.
+//   syncs    (emulated driver only, not in the default parts) ten calls of
+//            @chain8, each between two marks in the driver's trace
+//            (MESHRT_EMU_TRACE), so that check-syncs.sh can count the host
+//            synchronisations and collectives of one call.
 //
 // Sizes run from 8 B to --max-bytes (default 256 MiB), f32 sum. The two
 // sides of a comparison are interleaved: each round times a batch of one,
@@ -28,6 +32,7 @@
 #include "meshrt/meshrt.h"
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <nccl.h>
 
 #include <algorithm>
@@ -293,6 +298,28 @@ void benchChain(const Args &A, ncclComm_t Nccl, cudaStream_t Stream) {
   }
 }
 
+/// Ten calls of @chain8 between trace marks of the emulated driver.
+void markSyncs() {
+  using TraceFn = void (*)(const char *, ...);
+  auto Mark = reinterpret_cast<TraceFn>(dlsym(RTLD_DEFAULT, "fakeCudaTrace"));
+  if (!Mark)
+    fail("--parts syncs needs the emulated CUDA driver (its trace)");
+  constexpr int64_t Count = 256;
+  float *X;
+  checkCuda(cudaMalloc(&X, Count * 4), "cudaMalloc");
+  fillDevice(X, Count, 3);
+  Desc1 In{X, X, 0, {Count}, {1}};
+  for (int Call = 0; Call < 10; ++Call) {
+    Desc1 Out{};
+    Mark("mark call %d", Call);
+    _mlir_ciface_chain8(&Out, &In);
+    Mark("mark end");
+    checkReduced(Out.Aligned, Count, 3, std::pow(double(World), 7), "@chain8");
+    checkRt(meshrt_device_free(Out.Allocated), "meshrt_device_free");
+  }
+  cudaFree(X);
+}
+
 void benchMatmul(const Args &A) {
   constexpr int64_t N = 2048;
   std::mt19937 Gen(1234 + Rank);
@@ -402,6 +429,8 @@ int main(int argc, char **argv) {
     benchChain(A, Nccl, Stream);
   if (wants(A, "matmul"))
     benchMatmul(A);
+  if (wants(A, "syncs"))
+    markSyncs();
   mesh_module_fini();
   return 0;
 }
