@@ -9,19 +9,25 @@
 // RUN: mesh-opt %mesh_src_root/examples/mlir/ulysses.mlir --mesh-to-nvvm="cuda-path=%cuda_path" | FileCheck %s --check-prefix=FATBIN
 // RUN: mesh-opt %s --mesh-to-nvvm="cuda-path=%cuda_path" | FileCheck %s --check-prefix=FATBIN
 
-// RUN: rm -rf %t && mkdir -p %t
-// RUN: mesh-opt %mesh_src_root/examples/mlir/hsdp_step.mlir --mesh-to-nvvm="format=isa cuda-path=%cuda_path" -o %t/hsdp.mlir
+// RUN: rm -rf %t && mkdir -p %t && mesh-opt %mesh_src_root/examples/mlir/hsdp_step.mlir --mesh-to-nvvm="format=isa cuda-path=%cuda_path" | tee %t/hsdp.mlir | FileCheck %s --check-prefix=ISA
 // RUN: %python %S/Inputs/extract-ptx.py %t/hsdp.mlir %t/hsdp | FileCheck %s --check-prefix=HSDP
-// RUN: mesh-opt %mesh_src_root/examples/mlir/tp_mlp.mlir --mesh-to-nvvm="format=isa cuda-path=%cuda_path" -o %t/tp.mlir
+// RUN: mesh-opt %mesh_src_root/examples/mlir/tp_mlp.mlir --mesh-to-nvvm="format=isa cuda-path=%cuda_path" | tee %t/tp.mlir | FileCheck %s --check-prefix=ISA
 // RUN: %python %S/Inputs/extract-ptx.py %t/tp.mlir %t/tp | FileCheck %s --check-prefix=TP
-// RUN: mesh-opt %mesh_src_root/examples/mlir/ulysses.mlir --mesh-to-nvvm="format=isa cuda-path=%cuda_path" -o %t/uly.mlir
+// RUN: mesh-opt %mesh_src_root/examples/mlir/ulysses.mlir --mesh-to-nvvm="format=isa cuda-path=%cuda_path" | tee %t/uly.mlir | FileCheck %s --check-prefix=ISA
 // RUN: %python %S/Inputs/extract-ptx.py %t/uly.mlir %t/uly | FileCheck %s --check-prefix=ULY
-// RUN: mesh-opt %s --mesh-to-nvvm="format=isa cuda-path=%cuda_path" -o %t/libdevice.mlir
+// RUN: mesh-opt %s --mesh-to-nvvm="format=isa cuda-path=%cuda_path" | tee %t/libdevice.mlir | FileCheck %s --check-prefix=ISA1
 // RUN: %python %S/Inputs/extract-ptx.py %t/libdevice.mlir %t/libdevice | FileCheck %s --check-prefix=LIBDEVICE
 // RUN: (n=0; for f in %t/*/*.ptx; do %ptxas -arch=sm_90 $f -o /dev/null || exit 1; n=$((n+1)); done; echo "ptxas accepted $n modules") | FileCheck %s --check-prefix=PTXAS
 // RUN: FileCheck %s --check-prefix=PTX --input-file=%t/libdevice/exp_kernel.ptx
 
 // FATBIN: gpu.binary @{{.*}}#nvvm.target<O = 3, chip = "sm_90">
+
+// format=isa: the kernels of a program are one module, PTX for sm_90; a
+// program with one kernel keeps that kernel's module.
+// ISA-COUNT-1: gpu.binary @mesh_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90">, {{.*}}assembly = "{{.*}}.target sm_90
+// ISA-NOT: gpu.binary
+// ISA1-COUNT-1: gpu.binary @exp_kernel [#gpu.object<#nvvm.target<O = 3, chip = "sm_90">, {{.*}}assembly = "{{.*}}.target sm_90
+// ISA1-NOT: gpu.binary
 
 // Every kernel of each program reaches the binary, all of a program's
 // kernels in one module (mesh-gpu-merge-kernel-modules): the examples'
