@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "meshrt/Half.h"
 #include "meshrt/meshrt.h"
 
 #include <cmath>
@@ -96,130 +97,56 @@ int64_t elementSize(Dtype t) {
   }
 }
 
-uint16_t floatToHalf(float f) {
-  // Exact for the small integers the tests use; rounds to nearest otherwise.
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000;
-  int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
-  uint32_t mant = x & 0x7fffff;
-  if (f == 0.0f)
-    return static_cast<uint16_t>(sign);
-  if (exp <= 0 || exp >= 31)
-    return static_cast<uint16_t>(sign | 0x7c00); // out of the tests' range
-  return static_cast<uint16_t>(sign | (exp << 10) | ((mant + 0x1000) >> 13));
+/// The value of type T at `p`, and the reverse.
+template <typename T> T get(const char *p) {
+  T x;
+  std::memcpy(&x, p, sizeof(T));
+  return x;
 }
-
-float halfToFloat(uint16_t h) {
-  uint32_t sign = (h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ff;
-  uint32_t x;
-  if (exp == 0 && mant == 0)
-    x = sign;
-  else if (exp == 0) { // subnormal
-    float v = std::ldexp(static_cast<float>(mant), -24);
-    return sign ? -v : v;
-  } else
-    x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
+template <typename T> void put(char *p, T x) { std::memcpy(p, &x, sizeof(T)); }
 
 void store(void *base, int64_t i, Dtype t, double v) {
   char *p = static_cast<char *>(base) + i * elementSize(t);
+  float f = static_cast<float>(v);
   switch (t) {
-  case DT_F32: {
-    float x = static_cast<float>(v);
-    std::memcpy(p, &x, 4);
-    break;
-  }
+  case DT_F32:
+    return put(p, f);
   case DT_F64:
-    std::memcpy(p, &v, 8);
-    break;
-  case DT_I32: {
-    int32_t x = static_cast<int32_t>(v);
-    std::memcpy(p, &x, 4);
-    break;
-  }
-  case DT_I64: {
-    int64_t x = static_cast<int64_t>(v);
-    std::memcpy(p, &x, 8);
-    break;
-  }
-  case DT_I8: {
-    int8_t x = static_cast<int8_t>(v);
-    std::memcpy(p, &x, 1);
-    break;
-  }
-  case DT_U8: {
-    uint8_t x = static_cast<uint8_t>(v);
-    std::memcpy(p, &x, 1);
-    break;
-  }
-  case DT_F16: {
-    uint16_t x = floatToHalf(static_cast<float>(v));
-    std::memcpy(p, &x, 2);
-    break;
-  }
-  case DT_BF16: {
-    float f = static_cast<float>(v);
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    uint16_t x = static_cast<uint16_t>(bits >> 16);
-    std::memcpy(p, &x, 2);
-    break;
-  }
+    return put(p, v);
+  case DT_I32:
+    return put(p, static_cast<int32_t>(v));
+  case DT_I64:
+    return put(p, static_cast<int64_t>(v));
+  case DT_I8:
+    return put(p, static_cast<int8_t>(v));
+  case DT_U8:
+    return put(p, static_cast<uint8_t>(v));
+  case DT_F16:
+    return put(p, meshrt::floatToHalf(f));
+  case DT_BF16:
+    return put(p, meshrt::floatToBFloat16(f));
   }
 }
 
 double load(const void *base, int64_t i, Dtype t) {
   const char *p = static_cast<const char *>(base) + i * elementSize(t);
   switch (t) {
-  case DT_F32: {
-    float x;
-    std::memcpy(&x, p, 4);
-    return x;
-  }
-  case DT_F64: {
-    double x;
-    std::memcpy(&x, p, 8);
-    return x;
-  }
-  case DT_I32: {
-    int32_t x;
-    std::memcpy(&x, p, 4);
-    return x;
-  }
-  case DT_I64: {
-    int64_t x;
-    std::memcpy(&x, p, 8);
-    return static_cast<double>(x);
-  }
-  case DT_I8: {
-    int8_t x;
-    std::memcpy(&x, p, 1);
-    return x;
-  }
-  case DT_U8: {
-    uint8_t x;
-    std::memcpy(&x, p, 1);
-    return x;
-  }
-  case DT_F16: {
-    uint16_t x;
-    std::memcpy(&x, p, 2);
-    return halfToFloat(x);
-  }
-  case DT_BF16: {
-    uint16_t x;
-    std::memcpy(&x, p, 2);
-    uint32_t bits = static_cast<uint32_t>(x) << 16;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-  }
+  case DT_F32:
+    return get<float>(p);
+  case DT_F64:
+    return get<double>(p);
+  case DT_I32:
+    return get<int32_t>(p);
+  case DT_I64:
+    return static_cast<double>(get<int64_t>(p));
+  case DT_I8:
+    return get<int8_t>(p);
+  case DT_U8:
+    return get<uint8_t>(p);
+  case DT_F16:
+    return meshrt::halfToFloat(get<uint16_t>(p));
+  case DT_BF16:
+    return meshrt::bfloat16ToFloat(get<uint16_t>(p));
   }
   return 0;
 }
