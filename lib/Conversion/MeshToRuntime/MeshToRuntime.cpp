@@ -478,6 +478,43 @@ public:
       linalg::CopyOp::create(b, loc, ValueRange{slot}, ValueRange{block});
   }
 
+  /// What a collective sends as G blocks of `blockShape` along `dim` of
+  /// `in` (of type `type`): `in` itself when the blocks are contiguous, else
+  /// a staging buffer they are packed into, also set in `staging`.
+  Value blocksToSend(Value in, MemRefType type,
+                     ArrayRef<OpFoldResult> blockShape, int64_t dim,
+                     Value groupSize, Value &staging) {
+    if (blocksAreContiguous(type, dim))
+      return in;
+    staging = allocStaging(type.getElementType(), blockShape, groupSize);
+    copyBlocks(in, staging, blockShape, dim, groupSize, /*pack=*/true);
+    return staging;
+  }
+
+  /// Where a collective receives G blocks of `blockShape` that land along
+  /// `dim` of `result` (of type `type`): `result` itself when they are
+  /// contiguous, else a staging buffer, also set in `staging`, that
+  /// unpackReceived copies out.
+  Value blocksToReceive(Value result, MemRefType type,
+                        ArrayRef<OpFoldResult> blockShape, int64_t dim,
+                        Value groupSize, Value &staging) {
+    if (blocksAreContiguous(type, dim))
+      return result;
+    staging = allocStaging(type.getElementType(), blockShape, groupSize);
+    return staging;
+  }
+
+  /// After the call: the blocks of a receive `staging` buffer (if any) to
+  /// `result`, and the staging buffer freed.
+  void unpackReceived(Value result, Value staging,
+                      ArrayRef<OpFoldResult> blockShape, int64_t dim,
+                      Value groupSize) {
+    if (!staging)
+      return;
+    copyBlocks(result, staging, blockShape, dim, groupSize, /*pack=*/false);
+    memref::DeallocOp::create(b, loc, staging);
+  }
+
   // ---- Runtime calls -----------------------------------------------------
 
   Value call(StringRef name, ArrayRef<Value> args) {
@@ -794,17 +831,11 @@ static Value lowerAllGather(CollectiveLowering &l, AllGatherOp op) {
   Value g = l.groupSize();
   Value result =
       l.alloc(l.elementType, l.scaleDim(l.inShape, dim, g, /*multiply=*/true));
-  Value recv = result, staging;
-  if (!OpLowering::blocksAreContiguous(l.inType, dim)) {
-    staging = l.allocStaging(l.elementType, l.inShape, g);
-    recv = staging;
-  }
+  Value staging;
+  Value recv = l.blocksToReceive(result, l.inType, l.inShape, dim, g, staging);
   l.call("meshrt_all_gather", {l.comm, l.pointer(l.in), l.pointer(recv),
                                l.numElements(l.in), l.dtype(l.elementType)});
-  if (staging) {
-    l.copyBlocks(result, staging, l.inShape, dim, g, /*pack=*/false);
-    memref::DeallocOp::create(l.b, l.loc, staging);
-  }
+  l.unpackReceived(result, staging, l.inShape, dim, g);
   return result;
 }
 
@@ -816,12 +847,8 @@ static Value lowerReduceScatter(CollectiveLowering &l, ReduceScatterOp op) {
   SmallVector<OpFoldResult> blockShape =
       l.scaleDim(l.inShape, dim, g, /*multiply=*/false);
   Value result = l.alloc(l.elementType, blockShape);
-  Value send = l.in, staging;
-  if (!OpLowering::blocksAreContiguous(l.inType, dim)) {
-    staging = l.allocStaging(l.elementType, blockShape, g);
-    l.copyBlocks(l.in, staging, blockShape, dim, g, /*pack=*/true);
-    send = staging;
-  }
+  Value staging;
+  Value send = l.blocksToSend(l.in, l.inType, blockShape, dim, g, staging);
   l.call("meshrt_reduce_scatter",
          {l.comm, l.pointer(send), l.pointer(result), l.numElements(result),
           l.dtype(l.elementType), l.reduction(op.getReduction())});
@@ -840,25 +867,16 @@ static Value lowerAllToAll(CollectiveLowering &l, AllToAllOp op) {
       l.scaleDim(l.inShape, split, g, /*multiply=*/false);
   Value result = l.alloc(l.elementType,
                          l.scaleDim(blockShape, concat, g, /*multiply=*/true));
-  // Send: block j along split_dim goes to member j.
-  Value send = l.in, sendStaging;
-  if (!OpLowering::blocksAreContiguous(l.inType, split)) {
-    sendStaging = l.allocStaging(l.elementType, blockShape, g);
-    l.copyBlocks(l.in, sendStaging, blockShape, split, g, /*pack=*/true);
-    send = sendStaging;
-  }
-  // Receive: the block from member j lands at block j along concat_dim.
-  Value recv = result, recvStaging;
-  if (!OpLowering::blocksAreContiguous(l.outType, concat)) {
-    recvStaging = l.allocStaging(l.elementType, blockShape, g);
-    recv = recvStaging;
-  }
+  // Send: block j along split_dim goes to member j. Receive: the block from
+  // member j lands at block j along concat_dim.
+  Value sendStaging, recvStaging;
+  Value send =
+      l.blocksToSend(l.in, l.inType, blockShape, split, g, sendStaging);
+  Value recv =
+      l.blocksToReceive(result, l.outType, blockShape, concat, g, recvStaging);
   l.call("meshrt_all_to_all", {l.comm, l.pointer(send), l.pointer(recv),
                                l.product(blockShape), l.dtype(l.elementType)});
-  if (recvStaging) {
-    l.copyBlocks(result, recvStaging, blockShape, concat, g, /*pack=*/false);
-    memref::DeallocOp::create(l.b, l.loc, recvStaging);
-  }
+  l.unpackReceived(result, recvStaging, blockShape, concat, g);
   if (sendStaging)
     memref::DeallocOp::create(l.b, l.loc, sendStaging);
   return result;
