@@ -42,8 +42,10 @@ private:
   void fetchStream();
   /// The device copy of the constant `get`, made on the first call.
   Value deviceConstant(OpBuilder &b, memref::GetGlobalOp get);
-  /// Declares (once) the runtime function `name` returning i32.
-  LLVM::LLVMFuncOp runtimeFunc(StringRef name, ArrayRef<Type> args);
+  /// Declares (once) the runtime function `name` returning `result` (the
+  /// runtime's i32 status when null).
+  LLVM::LLVMFuncOp runtimeFunc(StringRef name, ArrayRef<Type> args,
+                               Type result = {});
   /// Replaces a host read of one element of a device buffer by a copy of the
   /// element to a host slot on the stream, a synchronisation, and a read of
   /// the slot.
@@ -83,13 +85,14 @@ bool DeviceFunction::needsDevice() {
 }
 
 LLVM::LLVMFuncOp DeviceFunction::runtimeFunc(StringRef name,
-                                             ArrayRef<Type> args) {
+                                             ArrayRef<Type> args, Type result) {
   if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
     return fn;
   OpBuilder b(ctx);
   b.setInsertionPointToStart(module.getBody());
   auto fn = LLVM::LLVMFuncOp::create(
-      b, module.getLoc(), name, LLVM::LLVMFunctionType::get(i32Type, args));
+      b, module.getLoc(), name,
+      LLVM::LLVMFunctionType::get(result ? result : i32Type, args));
   fn.setPrivate();
   return fn;
 }
@@ -234,16 +237,10 @@ LogicalResult DeviceFunction::readToHost(memref::LoadOp load) {
       b, loc, i64Type,
       b.getI64IntegerAttr((stored.getIntOrFloatBitWidth() + 7) / 8));
 
-  auto memcpyFn = module.lookupSymbol<LLVM::LLVMFuncOp>("mgpuMemcpy");
-  if (!memcpyFn) {
-    OpBuilder top = OpBuilder::atBlockBegin(module.getBody());
-    memcpyFn = LLVM::LLVMFuncOp::create(
-        top, module.getLoc(), "mgpuMemcpy",
-        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
-                                    {ptrType, ptrType, i64Type, ptrType}));
-    memcpyFn.setPrivate();
-  }
-  LLVM::CallOp::create(b, loc, memcpyFn,
+  LLVM::CallOp::create(b, loc,
+                       runtimeFunc("mgpuMemcpy",
+                                   {ptrType, ptrType, i64Type, ptrType},
+                                   LLVM::LLVMVoidType::get(ctx)),
                        ValueRange{slot, source, bytes, stream});
   callChecked(b, loc, "meshrt_stream_synchronize", {stream});
   Value value = LLVM::LoadOp::create(b, loc, stored, slot);
