@@ -228,8 +228,9 @@ inline void check(CUresult R, const char *What) {
 
 struct Device {
   std::mutex Mutex;
-  std::atomic<bool> Ready{false}; // Selected, and the fields below set.
-  bool Selected = false;
+  /// A device is selected and the fields below are set (written once, under
+  /// Mutex; read without it).
+  std::atomic<bool> Ready{false};
   int Ordinal = -1;
   CUcontext Ctx = nullptr;
   CUstream Stream = nullptr;
@@ -247,7 +248,7 @@ Device &selected(int64_t LocalRank = -1) {
   Device &Dev = device();
   if (__builtin_expect(!Dev.Ready.load(std::memory_order_acquire), 0)) {
     std::lock_guard<std::mutex> Lock(Dev.Mutex);
-    if (!Dev.Selected) {
+    if (!Dev.Ready.load(std::memory_order_relaxed)) {
       const DriverApi &D = driver();
       check(D.Init(0), "cuInit");
       int Count = 0;
@@ -275,7 +276,6 @@ Device &selected(int64_t LocalRank = -1) {
         }
       }
       Dev.Ordinal = Ordinal;
-      Dev.Selected = true;
       Dev.Ready.store(true, std::memory_order_release);
     }
   }
@@ -317,7 +317,61 @@ thread_local KnownDeviceMemory Known;
 /// stream like cuMemFreeAsync + cuMemAllocAsync, without their cost (about a
 /// microsecond each). Exact sizes, most recently freed first, at most
 /// kMaxBuffers kept; others go back to the stream-ordered pool.
-struct ReuseCache {
+class ReuseCache {
+public:
+  /// A kept buffer of exactly `Bytes`, now live again; 0 if none.
+  CUdeviceptr take(size_t Bytes) {
+    std::lock_guard<std::mutex> Lock(Mutex);
+    auto It = Free.find(Bytes);
+    if (It == Free.end() || It->second.empty())
+      return 0;
+    uintptr_t P = It->second.back();
+    It->second.pop_back();
+    --Kept;
+    Live.emplace(P, Bytes);
+    return CUdeviceptr(P);
+  }
+  /// Records a new buffer of the shared stream, so that its free can keep it.
+  void track(CUdeviceptr P, size_t Bytes) {
+    std::lock_guard<std::mutex> Lock(Mutex);
+    Live.emplace(uintptr_t(P), Bytes);
+  }
+  /// Keeps the freed buffer `P` if it is tracked and there is room; false
+  /// when the caller must give it back to the driver.
+  bool keep(CUdeviceptr P) {
+    std::lock_guard<std::mutex> Lock(Mutex);
+    auto It = Live.find(uintptr_t(P));
+    if (It == Live.end())
+      return false;
+    size_t Bytes = It->second;
+    Live.erase(It);
+    if (Kept == kMaxBuffers)
+      return false;
+    Free[Bytes].push_back(uintptr_t(P));
+    ++Kept;
+    return true;
+  }
+  /// True if `A` points into a kept buffer.
+  bool holds(uintptr_t A) {
+    std::lock_guard<std::mutex> Lock(Mutex);
+    for (auto &[Bytes, Ptrs] : Free)
+      for (uintptr_t Base : Ptrs)
+        if (A - Base < Bytes)
+          return true;
+    return false;
+  }
+  /// Hands every kept buffer to `Release` and forgets it.
+  template <typename F> void releaseAll(F &&Release) {
+    std::lock_guard<std::mutex> Lock(Mutex);
+    for (auto &[Bytes, Ptrs] : Free) {
+      for (uintptr_t P : Ptrs)
+        Release(CUdeviceptr(P));
+      Ptrs.clear();
+    }
+    Kept = 0;
+  }
+
+private:
   static constexpr size_t kMaxBuffers = 256;
   std::mutex Mutex;
   std::unordered_map<uintptr_t, size_t> Live; // Allocated here: their sizes.
@@ -439,7 +493,8 @@ void *meshrt::detail::gpuSharedStream() { return selected().Stream; }
 
 void meshrt::detail::gpuMakeCurrent() { selected(); }
 
-void meshrt::detail::gpuPollStream(void *Stream, const char *Op) {
+void meshrt::detail::gpuPollStream(void *Stream, const char *Op,
+                                   const char *When) {
   CUstream S = streamOrShared(Stream);
   const DriverApi &D = driver();
   for (unsigned Spin = 0;; ++Spin) {
@@ -447,7 +502,9 @@ void meshrt::detail::gpuPollStream(void *Stream, const char *Op) {
     if (R == CUDA_SUCCESS)
       return;
     if (R != CUDA_ERROR_NOT_READY)
-      driverFail(R, std::string(Op) + ": cuStreamQuery");
+      driverFail(R, std::string(Op) +
+                        (When ? std::string(" (") + When + ")" : "") +
+                        ": cuStreamQuery");
     if (Spin > 2000)
       std::this_thread::yield();
   }
@@ -472,20 +529,8 @@ void meshrt::detail::gpuFree(void *Ptr, void *Stream, const char *Op) {
   const DriverApi &D = driver();
   CUdeviceptr P = reinterpret_cast<CUdeviceptr>(Ptr);
   CUstream S = streamOrShared(Stream);
-  if (!Managed && S == Dev.Stream) {
-    ReuseCache &C = reuseCache();
-    std::lock_guard<std::mutex> Lock(C.Mutex);
-    auto It = C.Live.find(uintptr_t(Ptr));
-    if (It != C.Live.end()) {
-      size_t Bytes = It->second;
-      C.Live.erase(It);
-      if (C.Kept < ReuseCache::kMaxBuffers) {
-        C.Free[Bytes].push_back(uintptr_t(Ptr));
-        ++C.Kept;
-        return;
-      }
-    }
-  }
+  if (!Managed && S == Dev.Stream && reuseCache().keep(P))
+    return;
   CUresult R = Managed ? D.MemFree(P) : D.MemFreeAsync(P, S);
   if (R != CUDA_SUCCESS)
     driverFail(R, std::string(Op) +
@@ -497,28 +542,16 @@ void meshrt::detail::gpuReleaseKeptBuffers() {
   if (!Dev.Ready.load(std::memory_order_acquire))
     return;
   selected();
-  ReuseCache &C = reuseCache();
-  std::lock_guard<std::mutex> Lock(C.Mutex);
-  for (auto &[Bytes, Ptrs] : C.Free) {
-    for (uintptr_t P : Ptrs)
-      check(driver().MemFreeAsync(CUdeviceptr(P), Dev.Stream),
-            "cuMemFreeAsync (a buffer kept for reuse)");
-    Ptrs.clear();
-  }
-  C.Kept = 0;
+  reuseCache().releaseAll([&](CUdeviceptr P) {
+    check(driver().MemFreeAsync(P, Dev.Stream),
+          "cuMemFreeAsync (a buffer kept for reuse)");
+  });
 }
 
 bool meshrt::detail::gpuKeptForReuse(const void *P) {
   if (!device().Ready.load(std::memory_order_acquire))
     return false;
-  ReuseCache &C = reuseCache();
-  std::lock_guard<std::mutex> Lock(C.Mutex);
-  uintptr_t A = reinterpret_cast<uintptr_t>(P);
-  for (auto &[Bytes, Ptrs] : C.Free)
-    for (uintptr_t Base : Ptrs)
-      if (A - Base < Bytes)
-        return true;
-  return false;
+  return reuseCache().holds(reinterpret_cast<uintptr_t>(P));
 }
 
 bool meshrt::detail::gpuTryMakeCurrent(std::string &Why) {
@@ -578,12 +611,13 @@ void meshrt::detail::gpuForgetDeviceMemory() {
 }
 
 void meshrt::detail::gpuCopyAsync(void *Dst, const void *Src, size_t Bytes,
-                                  void *Stream, const std::string &What) {
+                                  void *Stream, const char *Op,
+                                  const char *What) {
   CUresult R = driver().MemcpyAsync(reinterpret_cast<CUdeviceptr>(Dst),
                                     reinterpret_cast<CUdeviceptr>(Src), Bytes,
                                     streamOrShared(Stream));
   if (R != CUDA_SUCCESS)
-    driverFail(R, What);
+    driverFail(R, std::string(Op) + ": cuMemcpyAsync (" + What + ")");
 }
 
 void meshrt::detail::gpuSynchronize(void *Stream, const char *Op) {
@@ -733,24 +767,12 @@ MESHRT_API void *mgpuMemAlloc(uint64_t Bytes, CUstream Stream,
     } else {
       CUstream S = streamOrShared(Stream);
       bool Shared = S == Dev.Stream;
-      if (Shared) {
-        ReuseCache &C = reuseCache();
-        std::lock_guard<std::mutex> Lock(C.Mutex);
-        auto It = C.Free.find(Bytes);
-        if (It != C.Free.end() && !It->second.empty()) {
-          P = It->second.back();
-          It->second.pop_back();
-          --C.Kept;
-          C.Live.emplace(uintptr_t(P), size_t(Bytes));
-        }
-      }
+      if (Shared)
+        P = reuseCache().take(Bytes);
       if (!P) {
         check(driver().MemAllocAsync(&P, Bytes, S), "cuMemAllocAsync");
-        if (Shared) {
-          ReuseCache &C = reuseCache();
-          std::lock_guard<std::mutex> Lock(C.Mutex);
-          C.Live.emplace(uintptr_t(P), size_t(Bytes));
-        }
+        if (Shared)
+          reuseCache().track(P, Bytes);
       }
       // Device memory by construction: the collectives that read or write
       // it need not ask the driver.
@@ -809,7 +831,7 @@ MESHRT_API void mgpuSetDefaultDevice(int32_t Ordinal) {
     {
       Device &Dev = device();
       std::lock_guard<std::mutex> Lock(Dev.Mutex);
-      if (Dev.Selected && Dev.Ordinal != Ordinal)
+      if (Dev.Ready.load(std::memory_order_relaxed) && Dev.Ordinal != Ordinal)
         throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
                     "mgpuSetDefaultDevice(" + std::to_string(Ordinal) +
                         "): this process already uses device " +
@@ -835,7 +857,9 @@ namespace {
 int meshrt::detail::gpuSelectDevice(int64_t) { noCuda(); }
 void *meshrt::detail::gpuSharedStream() { noCuda(); }
 void meshrt::detail::gpuMakeCurrent() { noCuda(); }
-void meshrt::detail::gpuPollStream(void *, const char *) { noCuda(); }
+void meshrt::detail::gpuPollStream(void *, const char *, const char *) {
+  noCuda();
+}
 void meshrt::detail::gpuReleaseKeptBuffers() {}
 bool meshrt::detail::gpuKeptForReuse(const void *) { return false; }
 void meshrt::detail::gpuFree(void *Ptr, void *, const char *) {
@@ -853,7 +877,7 @@ bool meshrt::detail::gpuKnownDeviceMemory(const void *) { return false; }
 void meshrt::detail::gpuRememberDeviceMemory(const void *) {}
 void meshrt::detail::gpuForgetDeviceMemory() {}
 void meshrt::detail::gpuCopyAsync(void *, const void *, size_t, void *,
-                                  const std::string &) {
+                                  const char *, const char *) {
   noCuda();
 }
 

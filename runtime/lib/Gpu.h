@@ -32,8 +32,9 @@ void gpuMakeCurrent();
 
 /// Waits for `Stream` (null: the shared stream) on the driver API, polling so
 /// that the caller's watchdog stays in charge. Throws on a CUDA error, with
-/// `Op` and the CUDA call's name in the message.
-void gpuPollStream(void *Stream, const char *Op);
+/// `Op`, `When` (if given, in parentheses) and the CUDA call's name in the
+/// message, which is built only then.
+void gpuPollStream(void *Stream, const char *Op, const char *When = nullptr);
 
 /// Frees `Ptr` (from mgpuMemAlloc) in stream order on `Stream` (null: the
 /// shared stream). Throws meshrt::Error with `Op` in the message.
@@ -99,9 +100,9 @@ void gpuForgetDeviceMemory();
 
 /// Enqueues a copy of `Bytes` from `Src` to `Dst` (host or device) on
 /// `Stream` (null: the shared stream); wait with gpuPollStream. Throws on a
-/// driver error, with `What` in the message.
+/// driver error, with `Op` and `What` in the message.
 void gpuCopyAsync(void *Dst, const void *Src, size_t Bytes, void *Stream,
-                  const std::string &What);
+                  const char *Op, const char *What);
 
 } // namespace detail
 } // namespace meshrt

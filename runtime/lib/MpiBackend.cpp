@@ -426,7 +426,7 @@ public:
                         ": cannot synchronise the given stream: " + NoGpu);
       return;
     }
-    gpuPollStream(Stream, (std::string(Op) + " (before staging)").c_str());
+    gpuPollStream(Stream, Op, "before staging");
   }
 
   /// True if the `Which` buffer [P, P + Bytes) is device memory and must be
@@ -445,14 +445,11 @@ public:
 
   /// Enqueues a copy on the stream.
   void copy(void *Dst, const void *Src, int64_t Bytes, const char *What) const {
-    gpuCopyAsync(Dst, Src, size_t(Bytes), Stream,
-                 std::string(Op) + ": cuMemcpyAsync (" + What + ")");
+    gpuCopyAsync(Dst, Src, size_t(Bytes), Stream, Op, What);
   }
 
   /// Waits for the copies.
-  void wait(const char *When) const {
-    gpuPollStream(Stream, (std::string(Op) + " (" + When + ")").c_str());
-  }
+  void wait(const char *When) const { gpuPollStream(Stream, Op, When); }
 
 private:
   const char *Op;
