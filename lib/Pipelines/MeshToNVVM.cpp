@@ -40,9 +40,9 @@ std::string mlir::mesh::resolveCudaPath(StringRef requested) {
 /// collectives enqueued on the runtime's shared stream.
 static void addHostStage(OpPassManager &pm,
                          const mesh::MeshToNVVMOptions &options) {
-  mesh::addBufferizationAndRuntimeCalls(pm, options.writableArguments,
-                                        options.initSymbol, options.finiSymbol,
-                                        options.initInMain, /*onStream=*/true);
+  mesh::addBufferizationAndRuntimeCalls(
+      pm, options.writableArguments, options.initSymbol, options.finiSymbol,
+      options.initInMain, /*onStream=*/!options.hostKernels);
   // bufferization.clone to memref.alloc + memref.copy, which the device
   // stage turns into gpu.alloc + gpu.memcpy.
   pm.addPass(createConvertBufferizationToMemRefPass());
@@ -50,7 +50,8 @@ static void addHostStage(OpPassManager &pm,
 
 /// linalg to parallel loops, fused, tiled (the tile is the thread block),
 /// and mapped to blocks and threads; what has no parallel dimension becomes
-/// a one-thread kernel; every buffer moves to the device.
+/// a one-thread kernel; every buffer moves to the device (with
+/// `hostKernels`, the stage stops before the kernels are outlined).
 static void addDeviceStage(OpPassManager &pm,
                            const mesh::MeshToNVVMOptions &options) {
   SmallVector<int64_t> tiles(options.tileSizes.begin(),
@@ -69,6 +70,8 @@ static void addDeviceStage(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(mesh::createMeshGpuSerialKernels());
+  if (options.hostKernels)
+    return;
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(mesh::createMeshGpuMergeKernelModules());
   pm.addPass(mesh::createMeshGpuDeviceMemory());
@@ -120,5 +123,10 @@ void mlir::mesh::buildMeshToNVVMPipeline(OpPassManager &pm,
                                          const MeshToNVVMOptions &options) {
   addHostStage(pm, options);
   addDeviceStage(pm, options);
+  if (options.hostKernels) {
+    pm.addPass(mesh::createMeshGpuLaunchToHostLoops());
+    mesh::addHostLoweringToLLVM(pm);
+    return;
+  }
   addNVVMStage(pm, options);
 }

@@ -62,7 +62,10 @@ void mlir::mesh::buildMeshToLLVMPipeline(OpPassManager &pm,
   addBufferizationAndRuntimeCalls(pm, options.writableArguments,
                                   options.initSymbol, options.finiSymbol,
                                   options.initInMain, /*onStream=*/false);
+  addHostLoweringToLLVM(pm);
+}
 
+void mlir::mesh::addHostLoweringToLLVM(OpPassManager &pm) {
   // Loops and the conversions to LLVM.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   // bufferization.clone (returned arguments) to memref.alloc + copy.

@@ -243,4 +243,39 @@ def MeshGpuVerifyHostAccess
   }];
 }
 
+def MeshGpuLaunchToHostLoops
+    : Pass<"mesh-gpu-launch-to-host-loops", "::mlir::ModuleOp"> {
+  let summary = "Runs each gpu.launch as host loops over its blocks and threads";
+  let description = [{
+    A test lowering of the device stage of `--mesh-to-nvvm`: each
+    `gpu.launch` becomes six nested `scf.for` loops (blocks z, y, x, then
+    threads z, y, x, the x dimensions innermost) around its body, with the
+    block and thread ids and the grid and block sizes replaced by the loop
+    variables and the launch's sizes. Everything the device stage did before
+    (copy kernels, parallel loop fusion, tiling, the mapping to blocks and
+    threads with its guards for ragged and dynamic shapes, one-thread kernels
+    for serial nests) then runs on the CPU, so `mesh-to-nvvm{host-kernels}`
+    checks those rewrites on numbers on machines without a GPU.
+
+    A body is equivalent to its loops when its threads do not communicate:
+    the pass fails with a message naming the op on a `gpu.barrier`, shuffles
+    or any other GPU op but the id and size queries, on workgroup or private
+    memory, on clusters, and on asynchronous launches.
+
+    ```mlir
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1)
+               threads(%tx, %ty, %tz) in (%sx = %c16, %sy = %c1, %sz = %c1) {
+      ... %bx, %tx, %sx ...
+      gpu.terminator
+    }
+    // becomes
+    //   scf.for %bz = %c0 to %c1 step %c1 {  ... six loops ...
+    //     scf.for %tx = %c0 to %c16 step %c1 { ... %bx, %tx, %c16 ... }
+    //   }
+    ```
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // MESH_CONVERSION_PASSES_TD

@@ -48,6 +48,10 @@ void addBufferizationAndRuntimeCalls(mlir::OpPassManager &pm,
                                      llvm::StringRef finiSymbol,
                                      bool initInMain, bool onStream);
 
+/// The end of --mesh-to-llvm, after the runtime calls: linalg to loops and
+/// the standard conversions of host code to the LLVM dialect.
+void addHostLoweringToLLVM(mlir::OpPassManager &pm);
+
 /// Partitioned tensor IR with mesh collectives to the LLVM dialect: tensors
 /// to linalg, one-shot bufferization, collectives to runtime calls, linalg to
 /// loops, deallocation, and the standard conversions to LLVM.
@@ -71,6 +75,13 @@ struct MeshToNVVMOptions : public MeshCompileOptions<MeshToNVVMOptions> {
       llvm::cl::desc("What the kernels become: fatbin (SASS for the chip and "
                      "PTX), bin (SASS only), isa (PTX text, no toolkit run)"),
       llvm::cl::init("fatbin")};
+  PassOptions::Option<bool> hostKernels{
+      *this, "host-kernels",
+      llvm::cl::desc("Test lowering: run the device stage up to the "
+                     "launches, then each launch as host loops and the rest "
+                     "as --mesh-to-llvm (collectives on the host); checks "
+                     "the device stage's rewrites on numbers without a GPU"),
+      llvm::cl::init(false)};
   PassOptions::ListOption<int64_t> tileSizes{
       *this, "tile-sizes",
       llvm::cl::desc("Threads per block along the leading parallel "
