@@ -36,8 +36,13 @@ def drop_last_collective(lines):
     return lines[:-1]
 
 
-def extra_sync_in_call(lines, shared):
-    i = first(lines, r"mark return ")
+def extra_sync(lines, shared):
+    """One more synchronisation: at the end of the first marked call, or
+    (a program without marks) after the first one."""
+    if any(l.startswith("mark return ") for l in lines):
+        i = first(lines, r"mark return ")
+    else:
+        i = first(lines, r"sync ") + 1
     return lines[:i] + ["sync stream=" + shared] + lines[i:]
 
 
@@ -59,6 +64,12 @@ def off_stream(lines, kind):
     return lines
 
 
+def foreign_kernel(lines):
+    i = first(lines, r"launch ")
+    lines[i] = "launch another_kernel " + lines[i].split(" ", 2)[2]
+    return lines
+
+
 def unmarked_host_sync(lines):
     i = first(lines, r"mark host-sync$")
     return lines[:i] + lines[i + 1:]
@@ -72,21 +83,26 @@ def main():
     cases = [
         ("a collective missing from the CUDA build", "cuda/rt.%d" % last,
          drop_last_collective, r"rank %d: collective \d+ differs" % last),
-        ("a second synchronisation in a compiled call", emu(0),
-         lambda l: extra_sync_in_call(l, shared),
-         r"rank 0, .*synchronised the stream 2 times, expected once"),
+        ("one synchronisation more", emu(0), lambda l: extra_sync(l, shared),
+         r"rank 0, .*(synchronised the stream \d+ times, expected|"
+         r"\d+ host synchronisations, expected \d+)"),
         ("an NCCL call with another count", emu(last % 2),
          nccl_count_off_by_one,
          r"rank %d: NCCL call 1 is not the runtime's collective" % (last % 2)),
         ("an allocation never freed", emu(last), leak,
-         r"rank %d, .*allocations left at exit" % last),
+         r"rank %d, .*live_allocations=1 .*expected \d+ allocations live "
+         r"at exit" % last),
         ("a kernel on another stream", emu(0),
          lambda l: off_stream(l, "launch"), r"not on the shared stream"),
         ("a collective on another stream", emu(0),
          lambda l: off_stream(l, "collective"), r"not on the shared stream"),
-        ("a synchronisation the program did not mark", emu(0),
-         unmarked_host_sync, r"did not mark as its own"),
     ]
+    if "--syncs" not in options:
+        cases.append(("a synchronisation the program did not mark", emu(0),
+                      unmarked_host_sync, r"did not mark as its own"))
+    if "--own-kernels" in options:
+        cases.append(("a kernel of another function", emu(0), foreign_kernel,
+                      r"launched another function's kernel"))
     failed = 0
     for what, path, change, expected in cases:
         with tempfile.TemporaryDirectory() as tmp:

@@ -3,7 +3,8 @@
 driver and NCCL against the same program's host build, which ran on the MPI
 backend and checked its numbers (run-emulated-compare.sh runs both).
 
-  check-emulated-run.py DIR N [--without-bitwise] [--syncs S]
+  check-emulated-run.py DIR N [--without-bitwise] [--own-kernels]
+      [--syncs S | --call-syncs F=S...] [--live-at-exit A]
 
   DIR/host/rt.R   the host build's collective trace (MESHRT_TRACE), rank R
   DIR/cuda/rt.R   the CUDA build's collective trace
@@ -15,17 +16,19 @@ For every rank R < N:
      groups (world ranks in group order); with --without-bitwise the host
      build's bitwise reductions are left out (the CUDA build ran on NCCL,
      which has none, and skipped them);
- (b) in the driver's trace: every allocation was freed (the exit line); the
-     module was loaded after the device context; every kernel launch,
-     collective, copy, stream-ordered allocation and free, and every host
-     synchronisation is on the shared stream; and the synchronisations are
-     exactly the ones the program must do:
+ (b) in the driver's trace: every allocation was freed (the exit line; with
+     --live-at-exit, exactly A were not); the module was loaded after the
+     device context; every kernel launch, collective, copy, stream-ordered
+     allocation and free, and every host synchronisation is on the shared
+     stream; and the synchronisations are exactly the ones the program must
+     do:
        - with marks (the program writes "mark call F" ... "mark return F"
          around each call of a compiled function F, see EmulatedDriver.h):
-         one synchronisation in each call, after everything the call
-         enqueued; kernels launched only inside calls, and only F's own
-         (named F_...); outside calls, one synchronisation for each "mark
-         host-sync" (the program's own reads) and no other;
+         one synchronisation in each call (S for a function F named by
+         --call-syncs), the last one after everything the call enqueued;
+         kernels launched only inside calls (with --own-kernels, only F's
+         own, named F_...); outside calls, one synchronisation for each
+         "mark host-sync" (the program's own reads) and no other;
        - with --syncs S (a program with no host code to mark calls): S;
  (c) the emulated NCCL ran the runtime trace's collectives, in order: the
      same kind, count, dtype, reduction or root, on a communicator whose
@@ -150,12 +153,16 @@ def check_nccl(r, rt_path, rt, emu_path, emu):
     return len(actual)
 
 
-def check_driver(r, path, lines, shared, syncs):
-    """(b); returns (calls, host syncs, launches)."""
+def check_driver(r, path, lines, shared, a):
+    """(b) with the options `a`; returns (calls, host syncs, launches)."""
     where = lambda i: "rank %d, %s:%d" % (r, path, i + 1)
-    if lines[-1] != "exit live_allocations=0 live_bytes=0":
-        fail("%s: allocations left at exit: %r" % (where(len(lines) - 1),
-                                                   lines[-1]))
+    live = re.fullmatch(r"exit live_allocations=(\d+) live_bytes=\d+",
+                        lines[-1])
+    if not live or int(live.group(1)) != a.live_at_exit:
+        fail("%s: %r, expected %d allocations live at exit" %
+             (where(len(lines) - 1), lines[-1], a.live_at_exit))
+    syncs = a.syncs
+    call_syncs = dict(a.call_syncs)
     ctx = next((i for i, l in enumerate(lines) if l.startswith("context ")),
                None)
     mod = next((i for i, l in enumerate(lines)
@@ -164,7 +171,7 @@ def check_driver(r, path, lines, shared, syncs):
         fail("%s: module loaded before the device context" % where(mod))
     marked = syncs is None
     call = None        # (name, line) of the call being made.
-    call_syncs = 0
+    in_call = 0        # Its synchronisations so far.
     pending = 0        # "mark host-sync" not yet followed by their sync.
     calls = host_syncs = launches = total_syncs = 0
     for i, l in enumerate(lines):
@@ -183,15 +190,17 @@ def check_driver(r, path, lines, shared, syncs):
             if pending:
                 fail("%s: 'mark host-sync' with no synchronisation after it"
                      % where(i))
-            call, call_syncs = (l.split()[2], i), 0
+            call, in_call = (l.split()[2], i), 0
             calls += 1
         elif l.startswith("mark return "):
             if not call or l.split()[2] != call[0]:
                 fail("%s: %r without its call" % (where(i), l))
-            if call_syncs != 1:
+            want = call_syncs.get(call[0], 1)
+            if in_call != want:
                 fail("%s: the call of %s (from line %d) synchronised the "
-                     "stream %d times, expected once, at its end" %
-                     (where(i), call[0], call[1] + 1, call_syncs))
+                     "stream %d times, expected %s" %
+                     (where(i), call[0], call[1] + 1, in_call,
+                      "once, at its end" if want == 1 else want))
             call = None
         elif l == "mark host-sync":
             if call or pending:
@@ -207,7 +216,7 @@ def check_driver(r, path, lines, shared, syncs):
             if not marked:
                 continue
             if call:
-                call_syncs += 1
+                in_call += 1
             elif pending:
                 pending = 0
                 host_syncs += 1
@@ -215,7 +224,7 @@ def check_driver(r, path, lines, shared, syncs):
                 fail("%s: a synchronisation outside any call that the program "
                      "did not mark as its own ('mark host-sync')" % where(i))
         elif re.match(r"(launch|collective|memcpy|memset)", l):
-            if call and call_syncs:
+            if call and in_call == call_syncs.get(call[0], 1):
                 fail("%s: %r enqueued after the synchronisation that ends the "
                      "call of %s" % (where(i), l, call[0]))
             if l.startswith("launch "):
@@ -223,7 +232,8 @@ def check_driver(r, path, lines, shared, syncs):
                 if marked and not call:
                     fail("%s: a kernel launched outside any compiled call: %r"
                          % (where(i), l))
-                if marked and not l.split()[1].startswith(call[0] + "_"):
+                if a.own_kernels and not l.split()[1].startswith(call[0] +
+                                                                 "_"):
                     fail("%s: the call of %s launched another function's "
                          "kernel: %r" % (where(i), call[0], l))
     if call:
@@ -246,23 +256,29 @@ def main():
     p.add_argument("dir")
     p.add_argument("ranks", type=int)
     p.add_argument("--without-bitwise", action="store_true")
-    p.add_argument("--syncs", type=int)
+    p.add_argument("--own-kernels", action="store_true")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--syncs", type=int)
+    g.add_argument("--call-syncs", action="append", default=[],
+                   type=lambda v: (v.split("=")[0], int(v.split("=")[1])))
+    p.add_argument("--live-at-exit", type=int, default=0)
     a = p.parse_args()
     for r in range(a.ranks):
         rt_path, rt = check_same_collectives(a.dir, r, a.without_bitwise)
         emu_path, emu, shared = read_trace(a.dir + "/cuda", r, "emu")
-        calls, syncs, launches = check_driver(r, emu_path, emu, shared,
-                                              a.syncs)
+        calls, syncs, launches = check_driver(r, emu_path, emu, shared, a)
         nccl = check_nccl(r, rt_path, rt, emu_path, emu)
         if r == 0:
             summary = (len(rt), nccl, calls, syncs, launches)
     print("PASS: %d ranks; rank 0: %d collectives as in the host build, %d "
-          "NCCL calls matching them; %s; %d kernel launches; every "
-          "allocation freed" %
+          "NCCL calls matching them; %s; %d kernel launches; %s" %
           (a.ranks, summary[0], summary[1],
-           "%d calls with one synchronisation each, %d synchronisations of "
-           "the program's own" % (summary[2], summary[3]) if a.syncs is None
-           else "%d synchronisations in all" % summary[3], summary[4]))
+           "%d calls, each with its synchronisations, and %d "
+           "synchronisations of the program's own" % (summary[2], summary[3])
+           if a.syncs is None else
+           "%d synchronisations in all" % summary[3], summary[4],
+           "%d allocations live at exit, as expected" % a.live_at_exit
+           if a.live_at_exit else "every allocation freed"))
 
 
 main()
