@@ -1,5 +1,4 @@
-//===- EmulatedDriver.h - A program's view of the emulated driver -*- C++
-//-*-===//
+//===- EmulatedDriver.h - Test hooks of the emulated driver -----*- C++ -*-===//
 //
 // Test hooks for programs compiled with --target=cuda whose runs are checked
 // against the emulated CUDA driver (FakeCuda.cpp): they mark their own steps
@@ -28,12 +27,6 @@ inline void *hook(const char *Name) {
   void *F = dlsym(Lib, Name);
   dlclose(Lib); // Only drops the reference NOLOAD took.
   return F;
-}
-
-/// True when the driver is the emulated one.
-inline bool active() {
-  static const bool Active = hook("fakeCudaLaunches") != nullptr;
-  return Active;
 }
 
 /// Kernel launches so far under the emulated driver; -1 on a real one.
