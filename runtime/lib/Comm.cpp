@@ -4,9 +4,9 @@
 // the backend (counts, dtypes, reductions, roots, aliasing), the translation
 // of permute offsets into a (destination, source) pair, the statistics, the
 // collective trace (MESHRT_TRACE, see Trace.h) and the watchdog scope around
-// the backend call. Everything that can be checked
-// locally is checked before any communication, so an invalid call fails on
-// every rank the same way instead of leaving peers waiting.
+// the backend call. Everything that can be checked locally is checked before
+// any communication, so an invalid call fails on every rank the same way
+// instead of leaving peers waiting.
 //
 //===----------------------------------------------------------------------===//
 

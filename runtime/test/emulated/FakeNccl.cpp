@@ -68,7 +68,8 @@ bool envSet(const char *Name) {
   return E && *E && std::strcmp(E, "0");
 }
 
-/// `What` is "op=<ncclRedOp_t>" or "root=<rank>" (-1: neither).
+/// `What`=`Value` is the reduction ("op", an ncclRedOp_t, -1 for none) or
+/// the root ("root").
 void traceCollective(const char *Op, ncclComm_t Comm, size_t Count,
                      ncclDataType_t T, const char *What, int Value,
                      cudaStream_t S) {
@@ -256,9 +257,10 @@ ncclComm_t wrap(MPI_Comm C) {
   MPI_Group Mine, World;
   MPI_Comm_group(C, &Mine);
   MPI_Comm_group(MPI_COMM_WORLD, &World);
-  std::vector<int> Ranks(size_t(N->Size)), WorldRanks(size_t(N -> Size));
-  for (int I = 0; I < N->Size; ++I)
-    Ranks[size_t(I)] = I;
+  size_t Size = size_t(N->Size);
+  std::vector<int> Ranks(Size), WorldRanks(Size);
+  for (size_t I = 0; I < Size; ++I)
+    Ranks[I] = int(I);
   MPI_Group_translate_ranks(Mine, N->Size, Ranks.data(), World,
                             WorldRanks.data());
   MPI_Group_free(&Mine);
