@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Packs what a lent GPU machine needs to run the project's GPU checks into
 # .gpu/ (ignored by git), for the device tool's `carry`:
-#   bin/      the runtime's NCCL and GPU tests, the GPU benchmark, and every
-#             program compiled with --target=cuda (GPU_PROGRAMS, see below)
+#   bin/      the runtime's NCCL and GPU tests, the GPU benchmark, and the
+#             programs compiled with --target=cuda that check themselves:
+#             mesh-exec-collectives-cuda and the five mesh-scenario-*-cuda
+#             (built with everything else when CUDA was found at configure
+#             time), plus any listed in GPU_PROGRAMS
 #   lib/      libmeshrt, libcudart, and Debian's Open MPI with what it loads
 #             (that machine has no MPI of ours; a world of one runs as an
 #             isolated MPI singleton, no mpirun needed)
 #   openmpi/  Open MPI's and PMIx's plugins
-# scripts/gpu-device-run.sh (run on that machine) uses them. Build first:
-#   ninja -C build meshrt-nccl-tests meshrt-gpu-tests meshrt-bench-gpu
+# scripts/gpu-device-run.sh (run on that machine) uses them; its "programs"
+# part runs each program on 8 ranks sharing the GPU (MESHRT_BACKEND=mpi).
+# Build first: ninja -C build
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
@@ -18,7 +22,9 @@ mkdir -p "$OUT/bin" "$OUT/lib" "$OUT/openmpi"
 
 for b in "$BUILD_DIR/runtime/test/meshrt-nccl-tests" \
          "$BUILD_DIR/runtime/test/meshrt-gpu-tests" \
-         "$BUILD_DIR/bin/meshrt-bench-gpu" ${GPU_PROGRAMS:-}; do
+         "$BUILD_DIR/bin/meshrt-bench-gpu" \
+         "$BUILD_DIR/bin/mesh-exec-collectives-cuda" \
+         "$BUILD_DIR"/bin/mesh-scenario-*-cuda ${GPU_PROGRAMS:-}; do
   [ -x "$b" ] || { echo "gpu-bundle: missing $b (build it first)" >&2; exit 1; }
   cp "$b" "$OUT/bin/"
 done

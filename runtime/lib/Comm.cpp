@@ -2,16 +2,19 @@
 //
 // The generic half of every collective: argument checks that do not depend on
 // the backend (counts, dtypes, reductions, roots, aliasing), the translation
-// of permute offsets into a (destination, source) pair, the statistics, and
-// the watchdog scope around the backend call. Everything that can be checked
-// locally is checked before any communication, so an invalid call fails on
-// every rank the same way instead of leaving peers waiting.
+// of permute offsets into a (destination, source) pair, the statistics, the
+// collective trace (MESHRT_TRACE, see Trace.h) and the watchdog scope around
+// the backend call. Everything that can be checked locally is checked before
+// any communication, so an invalid call fails on every rank the same way
+// instead of leaving peers waiting.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Context.h"
 
 #include <algorithm>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
 
 using namespace meshrt;
@@ -35,6 +38,12 @@ void Comm::attach(std::shared_ptr<BackendComm> I) {
   Fast = Impl.get();
   Dog = &Ctx.watchdog();
   std::memcpy(SupportedOps, Ctx.supportedOps(), sizeof(SupportedOps));
+  Trace = Ctx.trace();
+  if (Trace) {
+    TraceGroup = " group=";
+    for (size_t I = 0; I < Members.size(); ++I)
+      TraceGroup += (I ? "," : "") + std::to_string(Members[I]);
+  }
 }
 
 void Comm::detach() {
@@ -55,6 +64,15 @@ std::string Comm::describe() const {
 
 void Comm::fail(meshrt_status S, const char *Op, const std::string &Msg) const {
   throw Error(S, std::string(Op) + " on " + Label + ": " + Msg);
+}
+
+void Comm::traceCall(const char *Fmt, ...) const {
+  char Buf[160];
+  va_list Args;
+  va_start(Args, Fmt);
+  std::vsnprintf(Buf, sizeof(Buf), Fmt, Args);
+  va_end(Args);
+  Trace->write(Buf + TraceGroup);
 }
 
 void Comm::requireLive(const char *Op) const {
@@ -116,6 +134,9 @@ void Comm::allReduce(const void *Send, void *Recv, int64_t Count,
   if (Count == 0)
     return;
   ++Collectives;
+  if (__builtin_expect(Trace != nullptr, 0))
+    traceCall("all_reduce %s count=%lld op=%s", dtypeName(T), (long long)Count,
+              reduceOpName(Op));
   WatchScope W(*Dog, "all_reduce", this, Count, T, Op);
   Fast->allReduce(Send, Recv, Count, T, Op);
 }
@@ -126,6 +147,8 @@ void Comm::allGather(const void *Send, void *Recv, int64_t Count,
   if (Count == 0)
     return;
   ++Collectives;
+  if (__builtin_expect(Trace != nullptr, 0))
+    traceCall("all_gather %s count=%lld", dtypeName(T), (long long)Count);
   WatchScope W(*Dog, "all_gather", this, Count, T);
   Fast->allGather(Send, Recv, Count, T);
 }
@@ -137,6 +160,9 @@ void Comm::reduceScatter(const void *Send, void *Recv, int64_t Count,
   if (Count == 0)
     return;
   ++Collectives;
+  if (__builtin_expect(Trace != nullptr, 0))
+    traceCall("reduce_scatter %s count=%lld op=%s", dtypeName(T),
+              (long long)Count, reduceOpName(Op));
   WatchScope W(*Dog, "reduce_scatter", this, Count, T, Op);
   Fast->reduceScatter(Send, Recv, Count, T, Op);
 }
@@ -147,6 +173,8 @@ void Comm::allToAll(const void *Send, void *Recv, int64_t Count,
   if (Count == 0)
     return;
   ++Collectives;
+  if (__builtin_expect(Trace != nullptr, 0))
+    traceCall("all_to_all %s count=%lld", dtypeName(T), (long long)Count);
   WatchScope W(*Dog, "all_to_all", this, Count, T);
   Fast->allToAll(Send, Recv, Count, T);
 }
@@ -161,6 +189,9 @@ void Comm::broadcast(void *Buf, int64_t Count, meshrt_dtype T, int64_t Root) {
   if (Count == 0)
     return;
   ++Collectives;
+  if (__builtin_expect(Trace != nullptr, 0))
+    traceCall("broadcast %s count=%lld root=%lld", dtypeName(T),
+              (long long)Count, (long long)Root);
   WatchScope W(*Dog, "broadcast", this, Count, T);
   Fast->broadcast(Buf, Count, T, Root);
 }
@@ -186,6 +217,10 @@ void Comm::permute(const void *Send, void *Recv, int64_t Count, meshrt_dtype T,
       Source = G - Offset;
   }
   ++Collectives;
+  if (__builtin_expect(Trace != nullptr, 0))
+    traceCall("permute %s count=%lld offset=%lld flags=%d to=%lld from=%lld",
+              dtypeName(T), (long long)Count, (long long)Offset, int(Flags),
+              (long long)Dest, (long long)Source);
   WatchScope W(*Dog, "permute", this, Count, T);
   Fast->sendRecv(Send, Dest, Recv, Source, Count, T,
                  (Flags & MESHRT_PERMUTE_ZERO_FILL) != 0);
@@ -195,6 +230,8 @@ void Comm::barrier() {
   if (!Fast)
     fail(MESHRT_ERROR_NOT_INITIALIZED, "barrier", "the runtime was finalized");
   ++Collectives;
+  if (__builtin_expect(Trace != nullptr, 0))
+    traceCall("barrier");
   WatchScope W(*Dog, "barrier", this);
   Fast->barrier();
 }

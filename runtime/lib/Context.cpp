@@ -361,6 +361,9 @@ void Context::start(meshrt_backend Requested) {
   double Timeout = 600;
   try {
     Timeout = timeoutFromEnv();
+    int Rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &Rank);
+    Trace = CollectiveTrace::open(Rank);
     Kind = chooseBackend(Requested);
   } catch (const Error &E) {
     LocalFailure = E;

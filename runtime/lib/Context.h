@@ -13,6 +13,7 @@
 #define MESHRT_LIB_CONTEXT_H
 
 #include "Backend.h"
+#include "Trace.h"
 #include "Watchdog.h"
 
 #include "meshrt/Error.h"
@@ -149,6 +150,10 @@ private:
                           meshrt_reduce_op R) const;
   [[noreturn]] void fail(meshrt_status S, const char *Op,
                          const std::string &Msg) const;
+  /// Appends one line to the collective trace: the printf-formatted call
+  /// and the group's members. Only called when tracing.
+  __attribute__((cold, noinline, format(printf, 2, 3))) void
+  traceCall(const char *Fmt, ...) const;
 
   /// Makes the handle usable: `Impl` is the (shared) backend communicator.
   void attach(std::shared_ptr<BackendComm> Impl);
@@ -159,6 +164,7 @@ private:
   // between two calls on an oversubscribed node the line is usually cold.
   alignas(64) BackendComm *Fast = nullptr; // Impl.get(); null once detached.
   Watchdog *Dog = nullptr;
+  CollectiveTrace *Trace = nullptr; // Null unless MESHRT_TRACE is set.
   int64_t Collectives = 0;
   uint8_t SupportedOps[kNumDTypes] = {}; // Copy of the context's table.
   // Cold fields.
@@ -168,6 +174,7 @@ private:
   GroupPosition Pos;
   std::vector<int64_t> Members;
   std::string Label;
+  std::string TraceGroup; // " group=0,1,2,3" when tracing.
   std::shared_ptr<BackendComm> Impl;
 };
 
@@ -260,6 +267,8 @@ public:
   int64_t worldSize() const { return WorldSize; }
   /// The watchdog.
   Watchdog &watchdog() { return *Dog; }
+  /// The collective trace (MESHRT_TRACE), or null.
+  CollectiveTrace *trace() const { return Trace; }
   /// See meshrt_stream_synchronize: the backend's wait, under the watchdog.
   void synchronizeStream(void *Stream, const char *Op);
 
@@ -345,6 +354,7 @@ private:
   bool StatsOnFinalize = false;
   std::unique_ptr<Backend> TheBackend;
   std::unique_ptr<Watchdog> Dog;
+  CollectiveTrace *Trace = nullptr; // Process-wide, not owned.
   std::shared_ptr<BackendComm> World;
   std::map<GroupKey, std::shared_ptr<BackendComm>> Shared;
   std::vector<std::unique_ptr<Mesh>> Meshes;

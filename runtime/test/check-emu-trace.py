@@ -47,7 +47,7 @@ def main():
         window = lines[start:end]
         cnt = "count=4 "
         group = (r"memcpy d2d bytes=16" if n == 1
-                 else r"collective group ops=2 comm=c\d+")
+                 else r"collective group ops=2 comm=c\d+ bytes=32")
         expected = [
             r"launch produce grid=2,1,1 block=128,1,1 smem=0 stream=%s" % s,
             r"collective all_reduce comm=c\d+ rank=%d/%d %stype=7 op=0 "
@@ -57,9 +57,9 @@ def main():
             r"stream=%s" % (r, n, cnt, s),
             r"collective reduce_scatter comm=c\d+ rank=%d/%d %stype=7 op=0 "
             r"stream=%s" % (r, n, cnt, s),
-            r"collective group ops=%d comm=c\d+" % (2 * n),
-            r"collective broadcast comm=c\d+ rank=%d/%d %stype=7 op=-1 "
-            r"stream=%s" % (r, n, cnt, s),
+            r"collective group ops=%d comm=c\d+ bytes=%d" % (2 * n, 32 * n),
+            r"collective broadcast comm=c\d+ rank=%d/%d %stype=7 root=%d "
+            r"stream=%s" % (r, n, cnt, n - 1, s),
             group,
         ]
         if len(window) != len(expected):

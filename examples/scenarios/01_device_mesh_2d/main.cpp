@@ -64,9 +64,10 @@ int main() {
         transposed.push_back(r * 4 + s);
 
     std::vector<int64_t> me = {rank};
-    auto in = MemRef<int64_t, 2>::view(me, {1, 1});
+    scenario::Input<int64_t, 2> in(me, {1, 1});
     Groups g;
-    _mlir_ciface_device_mesh_2d(&g, &in);
+    check.valuesComputed(scenario::call(
+        "device_mesh_2d", [&] { _mlir_ciface_device_mesh_2d(&g, in.get()); }));
 
     std::vector<int64_t> shard = g.shard.toVector();
     std::vector<int64_t> replicate = g.replicate.toVector();

@@ -115,12 +115,14 @@ int main() {
     };
     std::vector<float> myQ = slice(q[myDp]), myK = slice(k[myDp]),
                        myV = slice(v[myDp]);
-    auto qM = MemRef<float, 3>::view(myQ, {LocalSeq, Heads, Dim});
-    auto kM = MemRef<float, 3>::view(myK, {LocalSeq, Heads, Dim});
-    auto vM = MemRef<float, 3>::view(myV, {LocalSeq, Heads, Dim});
-    auto woM = MemRef<float, 3>::view(wo, {Heads, Dim, Emb});
+    scenario::Input<float, 3> qM(myQ, {LocalSeq, Heads, Dim});
+    scenario::Input<float, 3> kM(myK, {LocalSeq, Heads, Dim});
+    scenario::Input<float, 3> vM(myV, {LocalSeq, Heads, Dim});
+    scenario::Input<float, 3> woM(wo, {Heads, Dim, Emb});
     Result r;
-    _mlir_ciface_ulysses(&r, &qM, &kM, &vM, &woM);
+    check.valuesComputed(scenario::call("ulysses", [&] {
+      _mlir_ciface_ulysses(&r, qM.get(), kM.get(), vM.get(), woM.get());
+    }));
 
     check.that("coordinate is (rank / 4, rank % 4)",
                r.dp == myDp && r.sp == mySp);

@@ -78,6 +78,7 @@ struct State {
   int NextStream = 1;
   int NextEvent = 1;
   int Access = 0; // > 0 while the emulation itself touches device memory.
+  long Launches = 0;
   CUctx_st Contexts[64];
   FILE *Trace = nullptr;
   bool TraceOpened = false;
@@ -280,6 +281,14 @@ FAKE_API int fakeCudaSetDevice(int D) {
   Current = &state().Contexts[D];
   Current->Device = D;
   return 1;
+}
+
+/// The number of kernel launches so far. Programs under test find it (and
+/// fakeCudaTrace, to mark their own steps in the trace) with dlsym: a result
+/// that depends on a launched kernel is garbage here, since none runs.
+FAKE_API long fakeCudaLaunches() {
+  std::lock_guard<std::recursive_mutex> Lock(state().Mutex);
+  return state().Launches;
 }
 
 /// A stream's number in the trace ("s3"); 0 is the null stream.
@@ -525,6 +534,8 @@ CUresult cuLaunchKernel(CUfunction F, unsigned int GX, unsigned int GY,
   if (!GX || !GY || !GZ || !BX || !BY || !BZ || uint64_t(BX) * BY * BZ > 1024 ||
       (Params && Extra))
     return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::recursive_mutex> Lock(state().Mutex);
+  ++state().Launches;
   trace("launch %s grid=%u,%u,%u block=%u,%u,%u smem=%u stream=s%d",
         F->Name.c_str(), GX, GY, GZ, BX, BY, BZ, Smem, streamId(Str));
   return CUDA_SUCCESS;

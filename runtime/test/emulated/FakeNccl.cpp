@@ -10,9 +10,12 @@
 // each member, which is slow but simple and deterministic. Device buffers
 // are opened for the duration of each call (they are not host-readable
 // otherwise, see FakeCuda.cpp), and every collective is traced with its
-// communicator, count and stream. Failure injection: FAKE_NCCL_HANG=1 makes
-// the stream never finish; FAKE_NCCL_ASYNC_ERROR=1 makes the communicator
-// report ncclRemoteError (and the stream never finish) after a collective.
+// communicator, count and stream; every communicator once, when it is made,
+// with its members ("nccl-comm c1 rank=0/4 members=0,2,4,6"); a group of
+// sends and receives with its number of operations and their total bytes.
+// Failure injection: FAKE_NCCL_HANG=1 makes the stream never finish;
+// FAKE_NCCL_ASYNC_ERROR=1 makes the communicator report ncclRemoteError (and
+// the stream never finish) after a collective.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +28,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 extern "C" {
@@ -64,12 +68,15 @@ bool envSet(const char *Name) {
   return E && *E && std::strcmp(E, "0");
 }
 
+/// `What`=`Value` is the reduction ("op", an ncclRedOp_t, -1 for none) or
+/// the root ("root").
 void traceCollective(const char *Op, ncclComm_t Comm, size_t Count,
-                     ncclDataType_t T, int RedOp, cudaStream_t S) {
-  fakeCudaTrace("collective %s comm=c%d rank=%d/%d count=%zu type=%d op=%d "
+                     ncclDataType_t T, const char *What, int Value,
+                     cudaStream_t S) {
+  fakeCudaTrace("collective %s comm=c%d rank=%d/%d count=%zu type=%d %s=%d "
                 "stream=s%d",
-                Op, Comm->Id, Comm->Rank, Comm->Size, Count, int(T), RedOp,
-                fakeCudaStreamId(S));
+                Op, Comm->Id, Comm->Rank, Comm->Size, Count, int(T), What,
+                Value, fakeCudaStreamId(S));
 }
 
 thread_local int GroupDepth = 0;
@@ -239,12 +246,30 @@ ncclResult_t done(cudaStream_t S, ncclComm_t Comm) {
   return ncclSuccess;
 }
 
+/// A communicator over `C`, traced with its members (world ranks in
+/// communicator order), which the collectives' lines refer to by id.
 ncclComm_t wrap(MPI_Comm C) {
   ncclComm_t N = new ncclComm;
   N->C = C;
   MPI_Comm_rank(C, &N->Rank);
   MPI_Comm_size(C, &N->Size);
   N->Id = NextCommId++;
+  MPI_Group Mine, World;
+  MPI_Comm_group(C, &Mine);
+  MPI_Comm_group(MPI_COMM_WORLD, &World);
+  size_t Size = size_t(N->Size);
+  std::vector<int> Ranks(Size), WorldRanks(Size);
+  for (size_t I = 0; I < Size; ++I)
+    Ranks[I] = int(I);
+  MPI_Group_translate_ranks(Mine, N->Size, Ranks.data(), World,
+                            WorldRanks.data());
+  MPI_Group_free(&Mine);
+  MPI_Group_free(&World);
+  std::string Members;
+  for (int R : WorldRanks)
+    Members += (Members.empty() ? "" : ",") + std::to_string(R);
+  fakeCudaTrace("nccl-comm c%d rank=%d/%d members=%s", N->Id, N->Rank, N->Size,
+                Members.c_str());
   return N;
 }
 
@@ -328,7 +353,7 @@ ncclResult_t ncclCommUserRank(const ncclComm_t Comm, int *Rank) {
 ncclResult_t ncclAllReduce(const void *Send, void *Recv, size_t Count,
                            ncclDataType_t T, ncclRedOp_t Op, ncclComm_t Comm,
                            cudaStream_t S) {
-  traceCollective("all_reduce", Comm, Count, T, Op, S);
+  traceCollective("all_reduce", Comm, Count, T, "op", Op, S);
   OpenDeviceMemory Open;
   size_t Bytes = Count * typeSize(T);
   std::vector<char> All(Bytes * size_t(Comm->Size));
@@ -341,7 +366,7 @@ ncclResult_t ncclAllReduce(const void *Send, void *Recv, size_t Count,
 ncclResult_t ncclReduceScatter(const void *Send, void *Recv, size_t Count,
                                ncclDataType_t T, ncclRedOp_t Op,
                                ncclComm_t Comm, cudaStream_t S) {
-  traceCollective("reduce_scatter", Comm, Count, T, Op, S);
+  traceCollective("reduce_scatter", Comm, Count, T, "op", Op, S);
   OpenDeviceMemory Open;
   size_t Block = Count * typeSize(T), Whole = Block * size_t(Comm->Size);
   std::vector<char> All(Whole * size_t(Comm->Size));
@@ -354,7 +379,7 @@ ncclResult_t ncclReduceScatter(const void *Send, void *Recv, size_t Count,
 
 ncclResult_t ncclAllGather(const void *Send, void *Recv, size_t Count,
                            ncclDataType_t T, ncclComm_t Comm, cudaStream_t S) {
-  traceCollective("all_gather", Comm, Count, T, -1, S);
+  traceCollective("all_gather", Comm, Count, T, "op", -1, S);
   OpenDeviceMemory Open;
   int Bytes = int(Count * typeSize(T));
   MPI_Allgather(Send, Bytes, MPI_BYTE, Recv, Bytes, MPI_BYTE, Comm->C);
@@ -364,7 +389,7 @@ ncclResult_t ncclAllGather(const void *Send, void *Recv, size_t Count,
 ncclResult_t ncclBroadcast(const void *Send, void *Recv, size_t Count,
                            ncclDataType_t T, int Root, ncclComm_t Comm,
                            cudaStream_t S) {
-  traceCollective("broadcast", Comm, Count, T, -1, S);
+  traceCollective("broadcast", Comm, Count, T, "root", Root, S);
   OpenDeviceMemory Open;
   size_t Bytes = Count * typeSize(T);
   if (Comm->Rank == Root && Send != Recv)
@@ -383,9 +408,13 @@ ncclResult_t ncclGroupEnd() {
     return ncclInvalidUsage;
   if (--GroupDepth > 0)
     return ncclSuccess;
-  if (!Pending.empty())
-    fakeCudaTrace("collective group ops=%zu comm=c%d", Pending.size(),
-                  Pending[0].Comm->Id);
+  if (!Pending.empty()) {
+    size_t Bytes = 0;
+    for (const P2P &Op : Pending)
+      Bytes += Op.Bytes;
+    fakeCudaTrace("collective group ops=%zu comm=c%d bytes=%zu", Pending.size(),
+                  Pending[0].Comm->Id, Bytes);
+  }
   OpenDeviceMemory Open;
   std::vector<MPI_Request> Reqs;
   for (P2P &Op : Pending) {
