@@ -58,6 +58,7 @@ static void addDeviceStage(OpPassManager &pm,
                              options.tileSizes.end());
   if (tiles.empty())
     tiles = {16, 16};
+  pm.addPass(mesh::createMeshGpuHostBuffers());
   pm.addNestedPass<func::FuncOp>(mesh::createMeshGpuCopyKernels());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createParallelLoopFusionPass());

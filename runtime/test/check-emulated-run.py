@@ -4,7 +4,7 @@ driver and NCCL against the same program's host build, which ran on the MPI
 backend and checked its numbers (run-emulated-compare.sh runs both).
 
   check-emulated-run.py DIR N [--without-bitwise] [--own-kernels]
-      [--syncs S | --call-syncs F=S...] [--live-at-exit A]
+      [--syncs S | --call-syncs F=S...]
 
   DIR/host/rt.R   the host build's collective trace (MESHRT_TRACE), rank R
   DIR/cuda/rt.R   the CUDA build's collective trace
@@ -16,8 +16,7 @@ For every rank R < N:
      groups (world ranks in group order); with --without-bitwise the host
      build's bitwise reductions are left out (the CUDA build ran on NCCL,
      which has none, and skipped them);
- (b) in the driver's trace: every allocation was freed (the exit line; with
-     --live-at-exit, exactly A were not); the module was loaded after the
+ (b) in the driver's trace: every allocation was freed (the exit line); the module was loaded after the
      device context; every kernel launch, collective, copy, stream-ordered
      allocation and free, and every host synchronisation is on the shared
      stream; and the synchronisations are exactly the ones the program must
@@ -158,9 +157,9 @@ def check_driver(r, path, lines, shared, a):
     where = lambda i: "rank %d, %s:%d" % (r, path, i + 1)
     live = re.fullmatch(r"exit live_allocations=(\d+) live_bytes=\d+",
                         lines[-1])
-    if not live or int(live.group(1)) != a.live_at_exit:
-        fail("%s: %r, expected %d allocations live at exit" %
-             (where(len(lines) - 1), lines[-1], a.live_at_exit))
+    if not live or live.group(1) != "0":
+        fail("%s: %r, expected every allocation freed at exit" %
+             (where(len(lines) - 1), lines[-1]))
     syncs = a.syncs
     call_syncs = dict(a.call_syncs)
     ctx = next((i for i, l in enumerate(lines) if l.startswith("context ")),
@@ -261,7 +260,6 @@ def main():
     g.add_argument("--syncs", type=int)
     g.add_argument("--call-syncs", action="append", default=[],
                    type=lambda v: (v.split("=")[0], int(v.split("=")[1])))
-    p.add_argument("--live-at-exit", type=int, default=0)
     a = p.parse_args()
     for r in range(a.ranks):
         rt_path, rt = check_same_collectives(a.dir, r, a.without_bitwise)
@@ -277,8 +275,7 @@ def main():
            "synchronisations of the program's own" % (summary[2], summary[3])
            if a.syncs is None else
            "%d synchronisations in all" % summary[3], summary[4],
-           "%d allocations live at exit, as expected" % a.live_at_exit
-           if a.live_at_exit else "every allocation freed"))
+           "every allocation freed"))
 
 
 main()

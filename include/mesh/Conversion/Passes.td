@@ -97,6 +97,35 @@ def MeshGpuCopyKernels
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def MeshGpuHostBuffers : Pass<"mesh-gpu-host-buffers", "::mlir::ModuleOp"> {
+  let summary = "Marks the buffers that only scalar host code touches";
+  let description = [{
+    The first step of the device stage of `--mesh-to-nvvm`. Every buffer
+    moves to device memory except the ones this pass marks with
+    `mesh.host_buffer`: `memref.alloc`s (and parameters of private
+    functions) whose every use, through views, is a host `memref.load`,
+    `memref.store` into it, `memref.dim`, `memref.dealloc`, or a
+    `func.call` passing it to a private function that uses it
+    the same way and is never passed anything else. No kernel, copy or
+    runtime call ever sees such a buffer (taking its address, as the
+    lowered collectives do, disqualifies it), so it stays in host memory:
+    `mesh-gpu-serial-kernels` does not make kernels of host code that only
+    touches it, `mesh-gpu-device-memory` keeps its allocation, loads and
+    frees on the host (no copy, no synchronisation), and
+    `mesh-gpu-verify-host-access` accepts them. The typical case is the
+    pointer lists that buffer deallocation builds for its `dealloc_helper`:
+    pointer comparisons, which must not become a one-thread kernel whose
+    flags the host then reads back one synchronisation at a time.
+
+    ```mlir
+    %ptrs = memref.alloc() {mesh.host_buffer} : memref<2xindex>
+    memref.store %p, %ptrs[%c0] : memref<2xindex>
+    call @dealloc_helper(%ptrs, ...)
+    func.func private @dealloc_helper(%arg0: memref<?xindex> {mesh.host_buffer}, ...)
+    ```
+  }];
+}
+
 def MeshGpuSerialKernels
     : Pass<"mesh-gpu-serial-kernels", "::mlir::ModuleOp"> {
   let summary = "Wraps host loop nests on buffers in one-thread kernels";
@@ -189,12 +218,17 @@ def MeshGpuDeviceMemory
       element to a host slot on the stream (`mgpuMemcpy`), a
       `meshrt_stream_synchronize`, and a load of the slot: the host waits
       where it reads, and only there;
-    * calls `meshrt_stream_synchronize` once before each return, so results
-      are ready when the call returns. Nothing else synchronises:
+    * calls `meshrt_stream_synchronize` once before each return of a
+      public function, so results are ready when the call returns. A
+      private function's callers are compiled functions that synchronise
+      before they return, so it does not; a call of a compiled function
+      counts as device work of its caller. Nothing else synchronises:
       kernels, copies and the `meshrt_*_on_stream` collectives are ordered
       by the one stream.
 
-    Function arguments and results are device buffers.
+    Function arguments and results are device buffers. Host buffers
+    (`mesh.host_buffer`, see `mesh-gpu-host-buffers`) stay in host memory:
+    their allocations, loads and frees are left as they are.
 
     ```mlir
     func.func @f(%x: memref<16xf32>) -> memref<16xf32> {

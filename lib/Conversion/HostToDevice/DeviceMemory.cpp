@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mesh/Conversion/HostBuffers.h"
 #include "mesh/Conversion/Passes.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -64,11 +65,23 @@ private:
 } // namespace
 
 /// True for a host op that touches device memory once buffers are on the
-/// device, or for a stream-ordered runtime call.
+/// device (host buffers stay where they are), a stream-ordered runtime call,
+/// or a call of a compiled function (which may leave work on the stream
+/// for this function's synchronisation).
 static bool isDeviceWork(Operation *op) {
-  if (isa<memref::AllocOp, memref::DeallocOp, memref::CopyOp,
-          memref::GetGlobalOp, memref::LoadOp, gpu::LaunchFuncOp>(op))
+  if (auto alloc = dyn_cast<memref::AllocOp>(op))
+    return !mesh::isHostBuffer(alloc.getResult());
+  if (auto dealloc = dyn_cast<memref::DeallocOp>(op))
+    return !mesh::isHostBuffer(dealloc.getMemref());
+  if (auto load = dyn_cast<memref::LoadOp>(op))
+    return !mesh::isHostBuffer(load.getMemref());
+  if (isa<memref::CopyOp, memref::GetGlobalOp, gpu::LaunchFuncOp>(op))
     return true;
+  if (auto call = dyn_cast<func::CallOp>(op)) {
+    auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        call, call.getCalleeAttr());
+    return callee && !callee.isExternal();
+  }
   if (auto call = dyn_cast<LLVM::CallOp>(op))
     if (std::optional<StringRef> callee = call.getCallee())
       return callee->ends_with("_on_stream");
@@ -257,9 +270,13 @@ LogicalResult DeviceFunction::run() {
   fetchStream();
   Type tokenType = token.getType();
 
+  // A private function's callers are compiled functions, which
+  // synchronise before they return: the function itself need not.
+  bool syncAtReturn = func.isPublic();
   SmallVector<Operation *> ops;
   func.walk([&](Operation *op) {
-    if (isDeviceWork(op) || isa<func::ReturnOp>(op))
+    if ((isDeviceWork(op) && !isa<func::CallOp>(op)) ||
+        (syncAtReturn && isa<func::ReturnOp>(op)))
       ops.push_back(op);
   });
   for (Operation *op : ops) {

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mesh/Conversion/HostBuffers.h"
 #include "mesh/Conversion/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,7 +23,8 @@ namespace mesh {
 
 using namespace mlir;
 
-/// True when `op` itself reads or writes a memref.
+/// True when `op` itself reads or writes a memref that moves to the device
+/// (not a host buffer, see mesh-gpu-host-buffers).
 static bool accessesMemRef(Operation *op) {
   auto effects = dyn_cast<MemoryEffectOpInterface>(op);
   if (!effects)
@@ -31,29 +33,36 @@ static bool accessesMemRef(Operation *op) {
   effects.getEffects(instances);
   return llvm::any_of(instances, [](const MemoryEffects::EffectInstance &e) {
     return isa<MemoryEffects::Read, MemoryEffects::Write>(e.getEffect()) &&
-           e.getValue() && isa<MemRefType>(e.getValue().getType());
+           e.getValue() && isa<MemRefType>(e.getValue().getType()) &&
+           !mesh::isHostBuffer(e.getValue());
   });
 }
 
-/// True when `op` (with what it nests) may run as a one-thread kernel: it
-/// touches a memref and holds no GPU op, call or allocation.
-static bool isSerialKernelRoot(Operation *op) {
+bool mlir::mesh::canRunAsSerialKernel(Operation *op) {
   if (op->getNumResults() != 0 || op->hasTrait<OpTrait::IsTerminator>() ||
       isa<gpu::GPUDialect>(op->getDialect()))
     return false;
-  bool touches = false, movable = true;
-  op->walk([&](Operation *nested) {
-    if (isa<gpu::GPUDialect>(nested->getDialect()) ||
-        isa<CallOpInterface>(nested) ||
-        isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp,
-            memref::CopyOp>(nested)) {
-      movable = false;
-      return WalkResult::interrupt();
-    }
-    touches |= accessesMemRef(nested);
-    return WalkResult::advance();
-  });
-  return movable && touches;
+  return !op->walk([&](Operation *nested) {
+              if (isa<gpu::GPUDialect>(nested->getDialect()) ||
+                  isa<CallOpInterface>(nested) ||
+                  isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp,
+                      memref::CopyOp>(nested))
+                return WalkResult::interrupt();
+              return WalkResult::advance();
+            }).wasInterrupted();
+}
+
+/// True when `op` (with what it nests) becomes a one-thread kernel: it may,
+/// and it touches a buffer that moves to the device.
+static bool isSerialKernelRoot(Operation *op) {
+  if (!mesh::canRunAsSerialKernel(op))
+    return false;
+  return op
+      ->walk([](Operation *nested) {
+        return accessesMemRef(nested) ? WalkResult::interrupt()
+                                      : WalkResult::advance();
+      })
+      .wasInterrupted();
 }
 
 /// The ops of `root`'s block that compute its operands and may be copied

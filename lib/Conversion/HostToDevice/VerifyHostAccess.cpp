@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mesh/Conversion/HostBuffers.h"
 #include "mesh/Conversion/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,10 +23,11 @@ namespace mesh {
 
 using namespace mlir;
 
-/// What `effect` does to a buffer, in words; empty when it is harmless.
+/// What `effect` does to a buffer, in words; empty when it is harmless (no
+/// buffer, or a host buffer, see mesh-gpu-host-buffers).
 static StringRef describe(const MemoryEffects::EffectInstance &effect) {
   Value value = effect.getValue();
-  if (!value || !isa<MemRefType>(value.getType()))
+  if (!value || !isa<MemRefType>(value.getType()) || mesh::isHostBuffer(value))
     return "";
   if (isa<MemoryEffects::Read>(effect.getEffect()))
     return "reads a device buffer on the host";

@@ -161,3 +161,39 @@ func.func @read_vector(%x: memref<4xvector<2xf32>>) -> vector<2xf32> {
   %v = memref.load %x[%c0] : memref<4xvector<2xf32>>
   return %v : vector<2xf32>
 }
+
+// -----
+
+// Host buffers (mesh-gpu-host-buffers) stay in host memory: allocated,
+// read and freed on the host, no copy, no synchronisation for the read. A
+// private function leaves the synchronisation to its caller; the caller,
+// whose only device work is the call, still synchronises before returning.
+
+// CHECK-LABEL: func.func @caller
+// CHECK: llvm.call @meshrt_gpu_stream
+// CHECK: %[[LIST:.*]] = memref.alloc() {mesh.host_buffer} : memref<2xindex>
+// CHECK-NOT: mgpuMemcpy
+// CHECK: memref.load %[[LIST]]
+// CHECK: call @callee
+// CHECK: memref.dealloc %[[LIST]]
+// CHECK: llvm.call @meshrt_stream_synchronize
+// CHECK: cf.assert
+// CHECK-NEXT: return
+// CHECK-LABEL: func.func private @callee
+// CHECK: gpu.alloc async
+// CHECK-NOT: meshrt_stream_synchronize
+// CHECK: return
+func.func @caller(%p: index) -> index {
+  %c0 = arith.constant 0 : index
+  %list = memref.alloc() {mesh.host_buffer} : memref<2xindex>
+  memref.store %p, %list[%c0] : memref<2xindex>
+  %v = memref.load %list[%c0] : memref<2xindex>
+  call @callee() : () -> ()
+  memref.dealloc %list : memref<2xindex>
+  return %v : index
+}
+func.func private @callee() {
+  %b = memref.alloc() : memref<4xf32>
+  memref.dealloc %b : memref<4xf32>
+  return
+}

@@ -223,3 +223,21 @@ func.func @unit_entry_on_tensor(%x: tensor<4xf32>, %i: index) -> (tensor<4xf32>,
   %0:2 = "test.two"(%x, %i) {mesh.sharding = [unit, unit]} : (tensor<4xf32>, index) -> (tensor<4xf32>, index)
   return %0#0, %0#1 : tensor<4xf32>, index
 }
+
+// -----
+
+// mesh.host_buffer (the GPU device stage's mark) is a unit attribute of
+// memref.alloc ops and memref function arguments.
+
+func.func @host_buffer_on_other_op(%x: f32) -> f32 {
+  // expected-error @+1 {{'arith.negf' op 'mesh.host_buffer' is a unit attribute of memref.alloc ops and memref function arguments (S8)}}
+  %y = arith.negf %x {mesh.host_buffer} : f32
+  return %y : f32
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'mesh.host_buffer' is a unit attribute of memref.alloc ops and memref function arguments (S8)}}
+func.func @host_buffer_on_scalar(%x: f32 {mesh.host_buffer}) -> f32 {
+  return %x : f32
+}

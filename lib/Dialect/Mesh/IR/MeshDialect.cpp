@@ -73,8 +73,24 @@ static LogicalResult verifyShardingAttrFor(Operation *op, Attribute attr,
   return success();
 }
 
+/// Checks `mesh.host_buffer` on `op` (the op, or its argument of `type`
+/// when `type` is given): a unit attribute on a memref.alloc or a memref
+/// function argument.
+static LogicalResult verifyHostBufferAttr(Operation *op, NamedAttribute attr,
+                                          Type type = {}) {
+  bool onBuffer = type ? isa<MemRefType>(type) && isa<FunctionOpInterface>(op)
+                       : op->getName().getStringRef() == "memref.alloc";
+  if (!isa<UnitAttr>(attr.getValue()) || !onBuffer)
+    return op->emitOpError()
+           << "'mesh.host_buffer' is a unit attribute of memref.alloc ops "
+              "and memref function arguments (S8)";
+  return success();
+}
+
 LogicalResult MeshDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
+  if (attr.getName() == getHostBufferAttrName())
+    return verifyHostBufferAttr(op, attr);
   if (attr.getName() != getShardingAttrName())
     return op->emitOpError() << "has unknown mesh dialect attribute '"
                              << attr.getName().getValue()
@@ -108,6 +124,8 @@ LogicalResult MeshDialect::verifyRegionArgAttribute(Operation *op,
     type = fn.getArgumentTypes()[argIndex];
   else
     type = op->getRegion(regionIndex).getArgument(argIndex).getType();
+  if (attr.getName() == getHostBufferAttrName())
+    return verifyHostBufferAttr(op, attr, type);
   return verifyFunctionShardingAttr(op, attr, type,
                                     "argument " + Twine(argIndex));
 }

@@ -59,6 +59,13 @@ def Mesh_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getShardingAttrName() {
       return ::llvm::StringLiteral("mesh.sharding");
     }
+
+    /// The unit attribute of the GPU device stage on a `memref.alloc` or a
+    /// memref function argument whose buffer stays in host memory
+    /// (mesh-gpu-host-buffers).
+    static constexpr ::llvm::StringLiteral getHostBufferAttrName() {
+      return ::llvm::StringLiteral("mesh.host_buffer");
+    }
   }];
 }
 
