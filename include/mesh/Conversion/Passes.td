@@ -73,6 +73,36 @@ def ConvertMeshToRuntime : Pass<"convert-mesh-to-runtime", "::mlir::ModuleOp"> {
   ];
 }
 
+def MeshLineBufferStdout
+    : Pass<"mesh-line-buffer-stdout", "::mlir::ModuleOp"> {
+  let summary = "Makes stdout line-buffered at the entry of main";
+  let description = [{
+    Inserts `setvbuf(stdout, NULL, _IOLBF, 0)` at the entry of the module's
+    `main`, if it defines one; anything else is left alone. Under `mpirun`
+    stdout is a pipe, so it would be fully buffered, and a message printed
+    just before an abort (a failed `cf.assert`, such as the status check of
+    a runtime call, prints and then aborts) would be lost in the buffer.
+
+    Both compile pipelines run it after `convert-mesh-to-runtime` when they
+    may change `main` (`init-in-main`), so the call comes before the
+    start-up call. `stdout` and `setvbuf` are declared (as an external
+    `llvm.mlir.global` and an `llvm.func`) unless the module has them; a
+    symbol of either name with another meaning is an error.
+
+    ```mlir
+    func.func @main() -> i32 { ... }
+    // becomes
+    //   llvm.mlir.global external @stdout() : !llvm.ptr
+    //   llvm.func @setvbuf(!llvm.ptr, !llvm.ptr, i32, i64) -> i32
+    //   func.func @main() -> i32 {
+    //     %stream = llvm.load (llvm.mlir.addressof @stdout) : !llvm.ptr -> !llvm.ptr
+    //     llvm.call @setvbuf(%stream, %null, %line_buffered, %zero)
+    //     ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // The device stage of --mesh-to-nvvm
 //===----------------------------------------------------------------------===//

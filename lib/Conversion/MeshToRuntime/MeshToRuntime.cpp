@@ -200,13 +200,9 @@ public:
       if (!sym)
         continue;
       StringRef name = sym.getName();
-      bool runtimeName = name.starts_with("meshrt_") || name == "setvbuf";
-      if (runtimeName && !isa<LLVM::LLVMFuncOp>(op))
+      if (name.starts_with("meshrt_") && !isa<LLVM::LLVMFuncOp>(op))
         return op.emitError() << "convert-mesh-to-runtime: the symbol '" << name
                               << "' is reserved for the mesh runtime";
-      if (name == "stdout" && !isa<LLVM::GlobalOp>(op))
-        return op.emitError() << "convert-mesh-to-runtime: the symbol "
-                                 "'stdout' is reserved for the C library";
     }
     return success();
   }
@@ -1046,30 +1042,6 @@ struct ConvertMeshToRuntimePass
       mesh.erase();
   }
 
-  /// Makes stdout line-buffered: under mpirun it is a pipe, and a message
-  /// printed just before an abort (cf.assert prints with puts, then aborts)
-  /// would otherwise be lost in the buffer.
-  void lineBufferStdout(RuntimeModule &rt, OpBuilder &b, Location loc) {
-    auto stdoutGlobal = rt.module.lookupSymbol<LLVM::GlobalOp>("stdout");
-    if (!stdoutGlobal) {
-      OpBuilder mb(rt.ctx);
-      mb.setInsertionPointToStart(rt.module.getBody());
-      stdoutGlobal = LLVM::GlobalOp::create(
-          mb, loc, rt.ptrType, /*isConstant=*/false, LLVM::Linkage::External,
-          "stdout", Attribute());
-    }
-    Value addr = LLVM::AddressOfOp::create(b, loc, stdoutGlobal);
-    Value stream = LLVM::LoadOp::create(b, loc, rt.ptrType, addr);
-    Value null = LLVM::ZeroOp::create(b, loc, rt.ptrType);
-    constexpr int32_t kLineBuffered = 1; // _IOLBF
-    LLVM::LLVMFuncOp setvbuf =
-        rt.getFunc("setvbuf", {rt.ptrType, rt.ptrType, rt.i32Type, rt.i64Type});
-    LLVM::CallOp::create(b, loc, setvbuf,
-                         ValueRange{stream, null,
-                                    rt.constI32(b, loc, kLineBuffered),
-                                    rt.constI64(b, loc, 0)});
-  }
-
   /// Calls the start-up function at the entry of `main` and the shut-down
   /// function before each of its returns.
   void callFromMain(RuntimeModule &rt) {
@@ -1081,7 +1053,6 @@ struct ConvertMeshToRuntimePass
     auto fini = rt.module.lookupSymbol<LLVM::LLVMFuncOp>(finiSymbol);
     OpBuilder b(main.getContext());
     b.setInsertionPointToStart(&main.getFunctionBody().front());
-    lineBufferStdout(rt, b, main.getLoc());
     LLVM::CallOp::create(b, main.getLoc(), init, ValueRange());
     main.walk([&](Operation *op) {
       if (op->hasTrait<OpTrait::ReturnLike>() &&
