@@ -39,8 +39,17 @@ def ConvertMeshToRuntime : Pass<"convert-mesh-to-runtime", "::mlir::ModuleOp"> {
     between. Start-up then calls `meshrt_gpu_select_device` right after
     `meshrt_init`, before communicators are created and kernels loaded.
 
+    Each op has its own conversion pattern; the host and the `on-stream`
+    lowerings are the same patterns, which differ only in the function they
+    call. The runtime functions they call, and their types, come from one
+    table (`include/mesh/Conversion/RuntimeEntryPoints.def`) whose types are
+    the declarations in `meshrt/meshrt.h`: a symbol `meshrt_*` of the module
+    declared otherwise is an error.
+
     Tensor collectives must be bufferized first (`one-shot-bufferize`), and a
     `mesh.shard` left in the module is an error: partition the program first.
+    So is an element type the runtime has no dtype for, and a result with a
+    non-identity layout; each error names the op.
 
     ```mlir
     mesh.mesh @world(["replicate" = 2, "shard" = 4])
