@@ -656,7 +656,7 @@ struct ConvertMeshToRuntimePass
     });
 
     // Each op lowers on its own; folding is the canonicalizer's business
-    // (a static axis_size stays a runtime query, as the tests expect).
+    // (a static axis_size stays a runtime query, as before).
     ConversionTarget target(getContext());
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     target.addIllegalDialect<MeshDialect>();
