@@ -55,6 +55,10 @@ void mlir::mesh::addBufferizationAndRuntimeCalls(
   runtime.initInMain = initInMain;
   runtime.onStream = onStream;
   pm.addPass(createConvertMeshToRuntime(runtime));
+  // A program's main: stdout line-buffered before start-up, so that a
+  // message printed just before an abort is not lost under mpirun.
+  if (initInMain)
+    pm.addPass(createMeshLineBufferStdout());
 }
 
 void mlir::mesh::buildMeshToLLVMPipeline(OpPassManager &pm,

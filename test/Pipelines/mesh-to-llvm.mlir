@@ -16,7 +16,8 @@ mesh.mesh @world(["replicate" = 2, "shard" = 4])
 // CHECK: llvm.call @meshrt_all_gather
 // CHECK: llvm.call @free
 // CHECK-LABEL: llvm.func @main
-// CHECK: llvm.call @mesh_module_init()
+// CHECK: llvm.call @setvbuf(
+// CHECK-NEXT: llvm.call @mesh_module_init()
 // CHECK: llvm.call @mesh_module_fini()
 // CHECK-LABEL: llvm.func @mesh_module_init()
 func.func @step(%g: tensor<64x8xf32>, %p: tensor<16x8xf32>) -> tensor<64x8xf32> attributes {llvm.emit_c_interface} {

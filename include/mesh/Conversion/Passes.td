@@ -39,8 +39,17 @@ def ConvertMeshToRuntime : Pass<"convert-mesh-to-runtime", "::mlir::ModuleOp"> {
     between. Start-up then calls `meshrt_gpu_select_device` right after
     `meshrt_init`, before communicators are created and kernels loaded.
 
+    Each op has its own conversion pattern; the host and the `on-stream`
+    lowerings are the same patterns, which differ only in the function they
+    call. The runtime functions they call, and their types, come from one
+    table (`include/mesh/Conversion/RuntimeEntryPoints.def`) whose types are
+    the declarations in `meshrt/meshrt.h`: a symbol `meshrt_*` of the module
+    declared otherwise is an error.
+
     Tensor collectives must be bufferized first (`one-shot-bufferize`), and a
     `mesh.shard` left in the module is an error: partition the program first.
+    So is an element type the runtime has no dtype for, and a result with a
+    non-identity layout; each error names the op.
 
     ```mlir
     mesh.mesh @world(["replicate" = 2, "shard" = 4])
@@ -71,6 +80,36 @@ def ConvertMeshToRuntime : Pass<"convert-mesh-to-runtime", "::mlir::ModuleOp"> {
            "Enqueue collectives on the runtime's GPU stream "
            "(`meshrt_*_on_stream`) and select the GPU at start-up">
   ];
+}
+
+def MeshLineBufferStdout
+    : Pass<"mesh-line-buffer-stdout", "::mlir::ModuleOp"> {
+  let summary = "Makes stdout line-buffered at the entry of main";
+  let description = [{
+    Inserts `setvbuf(stdout, NULL, _IOLBF, 0)` at the entry of the module's
+    `main`, if it defines one; anything else is left alone. Under `mpirun`
+    stdout is a pipe, so it would be fully buffered, and a message printed
+    just before an abort (a failed `cf.assert`, such as the status check of
+    a runtime call, prints and then aborts) would be lost in the buffer.
+
+    Both compile pipelines run it after `convert-mesh-to-runtime` when they
+    may change `main` (`init-in-main`), so the call comes before the
+    start-up call. `stdout` and `setvbuf` are declared (as an external
+    `llvm.mlir.global` and an `llvm.func`) unless the module has them; a
+    symbol of either name with another meaning is an error.
+
+    ```mlir
+    func.func @main() -> i32 { ... }
+    // becomes
+    //   llvm.mlir.global external @stdout() : !llvm.ptr
+    //   llvm.func @setvbuf(!llvm.ptr, !llvm.ptr, i32, i64) -> i32
+    //   func.func @main() -> i32 {
+    //     %stream = llvm.load (llvm.mlir.addressof @stdout) : !llvm.ptr -> !llvm.ptr
+    //     llvm.call @setvbuf(%stream, %null, %line_buffered, %zero)
+    //     ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 //===----------------------------------------------------------------------===//

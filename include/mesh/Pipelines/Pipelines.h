@@ -40,8 +40,8 @@ struct MeshToLLVMOptions : public MeshCompileOptions<MeshToLLVMOptions> {};
 
 /// The start of both compile pipelines: the program's annotations dropped,
 /// tensors bufferized (function boundaries included, identity layouts),
-/// deallocation, and collectives to runtime calls (stream-ordered ones with
-/// `onStream`).
+/// deallocation, collectives to runtime calls (stream-ordered ones with
+/// `onStream`), and, with `initInMain`, stdout line-buffered in main.
 void addBufferizationAndRuntimeCalls(mlir::OpPassManager &pm,
                                      bool writableArguments,
                                      llvm::StringRef initSymbol,

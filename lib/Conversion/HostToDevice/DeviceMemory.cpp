@@ -9,8 +9,8 @@
 
 #include "mesh/Conversion/HostBuffers.h"
 #include "mesh/Conversion/Passes.h"
+#include "mesh/Conversion/RuntimeABI.h"
 
-#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -28,11 +28,11 @@ namespace {
 /// Rewrites one host function; the stream is fetched on first need.
 class DeviceFunction {
 public:
-  DeviceFunction(ModuleOp module, func::FuncOp func)
-      : module(module), func(func), ctx(func.getContext()),
+  DeviceFunction(ModuleOp module, mesh::RuntimeFunctions &runtime,
+                 func::FuncOp func)
+      : module(module), runtime(runtime), func(func), ctx(func.getContext()),
         ptrType(LLVM::LLVMPointerType::get(ctx)),
-        i32Type(IntegerType::get(ctx, 32)), i64Type(IntegerType::get(ctx, 64)) {
-  }
+        i64Type(IntegerType::get(ctx, 64)) {}
 
   LogicalResult run();
 
@@ -43,22 +43,19 @@ private:
   void fetchStream();
   /// The device copy of the constant `get`, made on the first call.
   Value deviceConstant(OpBuilder &b, memref::GetGlobalOp get);
-  /// Declares (once) the runtime function `name` returning `result` (the
-  /// runtime's i32 status when null).
-  LLVM::LLVMFuncOp runtimeFunc(StringRef name, ArrayRef<Type> args,
-                               Type result = {});
+  /// Declares (once) mgpuMemcpy, of MLIR's GPU runtime interface (which
+  /// libmeshrt implements; it is not part of meshrt.h).
+  LLVM::LLVMFuncOp getMemcpy();
   /// Replaces a host read of one element of a device buffer by a copy of the
   /// element to a host slot on the stream, a synchronisation, and a read of
   /// the slot.
   LogicalResult readToHost(memref::LoadOp load);
-  /// Calls `name(args)` and aborts with a message on a non-zero status.
-  void callChecked(OpBuilder &b, Location loc, StringRef name,
-                   ArrayRef<Value> args);
 
   ModuleOp module;
+  mesh::RuntimeFunctions &runtime;
   func::FuncOp func;
   MLIRContext *ctx;
-  Type ptrType, i32Type, i64Type;
+  Type ptrType, i64Type;
   Value stream, token;
 };
 
@@ -97,34 +94,17 @@ bool DeviceFunction::needsDevice() {
       .wasInterrupted();
 }
 
-LLVM::LLVMFuncOp DeviceFunction::runtimeFunc(StringRef name,
-                                             ArrayRef<Type> args, Type result) {
-  if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
+LLVM::LLVMFuncOp DeviceFunction::getMemcpy() {
+  if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>("mgpuMemcpy"))
     return fn;
   OpBuilder b(ctx);
   b.setInsertionPointToStart(module.getBody());
   auto fn = LLVM::LLVMFuncOp::create(
-      b, module.getLoc(), name,
-      LLVM::LLVMFunctionType::get(result ? result : i32Type, args));
+      b, module.getLoc(), "mgpuMemcpy",
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
+                                  {ptrType, ptrType, i64Type, ptrType}));
   fn.setPrivate();
   return fn;
-}
-
-void DeviceFunction::callChecked(OpBuilder &b, Location loc, StringRef name,
-                                 ArrayRef<Value> args) {
-  SmallVector<Type> types;
-  for (Value a : args)
-    types.push_back(a.getType());
-  Value status =
-      LLVM::CallOp::create(b, loc, runtimeFunc(name, types), args).getResult();
-  Value zero =
-      LLVM::ConstantOp::create(b, loc, i32Type, b.getI32IntegerAttr(0));
-  Value ok =
-      LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, status, zero);
-  cf::AssertOp::create(
-      b, loc, ok,
-      ("mesh runtime: " + name + " failed (meshrt_last_error() says why)")
-          .str());
 }
 
 void DeviceFunction::fetchStream() {
@@ -132,7 +112,7 @@ void DeviceFunction::fetchStream() {
   Location loc = func.getLoc();
   Value one = LLVM::ConstantOp::create(b, loc, i64Type, b.getI64IntegerAttr(1));
   Value slot = LLVM::AllocaOp::create(b, loc, ptrType, ptrType, one);
-  callChecked(b, loc, "meshrt_gpu_stream", {slot});
+  runtime.callChecked<mesh::RuntimeEntry::meshrt_gpu_stream>(b, loc, {slot});
   stream = LLVM::LoadOp::create(b, loc, ptrType, slot);
   token = UnrealizedConversionCastOp::create(
               b, loc, gpu::AsyncTokenType::get(ctx), stream)
@@ -250,12 +230,10 @@ LogicalResult DeviceFunction::readToHost(memref::LoadOp load) {
       b, loc, i64Type,
       b.getI64IntegerAttr((stored.getIntOrFloatBitWidth() + 7) / 8));
 
-  LLVM::CallOp::create(b, loc,
-                       runtimeFunc("mgpuMemcpy",
-                                   {ptrType, ptrType, i64Type, ptrType},
-                                   LLVM::LLVMVoidType::get(ctx)),
+  LLVM::CallOp::create(b, loc, getMemcpy(),
                        ValueRange{slot, source, bytes, stream});
-  callChecked(b, loc, "meshrt_stream_synchronize", {stream});
+  runtime.callChecked<mesh::RuntimeEntry::meshrt_stream_synchronize>(b, loc,
+                                                                     {stream});
   Value value = LLVM::LoadOp::create(b, loc, stored, slot);
   if (elem.isIndex())
     value = arith::IndexCastOp::create(b, loc, elem, value);
@@ -332,7 +310,8 @@ LogicalResult DeviceFunction::run() {
       if (failed(readToHost(load)))
         return failure();
     } else if (isa<func::ReturnOp>(op)) {
-      callChecked(b, loc, "meshrt_stream_synchronize", {stream});
+      runtime.callChecked<mesh::RuntimeEntry::meshrt_stream_synchronize>(
+          b, loc, {stream});
     }
   }
   return success();
@@ -344,9 +323,12 @@ struct MeshGpuDeviceMemoryPass
     : public mesh::impl::MeshGpuDeviceMemoryBase<MeshGpuDeviceMemoryPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    mesh::RuntimeFunctions runtime(module);
+    if (failed(runtime.verifyDeclarations(getArgument())))
+      return signalPassFailure();
     SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
     for (func::FuncOp func : funcs)
-      if (failed(DeviceFunction(module, func).run()))
+      if (failed(DeviceFunction(module, runtime, func).run()))
         return signalPassFailure();
   }
 };

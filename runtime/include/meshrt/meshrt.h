@@ -11,6 +11,11 @@
 |* and aborts the whole job; MESHRT_ERRORS_RETURN returns the status and      *|
 |* keeps the message for meshrt_last_error(). See docs/runtime.md.            *|
 |*                                                                            *|
+|* The compiler derives its declarations of the functions compiled code calls *|
+|* from this header (include/mesh/Conversion/RuntimeEntryPoints.def lists     *|
+|* them), so the two cannot disagree: a changed parameter count breaks the    *|
+|* compiler's build, a changed parameter type its tests.                      *|
+|*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
 #ifndef MESHRT_MESHRT_H

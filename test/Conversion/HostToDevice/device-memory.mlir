@@ -197,3 +197,14 @@ func.func private @callee() {
   memref.dealloc %b : memref<4xf32>
   return
 }
+
+// -----
+
+// The runtime's functions have the types meshrt.h declares.
+// expected-error @+1 {{mesh-gpu-device-memory: 'meshrt_gpu_stream' is declared as '!llvm.func<i32 ()>', but meshrt.h declares it as '!llvm.func<i32 (ptr)>'}}
+llvm.func @meshrt_gpu_stream() -> i32
+func.func @f() {
+  %0 = memref.alloc() : memref<4xf32>
+  memref.dealloc %0 : memref<4xf32>
+  return
+}

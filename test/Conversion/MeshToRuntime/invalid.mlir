@@ -27,10 +27,45 @@ func.func @dtype(%x: memref<8xi16>) -> memref<8xi16> {
 
 // -----
 
+mesh.mesh @m(["x" = 8])
+func.func @layout(%x: memref<8xf32>) -> memref<8xf32, strided<[1], offset: 4>> {
+  // expected-error @+1 {{'mesh.all_reduce' op result 'memref<8xf32, strided<[1], offset: 4>>' must have an identity layout to be lowered}}
+  %0 = mesh.all_reduce %x on @m axes = ["x"] reduction = sum : memref<8xf32> -> memref<8xf32, strided<[1], offset: 4>>
+  return %0 : memref<8xf32, strided<[1], offset: 4>>
+}
+
+// -----
+
 // expected-error @+1 {{convert-mesh-to-runtime: the module already has a symbol named 'mesh_module_init'}}
 module {
   mesh.mesh @m(["x" = 8])
   func.func private @mesh_module_init()
+  func.func @f() {
+    mesh.barrier on @m axes = ["x"]
+    return
+  }
+}
+
+// -----
+
+// The runtime's functions have the types meshrt.h declares; a module that
+// declares one otherwise is rejected, naming both types.
+module {
+  mesh.mesh @m(["x" = 8])
+  // expected-error @+1 {{convert-mesh-to-runtime: 'meshrt_barrier' is declared as '!llvm.func<i32 (i64)>', but meshrt.h declares it as '!llvm.func<i32 (ptr)>'}}
+  llvm.func @meshrt_barrier(i64) -> i32
+  func.func @f() {
+    mesh.barrier on @m axes = ["x"]
+    return
+  }
+}
+
+// -----
+
+module {
+  mesh.mesh @m(["x" = 8])
+  // expected-error @+1 {{convert-mesh-to-runtime: the symbol 'meshrt_barrier' is reserved for the mesh runtime}}
+  func.func private @meshrt_barrier(!llvm.ptr) -> i32
   func.func @f() {
     mesh.barrier on @m axes = ["x"]
     return

@@ -1,0 +1,278 @@
+//===- RuntimeModule.cpp - what the runtime lowering patterns share -------===//
+//
+// Handles of meshes and communicators live in globals that one start-up
+// function fills: every mesh is declared and every distinct (mesh, ordered
+// axes) gets its communicator once, and a collective only loads its handle.
+// The shut-down function finalizes the runtime, which frees them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeModule.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::mesh;
+
+/// meshrt_mesh_declare's size of an axis it sizes from the world.
+static constexpr int64_t kDynamicAxisSize = -1;
+
+RuntimeModule::RuntimeModule(ModuleOp module, bool onStream)
+    : module(module), ctx(module.getContext()),
+      ptrType(LLVM::LLVMPointerType::get(ctx)),
+      i32Type(IntegerType::get(ctx, 32)), i64Type(IntegerType::get(ctx, 64)),
+      i8Type(IntegerType::get(ctx, 8)), onStream(onStream), functions(module) {}
+
+//===----------------------------------------------------------------------===//
+// Symbols and handles
+//===----------------------------------------------------------------------===//
+
+LogicalResult RuntimeModule::checkSymbols(StringRef initName,
+                                          StringRef finiName,
+                                          bool needInitAndFini) {
+  if (initName.empty() || finiName.empty() || initName == finiName ||
+      initName.starts_with("meshrt_") || finiName.starts_with("meshrt_"))
+    return module.emitError()
+           << "convert-mesh-to-runtime: init-symbol '" << initName
+           << "' and fini-symbol '" << finiName
+           << "' must be non-empty, distinct, and not start with meshrt_";
+  if (failed(functions.verifyDeclarations("convert-mesh-to-runtime")))
+    return failure();
+  if (!needInitAndFini)
+    return success();
+  for (StringRef name : {initName, finiName})
+    if (module.lookupSymbol(name))
+      return module.emitError() << "convert-mesh-to-runtime: the module "
+                                   "already has a symbol named '"
+                                << name << "'";
+  return success();
+}
+
+MeshOp RuntimeModule::lookupMesh(Operation *op, FlatSymbolRefAttr meshRef) {
+  return mesh::lookupMesh(op, meshRef, &symbolTables);
+}
+
+LLVM::GlobalOp RuntimeModule::getMeshGlobal(MeshOp mesh) {
+  auto it = meshGlobals.find(mesh.getSymName());
+  if (it != meshGlobals.end())
+    return it->second;
+  LLVM::GlobalOp global =
+      makePointerGlobal(("__mesh_mesh_" + mesh.getSymName()).str());
+  meshGlobals[mesh.getSymName()] = global;
+  meshOrder.push_back(mesh);
+  return global;
+}
+
+LLVM::GlobalOp RuntimeModule::getCommGlobal(MeshOp mesh,
+                                            ArrayRef<StringRef> axes) {
+  getMeshGlobal(mesh);
+  CommKey key{mesh.getSymNameAttr(), {}};
+  for (StringRef axis : axes)
+    key.second.push_back(*mesh.getAxisIndex(axis));
+  auto it = commGlobals.find(key);
+  if (it != commGlobals.end())
+    return it->second;
+  LLVM::GlobalOp global = makePointerGlobal("__mesh_comm");
+  commGlobals.insert({std::move(key), global});
+  return global;
+}
+
+Value RuntimeModule::loadHandle(OpBuilder &b, Location loc,
+                                LLVM::GlobalOp global) {
+  Value addr = LLVM::AddressOfOp::create(b, loc, global);
+  return LLVM::LoadOp::create(b, loc, ptrType, addr);
+}
+
+LLVM::GlobalOp RuntimeModule::getString(StringRef text) {
+  auto it = strings.find(text);
+  if (it != strings.end())
+    return it->second;
+  std::string value = text.str();
+  value.push_back('\0');
+  OpBuilder b = atModuleStart();
+  auto type = LLVM::LLVMArrayType::get(i8Type, value.size());
+  auto global = LLVM::GlobalOp::create(
+      b, module.getLoc(), type, /*isConstant=*/true, LLVM::Linkage::Internal,
+      uniqueName("__mesh_str"), b.getStringAttr(value));
+  strings[text] = global;
+  return global;
+}
+
+LLVM::GlobalOp RuntimeModule::makePointerGlobal(StringRef prefix) {
+  OpBuilder b = atModuleStart();
+  auto global =
+      LLVM::GlobalOp::create(b, module.getLoc(), ptrType,
+                             /*isConstant=*/false, LLVM::Linkage::Internal,
+                             uniqueName(prefix), Attribute());
+  Block *init = b.createBlock(&global.getInitializerRegion());
+  b.setInsertionPointToStart(init);
+  Value zero = LLVM::ZeroOp::create(b, module.getLoc(), ptrType);
+  LLVM::ReturnOp::create(b, module.getLoc(), zero);
+  return global;
+}
+
+Value RuntimeModule::stackArray(OpBuilder &b, Location loc, Type elementType,
+                                ArrayRef<Value> values) {
+  auto arrayType = LLVM::LLVMArrayType::get(elementType, values.size());
+  Value array =
+      LLVM::AllocaOp::create(b, loc, ptrType, arrayType, constI64(b, loc, 1));
+  for (auto [i, v] : llvm::enumerate(values)) {
+    Value slot =
+        LLVM::GEPOp::create(b, loc, ptrType, arrayType, array,
+                            ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(i)});
+    LLVM::StoreOp::create(b, loc, v, slot);
+  }
+  return array;
+}
+
+OpBuilder RuntimeModule::atModuleStart() {
+  OpBuilder b(ctx);
+  b.setInsertionPointToStart(module.getBody());
+  return b;
+}
+
+OpBuilder RuntimeModule::atModuleEnd() {
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(module.getBody());
+  return b;
+}
+
+std::string RuntimeModule::uniqueName(StringRef prefix) {
+  std::string name;
+  do {
+    name = (prefix + "_" + Twine(counter++)).str();
+  } while (module.lookupSymbol(name));
+  return name;
+}
+
+//===----------------------------------------------------------------------===//
+// Start-up and shut-down
+//===----------------------------------------------------------------------===//
+
+void RuntimeModule::emitInitAndFini(StringRef initName, StringRef finiName) {
+  OpBuilder flagBuilder = atModuleEnd();
+  LLVM::GlobalOp guard = LLVM::GlobalOp::create(
+      flagBuilder, module.getLoc(), i8Type, /*isConstant=*/false,
+      LLVM::Linkage::Internal, uniqueName("__mesh_initialized"),
+      flagBuilder.getI8IntegerAttr(0));
+
+  emitGuardedFunction(initName, guard, /*initialises=*/true,
+                      [&](OpBuilder &b, Location loc) {
+                        functions.callChecked<RuntimeEntry::meshrt_init>(
+                            b, loc, {constI32(b, loc, MESHRT_BACKEND_AUTO)});
+                        if (onStream)
+                          emitDeviceSelection(b, loc);
+                        for (MeshOp mesh : meshOrder)
+                          emitMeshDeclaration(b, loc, mesh);
+                        for (const auto &[key, global] : commGlobals)
+                          emitCommCreation(b, loc, key, global);
+                      });
+  // Shut-down frees every communicator (the runtime owns them).
+  emitGuardedFunction(
+      finiName, guard, /*initialises=*/false, [&](OpBuilder &b, Location loc) {
+        LLVM::CallOp::create(b, loc,
+                             functions.get(b, RuntimeEntry::meshrt_finalize),
+                             ValueRange());
+      });
+}
+
+void RuntimeModule::emitGuardedFunction(
+    StringRef name, LLVM::GlobalOp guard, bool initialises,
+    function_ref<void(OpBuilder &, Location)> body) {
+  Location loc = module.getLoc();
+  OpBuilder b = atModuleEnd();
+  auto voidFn = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {});
+  auto fn = LLVM::LLVMFuncOp::create(b, loc, name, voidFn);
+  Block *entry = fn.addEntryBlock(b);
+  Block *work = b.createBlock(&fn.getBody());
+  Block *done = b.createBlock(&fn.getBody());
+  b.setInsertionPointToEnd(entry);
+  Value initialised = isInitialised(b, loc, guard);
+  if (initialises)
+    LLVM::CondBrOp::create(b, loc, initialised, done, work);
+  else
+    LLVM::CondBrOp::create(b, loc, initialised, work, done);
+
+  b.setInsertionPointToEnd(work);
+  body(b, loc);
+  setGuard(b, loc, guard, initialises ? 1 : 0);
+  LLVM::BrOp::create(b, loc, ValueRange(), done);
+  b.setInsertionPointToEnd(done);
+  LLVM::ReturnOp::create(b, loc, ValueRange());
+}
+
+void RuntimeModule::emitDeviceSelection(OpBuilder &b, Location loc) {
+  Value slot =
+      LLVM::AllocaOp::create(b, loc, ptrType, i64Type, constI64(b, loc, 1));
+  functions.callChecked<RuntimeEntry::meshrt_gpu_select_device>(b, loc, {slot});
+}
+
+void RuntimeModule::emitMeshDeclaration(OpBuilder &b, Location loc,
+                                        MeshOp mesh) {
+  ArrayRef<int64_t> shape = mesh.getShape();
+  SmallVector<Value> sizes, names;
+  for (int64_t size : shape)
+    sizes.push_back(constI64(
+        b, loc, ShapedType::isDynamic(size) ? kDynamicAxisSize : size));
+  for (StringRef name : mesh.getAxisNames().getAsValueRange<StringAttr>())
+    names.push_back(LLVM::AddressOfOp::create(b, loc, getString(name)));
+  Value sizeArray = stackArray(b, loc, i64Type, sizes);
+  Value nameArray = stackArray(b, loc, ptrType, names);
+  Value meshName =
+      LLVM::AddressOfOp::create(b, loc, getString(mesh.getSymName()));
+  Value out = LLVM::AddressOfOp::create(b, loc, meshGlobals[mesh.getSymName()]);
+  functions.callChecked<RuntimeEntry::meshrt_mesh_declare>(
+      b, loc, "meshrt_mesh_declare of @" + mesh.getSymName(),
+      {meshName, constI64(b, loc, shape.size()), sizeArray, nameArray, out});
+}
+
+void RuntimeModule::emitCommCreation(OpBuilder &b, Location loc,
+                                     const CommKey &key,
+                                     LLVM::GlobalOp global) {
+  StringRef meshName = key.first.getValue();
+  Value meshHandle = loadHandle(b, loc, meshGlobals[meshName]);
+  SmallVector<Value> axes;
+  for (int64_t axis : key.second)
+    axes.push_back(constI64(b, loc, axis));
+  Value axisArray = axes.empty()
+                        ? LLVM::ZeroOp::create(b, loc, ptrType).getResult()
+                        : stackArray(b, loc, i64Type, axes);
+  Value out = LLVM::AddressOfOp::create(b, loc, global);
+  functions.callChecked<RuntimeEntry::meshrt_comm_get>(
+      b, loc, "meshrt_comm_get on @" + meshName,
+      {meshHandle, constI64(b, loc, axes.size()), axisArray, out});
+}
+
+Value RuntimeModule::isInitialised(OpBuilder &b, Location loc,
+                                   LLVM::GlobalOp guard) {
+  Value addr = LLVM::AddressOfOp::create(b, loc, guard);
+  Value flag = LLVM::LoadOp::create(b, loc, i8Type, addr);
+  Value zero = LLVM::ConstantOp::create(b, loc, i8Type, b.getI8IntegerAttr(0));
+  return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, flag, zero);
+}
+
+void RuntimeModule::setGuard(OpBuilder &b, Location loc, LLVM::GlobalOp guard,
+                             int8_t v) {
+  Value addr = LLVM::AddressOfOp::create(b, loc, guard);
+  Value value = LLVM::ConstantOp::create(b, loc, i8Type, b.getI8IntegerAttr(v));
+  LLVM::StoreOp::create(b, loc, value, addr);
+}
+
+void RuntimeModule::callFromMain(StringRef initName, StringRef finiName) {
+  auto main = dyn_cast_or_null<FunctionOpInterface>(
+      SymbolTable::lookupSymbolIn(module, "main"));
+  if (!main || main.isExternal())
+    return;
+  auto init = module.lookupSymbol<LLVM::LLVMFuncOp>(initName);
+  auto fini = module.lookupSymbol<LLVM::LLVMFuncOp>(finiName);
+  OpBuilder b(ctx);
+  b.setInsertionPointToStart(&main.getFunctionBody().front());
+  LLVM::CallOp::create(b, main.getLoc(), init, ValueRange());
+  main.walk([&](Operation *op) {
+    if (op->hasTrait<OpTrait::ReturnLike>() &&
+        op->getParentOp() == main.getOperation()) {
+      b.setInsertionPoint(op);
+      LLVM::CallOp::create(b, op->getLoc(), fini, ValueRange());
+    }
+  });
+}
