@@ -41,6 +41,7 @@ using namespace meshrt::detail;
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <set>
@@ -235,6 +236,7 @@ struct Device {
   CUcontext Ctx = nullptr;
   CUstream Stream = nullptr;
   std::set<void *> Managed; // Host-shared allocations (cuMemFree, not async).
+  std::atomic<size_t> ManagedCount{0}; // Managed.size(), read without Mutex.
 };
 
 Device &device() {
@@ -301,7 +303,7 @@ std::atomic<uint64_t> DeviceMemoryGeneration{1};
 /// A thread's memo: a few allocation ranges [Lo, Hi), replaced round-robin.
 /// Constant-initialised, so the thread_local needs no construction guard.
 struct KnownDeviceMemory {
-  static constexpr unsigned kEntries = 8;
+  static constexpr unsigned kEntries = 32;
   uint64_t Generation = 0;
   uint64_t FreesSeen = 0; // FreedLog::Count when last brought up to date.
   unsigned Next = 0;
@@ -322,29 +324,37 @@ public:
   /// A kept buffer of exactly `Bytes`, now live again; 0 if none.
   CUdeviceptr take(size_t Bytes) {
     std::lock_guard<std::mutex> Lock(Mutex);
+    if (Live.size() == kMaxLive)
+      return 0;
     auto It = Free.find(Bytes);
     if (It == Free.end() || It->second.empty())
       return 0;
     uintptr_t P = It->second.back();
     It->second.pop_back();
     --Kept;
-    Live.emplace(P, Bytes);
+    Live.push_back({P, Bytes});
     return CUdeviceptr(P);
   }
-  /// Records a new buffer of the shared stream, so that its free can keep it.
+  /// Records a new buffer of the shared stream, so that its free can keep it
+  /// (unless kMaxLive are tracked: then its free goes to the driver).
   void track(CUdeviceptr P, size_t Bytes) {
     std::lock_guard<std::mutex> Lock(Mutex);
-    Live.emplace(uintptr_t(P), Bytes);
+    if (Live.size() < kMaxLive)
+      Live.push_back({uintptr_t(P), Bytes});
   }
   /// Keeps the freed buffer `P` if it is tracked and there is room; false
   /// when the caller must give it back to the driver.
   bool keep(CUdeviceptr P) {
     std::lock_guard<std::mutex> Lock(Mutex);
-    auto It = Live.find(uintptr_t(P));
-    if (It == Live.end())
+    // Most recent last: compiled code frees what it allocated last first.
+    auto It = std::find_if(Live.rbegin(), Live.rend(), [&](const auto &E) {
+      return E.first == uintptr_t(P);
+    });
+    if (It == Live.rend())
       return false;
     size_t Bytes = It->second;
-    Live.erase(It);
+    *It = Live.back();
+    Live.pop_back();
     if (Kept == kMaxBuffers)
       return false;
     Free[Bytes].push_back(uintptr_t(P));
@@ -373,8 +383,11 @@ public:
 
 private:
   static constexpr size_t kMaxBuffers = 256;
+  static constexpr size_t kMaxLive = 1024;
   std::mutex Mutex;
-  std::unordered_map<uintptr_t, size_t> Live; // Allocated here: their sizes.
+  // Allocated here and live, with their sizes: a flat list (no node to
+  // allocate per buffer; a compiled function has few buffers live at once).
+  std::vector<std::pair<uintptr_t, size_t>> Live;
   std::unordered_map<size_t, std::vector<uintptr_t>> Free;
   size_t Kept = 0;
 };
@@ -521,10 +534,11 @@ void meshrt::detail::gpuFree(void *Ptr, void *Stream, const char *Op) {
     L.Count.store(N + 1, std::memory_order_release);
   }
   Device &Dev = selected();
-  bool Managed;
-  {
+  bool Managed = false;
+  if (Dev.ManagedCount.load(std::memory_order_acquire) != 0) {
     std::lock_guard<std::mutex> Lock(Dev.Mutex);
-    Managed = !Dev.Managed.empty() && Dev.Managed.erase(Ptr) != 0;
+    Managed = Dev.Managed.erase(Ptr) != 0;
+    Dev.ManagedCount.store(Dev.Managed.size(), std::memory_order_release);
   }
   const DriverApi &D = driver();
   CUdeviceptr P = reinterpret_cast<CUdeviceptr>(Ptr);
@@ -764,6 +778,7 @@ MESHRT_API void *mgpuMemAlloc(uint64_t Bytes, CUstream Stream,
             "cuMemAllocManaged");
       std::lock_guard<std::mutex> Lock(Dev.Mutex);
       Dev.Managed.insert(reinterpret_cast<void *>(P));
+      Dev.ManagedCount.store(Dev.Managed.size(), std::memory_order_release);
     } else {
       CUstream S = streamOrShared(Stream);
       bool Shared = S == Dev.Stream;
