@@ -248,6 +248,35 @@ void benchCall(const Args &A, meshrt_comm_t Comm, ncclComm_t Nccl,
   }
 }
 
+/// Host synchronisations and collectives per call of @chain8, counted by
+/// the runtime (meshrt_get_stats): on a real GPU, as the emulated driver's
+/// trace counts them in CI.
+void countChainSyncs() {
+  constexpr int Calls = 100;
+  constexpr int64_t Count = 256;
+  float *X;
+  checkCuda(cudaMalloc(&X, Count * 4), "cudaMalloc");
+  fillDevice(X, Count, 2);
+  Desc1 In{X, X, 0, {Count}, {1}};
+  meshrt_stats Before, After;
+  checkRt(meshrt_get_stats(&Before), "meshrt_get_stats");
+  for (int Call = 0; Call < Calls; ++Call) {
+    Desc1 Out{};
+    _mlir_ciface_chain8(&Out, &In);
+    checkRt(meshrt_device_free(Out.Allocated), "meshrt_device_free");
+  }
+  checkRt(meshrt_get_stats(&After), "meshrt_get_stats");
+  cudaFree(X);
+  int64_t Syncs =
+      After.stream_synchronizations - Before.stream_synchronizations;
+  int64_t Collectives = After.collectives - Before.collectives;
+  std::printf("\nhost synchronisations per call of @chain8 (meshrt_get_stats, "
+              "%d calls): %.2f; collectives per call: %.2f\n",
+              Calls, double(Syncs) / Calls, double(Collectives) / Calls);
+  if (Syncs != Calls || Collectives != 8 * Calls)
+    fail("@chain8 should synchronise once and run 8 collectives a call");
+}
+
 void benchChain(const Args &A, ncclComm_t Nccl, cudaStream_t Stream) {
   header("a chain of 8 all_reduces: compiled @chain8 (one sync) vs 8 "
          "ncclAllReduce + cudaStreamSynchronize (per collective)",
@@ -296,6 +325,8 @@ void benchChain(const Args &A, ncclComm_t Nccl, cudaStream_t Stream) {
     cudaFree(P);
     cudaFree(Q);
   }
+
+  countChainSyncs();
 }
 
 /// Ten calls of @chain8 between trace marks of the emulated driver.

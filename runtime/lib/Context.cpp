@@ -472,11 +472,12 @@ void Context::printStats() const {
   std::fprintf(stderr,
                "meshrt: stats: backend=%s world_size=%lld meshes=%lld "
                "splits=%lld communicators=%lld comm_requests=%lld "
-               "comm_reuses=%lld collectives=%lld\n",
+               "comm_reuses=%lld collectives=%lld stream_syncs=%lld\n",
                backendName(), (long long)WorldSize, (long long)Stats.meshes,
                (long long)Stats.splits, (long long)Stats.communicators,
                (long long)Stats.comm_requests, (long long)Stats.comm_reuses,
-               (long long)stats().collectives);
+               (long long)stats().collectives,
+               (long long)stats().stream_synchronizations);
   std::fflush(stderr);
 }
 
@@ -515,6 +516,7 @@ meshrt_stats Context::stats() const {
   for (auto &M : Meshes)
     for (auto &C : M->Comms)
       S.collectives += C.Handle->collectives();
+  S.stream_synchronizations = gpuStreamSynchronizations();
   return S;
 }
 

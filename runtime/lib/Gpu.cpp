@@ -634,7 +634,16 @@ void meshrt::detail::gpuCopyAsync(void *Dst, const void *Src, size_t Bytes,
     driverFail(R, std::string(Op) + ": cuMemcpyAsync (" + What + ")");
 }
 
+namespace {
+std::atomic<int64_t> StreamSynchronizations{0};
+} // namespace
+
+int64_t meshrt::detail::gpuStreamSynchronizations() {
+  return StreamSynchronizations.load(std::memory_order_relaxed);
+}
+
 void meshrt::detail::gpuSynchronize(void *Stream, const char *Op) {
+  StreamSynchronizations.fetch_add(1, std::memory_order_relaxed);
   void *S = Stream ? Stream : gpuSharedStream();
   std::shared_ptr<Context> C = defaultContext();
   if (C && !C->finalized() && C->backendKind() == MESHRT_BACKEND_NCCL) {
@@ -882,6 +891,7 @@ void meshrt::detail::gpuFree(void *Ptr, void *, const char *) {
     noCuda();
 }
 void meshrt::detail::gpuSynchronize(void *, const char *) { noCuda(); }
+int64_t meshrt::detail::gpuStreamSynchronizations() { return 0; }
 bool meshrt::detail::gpuTryMakeCurrent(std::string &Why) {
   Why = "meshrt was built without CUDA (the CUDA toolkit and NCCL were not "
         "found when it was configured)";

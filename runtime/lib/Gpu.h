@@ -53,6 +53,10 @@ bool gpuKeptForReuse(const void *P);
 /// watchdog when the default context runs on NCCL, on the driver otherwise.
 void gpuSynchronize(void *Stream, const char *Op);
 
+/// How many times gpuSynchronize ran in this process (meshrt_stats'
+/// stream_synchronizations).
+int64_t gpuStreamSynchronizations();
+
 // Staging for the MPI backend's stream-ordered collectives (MpiBackend.cpp).
 
 /// Selects this process's device (see gpuSelectDevice) and makes it current;

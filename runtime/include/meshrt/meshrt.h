@@ -164,6 +164,10 @@ typedef struct meshrt_stats {
   int64_t meshes;
   /// Collectives run.
   int64_t collectives;
+  /// Host synchronisations of a GPU stream by meshrt_stream_synchronize and
+  /// mgpuStreamSynchronize (what compiled code calls once per function and
+  /// where the host reads a device result), in this process.
+  int64_t stream_synchronizations;
 } meshrt_stats;
 
 /// A declared mesh. Valid until meshrt_finalize.
