@@ -1,5 +1,4 @@
-//===- RuntimeABI.h - the runtime's C ABI as compiled code calls it -*- C++
-//-*-===//
+//===- RuntimeABI.h - the runtime's C ABI for compiled code -----*- C++ -*-===//
 //
 // The one table of runtime functions the conversions call
 // (RuntimeEntryPoints.def), with their types taken from the C declarations in
