@@ -118,6 +118,26 @@ DeviceMesh::Dim DeviceMesh::dim(std::string_view Name) const {
                   std::string(Name) + "'; valid dimensions: " + Valid);
 }
 
+const DeviceMesh::Dim &DeviceMesh::dimAt(int Index, const char *Op) const {
+  checkAlive();
+  int64_t N = int64_t(Dims.size());
+  int64_t I = Index < 0 ? Index + N : Index;
+  if (I < 0 || I >= N)
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                std::string(Op) + ": dimension " + std::to_string(Index) +
+                    " is out of range for a " + std::to_string(N) +
+                    "-D mesh (valid: " + std::to_string(-N) + " to " +
+                    std::to_string(N - 1) + ")");
+  return Dims[size_t(I)];
+}
+
+std::string_view DeviceMesh::nameOrError(const char *Name, const char *Op) {
+  if (!Name)
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                std::string(Op) + ": the dimension name is null");
+  return Name;
+}
+
 std::vector<int64_t> DeviceMesh::axesOf(const std::vector<Dim> &Ds) const {
   std::vector<int64_t> Axes;
   for (const Dim &D : Ds)
@@ -146,6 +166,14 @@ int64_t DeviceMesh::size() const {
 
 int64_t DeviceMesh::size(std::string_view Name) const { return dim(Name).Size; }
 
+int64_t DeviceMesh::size(const char *Name) const {
+  return size(nameOrError(Name, "DeviceMesh::size"));
+}
+
+int64_t DeviceMesh::size(int Index) const {
+  return dimAt(Index, "DeviceMesh::size").Size;
+}
+
 std::vector<std::string> DeviceMesh::mesh_dim_names() const {
   std::vector<std::string> N;
   for (const Dim &D : Dims)
@@ -160,6 +188,14 @@ const std::string &DeviceMesh::name() const {
 
 Group DeviceMesh::get_group(std::string_view Name) const {
   return groupOf(dim(Name).Axes);
+}
+
+Group DeviceMesh::get_group(const char *Name) const {
+  return get_group(nameOrError(Name, "DeviceMesh::get_group"));
+}
+
+Group DeviceMesh::get_group(int Index) const {
+  return groupOf(dimAt(Index, "DeviceMesh::get_group").Axes);
 }
 
 Group DeviceMesh::get_group() const {
@@ -230,6 +266,15 @@ DeviceMesh DeviceMesh::flatten(const std::string &Name,
 
 int64_t DeviceMesh::get_local_rank(std::string_view Name) const {
   return M->layout().position(Ctx->worldRank(), dim(Name).Axes).RankInGroup;
+}
+
+int64_t DeviceMesh::get_local_rank(const char *Name) const {
+  return get_local_rank(nameOrError(Name, "DeviceMesh::get_local_rank"));
+}
+
+int64_t DeviceMesh::get_local_rank(int Index) const {
+  const Dim &D = dimAt(Index, "DeviceMesh::get_local_rank");
+  return M->layout().position(Ctx->worldRank(), D.Axes).RankInGroup;
 }
 
 int64_t DeviceMesh::get_local_rank() const {

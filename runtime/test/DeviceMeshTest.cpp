@@ -111,6 +111,18 @@ TEST(DeviceMesh, TutorialTwoDimensionalSetup) {
   // Getting the groups again creates nothing.
   Mesh2D.get_group("shard");
   EXPECT_EQ(Rt.stats().splits, 2);
+  // Dimensions by number, as PyTorch users write them (negative from the
+  // end): the same groups, sizes and coordinates, and no new split. (The
+  // literal 0 used to convert to a null string_view and crash.)
+  EXPECT_EQ(Mesh2D.size(0), 2);
+  EXPECT_EQ(Mesh2D.size(-1), 4);
+  EXPECT_EQ(Mesh2D.get_local_rank(0), R / 4);
+  EXPECT_EQ(Mesh2D.get_local_rank(-1), R % 4);
+  EXPECT_EQ(Mesh2D.get_group(0).members(), Replicate.members());
+  EXPECT_EQ(Mesh2D.get_group(1).members(), Shard.members());
+  EXPECT_EQ(Mesh2D.get_group(-2).members(), Replicate.members());
+  EXPECT_EQ(Mesh2D["shard"].get_group(0).members(), Shard.members());
+  EXPECT_EQ(Rt.stats().splits, 2);
   Rt.finalize();
 }
 
@@ -299,6 +311,26 @@ TEST(DeviceMesh, ErrorsAreThrownOnEveryRankAlike) {
   EXPECT_TRUE(contains(Msg, "valid dimensions: cols")) << Msg;
   std::tie(Code, Msg) = errorOf([&] { Mesh.get_group(); });
   EXPECT_EQ(Code, MESHRT_ERROR_INVALID_ARGUMENT);
+  // Dimension numbers out of range, and null names: errors, not crashes.
+  std::tie(Code, Msg) = errorOf([&] { Mesh.get_group(2); });
+  EXPECT_EQ(Code, MESHRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(Msg, "DeviceMesh::get_group: dimension 2 is out of "
+                            "range for a 2-D mesh (valid: -2 to 1)"))
+      << Msg;
+  EXPECT_EQ(errorOf([&] { Mesh.size(-3); }).first,
+            MESHRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(errorOf([&] { Mesh["cols"].get_local_rank(1); }).first,
+            MESHRT_ERROR_INVALID_ARGUMENT);
+  const char *Null = nullptr;
+  std::tie(Code, Msg) = errorOf([&] { Mesh.get_local_rank(Null); });
+  EXPECT_EQ(Code, MESHRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(
+      contains(Msg, "DeviceMesh::get_local_rank: the dimension name is null"))
+      << Msg;
+  EXPECT_EQ(errorOf([&] { Mesh.size(Null); }).first,
+            MESHRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(errorOf([&] { Mesh.get_group(Null); }).first,
+            MESHRT_ERROR_INVALID_ARGUMENT);
   // Device type that does not match the backend.
   std::string Other = Mesh.device_type() == "cpu" ? "cuda" : "cpu";
   EXPECT_EQ(errorOf([&] { Rt.init_device_mesh(Other, {W}, {"x"}); }).first,

@@ -216,6 +216,11 @@ public:
   int64_t size() const;
   /// Size of dimension `Dim`.
   int64_t size(std::string_view Dim) const;
+  /// Size of dimension `Dim` (a null name is an error, not a crash).
+  int64_t size(const char *Dim) const;
+  /// Size of dimension number `Dim`; negative counts from the end, as in
+  /// Python (PyTorch's mesh.size(0)).
+  int64_t size(int Dim) const;
   /// Names of the dimensions.
   std::vector<std::string> mesh_dim_names() const;
   /// Name of the underlying declared mesh (as in meshrt_mesh_lookup).
@@ -223,6 +228,11 @@ public:
 
   /// The group along dimension `Dim` (a flattened dimension is one group).
   Group get_group(std::string_view Dim) const;
+  /// The same; a null name is an error, not a crash.
+  Group get_group(const char *Dim) const;
+  /// The group along dimension number `Dim`; negative counts from the end
+  /// (PyTorch's mesh.get_group(0)).
+  Group get_group(int Dim) const;
   /// The group of a 1-D mesh.
   Group get_group() const;
   /// The group along several dimensions in the order given: the rank in it
@@ -257,6 +267,11 @@ public:
 
   /// This process's coordinate along `Dim` (its rank in that group).
   int64_t get_local_rank(std::string_view Dim) const;
+  /// The same; a null name is an error, not a crash.
+  int64_t get_local_rank(const char *Dim) const;
+  /// This process's coordinate along dimension number `Dim`; negative
+  /// counts from the end.
+  int64_t get_local_rank(int Dim) const;
   /// This process's coordinate on a 1-D mesh.
   int64_t get_local_rank() const;
   /// This process's coordinates, one per dimension.
@@ -281,6 +296,10 @@ private:
     int64_t Size;
   };
   Dim dim(std::string_view Name) const;
+  /// Dimension number `Index` (negative: from the end), or an error.
+  const Dim &dimAt(int Index, const char *Op) const;
+  /// `Name` as a string_view, or an error naming `Op` when it is null.
+  static std::string_view nameOrError(const char *Name, const char *Op);
   std::vector<int64_t> axesOf(const std::vector<Dim> &Ds) const;
   Group groupOf(const std::vector<int64_t> &Axes) const;
   void checkAlive() const;
