@@ -256,12 +256,59 @@ DeviceMesh DeviceMesh::flatten(const std::string &Name,
   std::vector<Dim> Ds = Names.empty() ? Dims : std::vector<Dim>();
   for (const std::string &N : Names)
     Ds.push_back(dim(N));
+  // One dimension into its own name: that dimension's mesh, as it is.
+  if (Ds.size() == 1 && Ds[0].Name == Name) {
+    DeviceMesh Same = *this;
+    Same.Dims = Ds;
+    return Same;
+  }
   std::vector<int64_t> Axes = axesOf(Ds);
   M->addAlias(Name, Axes);
   Group G = groupOf(Axes); // The one communicator (collective).
   DeviceMesh Flat = *this;
   Flat.Dims = {Dim{Name, Axes, G.size()}};
   return Flat;
+}
+
+DeviceMesh DeviceMesh::flatten() const {
+  checkAlive();
+  std::string Name;
+  for (const Dim &D : Dims)
+    Name += (Name.empty() ? "" : "_") + D.Name;
+  return flatten(Name);
+}
+
+std::vector<Group> DeviceMesh::get_all_groups() const {
+  checkAlive();
+  std::vector<Group> Groups;
+  for (const Dim &D : Dims)
+    Groups.push_back(groupOf(D.Axes));
+  return Groups;
+}
+
+bool DeviceMesh::operator==(const DeviceMesh &Other) const {
+  if (!M || !Other.M)
+    return !M && !Other.M; // Empty meshes equal only each other.
+  return Ctx == Other.Ctx && Device == Other.Device &&
+         mesh_dim_names() == Other.mesh_dim_names() &&
+         shape() == Other.shape() && mesh() == Other.mesh();
+}
+
+size_t DeviceMesh::hash() const {
+  if (!M)
+    return 0;
+  size_t H =
+      std::hash<const void *>()(Ctx.get()) ^ std::hash<std::string>()(Device);
+  auto Mix = [&H](size_t V) {
+    H ^= V + 0x9e3779b97f4a7c15ULL + (H << 6) + (H >> 2);
+  };
+  for (const Dim &D : Dims) {
+    Mix(std::hash<std::string>()(D.Name));
+    Mix(std::hash<int64_t>()(D.Size));
+  }
+  for (int64_t R : mesh())
+    Mix(std::hash<int64_t>()(R));
+  return H;
 }
 
 int64_t DeviceMesh::get_local_rank(std::string_view Name) const {

@@ -19,6 +19,7 @@
 
 #include <numeric>
 #include <set>
+#include <unordered_set>
 
 using namespace meshrt;
 using meshrt::test::BruteMesh;
@@ -219,6 +220,55 @@ TEST(DeviceMesh, DeepSpeedDataAndSequenceParallel) {
   float Avg;
   std::memcpy(&Avg, G.download().data(), 4);
   EXPECT_EQ(Avg, WantAvg);
+  Rt.finalize();
+}
+
+TEST(DeviceMesh, FlattenWithoutANameAllGroupsAndEquality) {
+  if (worldSize() != 8)
+    GTEST_SKIP() << "a (2, 4) mesh needs 8 ranks";
+  int64_t R = worldRank();
+  Runtime Rt(testBackend());
+  DeviceMesh Mesh = Rt.init_device_mesh("auto", {2, 4}, {"replicate", "shard"});
+  // get_all_groups: one per dimension, in order, as get_group(i).
+  std::vector<Group> All = Mesh.get_all_groups();
+  ASSERT_EQ(All.size(), 2u);
+  EXPECT_EQ(All[0].members(), (std::vector<int64_t>{R % 4, R % 4 + 4}));
+  EXPECT_EQ(All[1].members(), range(R / 4 * 4, R / 4 * 4 + 4));
+  int64_t Splits = Rt.stats().splits;
+
+  // Flattening a 1-D mesh into its own name is that mesh: nothing created.
+  DeviceMesh Shard = Mesh["shard"];
+  EXPECT_EQ(Shard.flatten("shard"), Shard);
+  EXPECT_EQ(Shard.flatten(), Shard);
+  EXPECT_EQ(Mesh.flatten("shard", {"shard"}), Shard);
+  EXPECT_EQ(Rt.stats().splits, Splits);
+
+  // Without a name, PyTorch's: the names joined by "_". The world serves
+  // all axes in mesh order, so still no split; the name reaches the parent.
+  DeviceMesh Flat = Mesh.flatten();
+  EXPECT_EQ(Flat.mesh_dim_names(),
+            (std::vector<std::string>{"replicate_shard"}));
+  EXPECT_EQ(Flat.size(), 8);
+  EXPECT_EQ(Mesh.get_group("replicate_shard").members(), range(0, 8));
+  EXPECT_EQ(Rt.stats().splits, Splits);
+
+  // Equality by value, as PyTorch's __eq__: the same slice twice, a copy;
+  // not a different slice, nor the parent. Hash agrees.
+  EXPECT_EQ(Mesh["shard"], (Mesh[{"shard"}]));
+  EXPECT_EQ(DeviceMesh(Mesh), Mesh);
+  EXPECT_NE(Mesh["shard"], Mesh["replicate"]);
+  EXPECT_NE(Mesh["shard"], Mesh);
+  EXPECT_NE((Mesh[{"shard", "replicate"}]), Mesh);
+  EXPECT_EQ(Mesh["shard"].hash(), (Mesh[{"shard"}].hash()));
+  std::unordered_set<DeviceMesh> Set = {Mesh, Mesh["shard"], Mesh[{"shard"}]};
+  EXPECT_EQ(Set.size(), 2u);
+  EXPECT_EQ(DeviceMesh(), DeviceMesh());
+  EXPECT_NE(DeviceMesh(), Mesh);
+  // Another runtime's mesh of the same shape is another mesh.
+  Runtime Other(testBackend());
+  EXPECT_NE(Other.init_device_mesh("auto", {2, 4}, {"replicate", "shard"}),
+            Mesh);
+  Other.finalize();
   Rt.finalize();
 }
 

@@ -264,6 +264,22 @@ public:
   /// is also a dimension name of the parent mesh for get_group.
   DeviceMesh flatten(const std::string &Name,
                      const std::vector<std::string> &Dims = {}) const;
+  /// Flattens every dimension into one named as PyTorch names it: the
+  /// dimension names joined by "_" ("replicate_shard"). Flattening one
+  /// dimension into its own name (a 1-D mesh, here or above) returns that
+  /// dimension's mesh and creates nothing.
+  DeviceMesh flatten() const;
+  /// One group per dimension, in order (PyTorch's get_all_groups).
+  std::vector<Group> get_all_groups() const;
+  /// Meshes are equal when they live in the same runtime and have the same
+  /// device type, dimension names, shape and world ranks (PyTorch's
+  /// DeviceMesh.__eq__); slicing the same dimensions twice gives equal
+  /// meshes. hash() agrees with ==. Empty (default-constructed) meshes are
+  /// equal to each other only; comparing a mesh of a finalized runtime is
+  /// MESHRT_ERROR_NOT_INITIALIZED.
+  bool operator==(const DeviceMesh &Other) const;
+  bool operator!=(const DeviceMesh &Other) const { return !(*this == Other); }
+  size_t hash() const;
 
   /// This process's coordinate along `Dim` (its rank in that group).
   int64_t get_local_rank(std::string_view Dim) const;
@@ -361,5 +377,10 @@ MESHRT_API bool cuda_available();
 MESHRT_API void finalize();
 
 } // namespace meshrt
+
+/// Meshes as keys of unordered containers (PyTorch's DeviceMesh.__hash__).
+template <> struct std::hash<meshrt::DeviceMesh> {
+  size_t operator()(const meshrt::DeviceMesh &M) const { return M.hash(); }
+};
 
 #endif // MESHRT_DEVICEMESH_H
