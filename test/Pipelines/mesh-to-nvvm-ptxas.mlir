@@ -22,10 +22,13 @@
 
 // FATBIN: gpu.binary @{{.*}}#nvvm.target<O = 3, chip = "sm_90">
 
-// format=isa: the kernels of a program are one module, PTX for sm_90; a
-// program with one kernel keeps that kernel's module.
+// format=isa: the kernels of a program are one module, PTX for sm_90,
+// launched from the host functions before it; a program with one kernel
+// keeps that kernel's module.
+// ISA: gpu.launch_func <{{.*}}> @mesh_kernels::
 // ISA-COUNT-1: gpu.binary @mesh_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90">, {{.*}}assembly = "{{.*}}.target sm_90
 // ISA-NOT: gpu.binary
+// ISA1: gpu.launch_func <{{.*}}> @exp_kernel::@exp_kernel
 // ISA1-COUNT-1: gpu.binary @exp_kernel [#gpu.object<#nvvm.target<O = 3, chip = "sm_90">, {{.*}}assembly = "{{.*}}.target sm_90
 // ISA1-NOT: gpu.binary
 
