@@ -246,29 +246,19 @@ public:
       linalg::CopyOp::create(b, loc, ValueRange{slot}, ValueRange{block});
   }
 
-  /// What a collective sends as G blocks of `blockShape` along `dim` of
-  /// `in` (of type `type`): `in` itself when the blocks are contiguous, else
-  /// a staging buffer they are packed into, also set in `staging`.
-  Value blocksToSend(Value in, MemRefType type,
+  /// The buffer a collective sends from (`pack`) or receives into, as G
+  /// blocks of `blockShape` along `dim` of `buffer` (of type `type`):
+  /// `buffer` itself when the blocks are contiguous, else a staging buffer,
+  /// also set in `staging`, that `buffer`'s blocks are packed into before
+  /// a send, or that unpackReceived copies out after a receive.
+  Value blocksBuffer(Value buffer, MemRefType type,
                      ArrayRef<OpFoldResult> blockShape, int64_t dim,
-                     Value groupSize, Value &staging) {
+                     Value groupSize, Value &staging, bool pack) {
     if (blocksAreContiguous(type, dim))
-      return in;
+      return buffer;
     staging = allocStaging(type.getElementType(), blockShape, groupSize);
-    copyBlocks(in, staging, blockShape, dim, groupSize, /*pack=*/true);
-    return staging;
-  }
-
-  /// Where a collective receives G blocks of `blockShape` that land along
-  /// `dim` of `result` (of type `type`): `result` itself when they are
-  /// contiguous, else a staging buffer, also set in `staging`, that
-  /// unpackReceived copies out.
-  Value blocksToReceive(Value result, MemRefType type,
-                        ArrayRef<OpFoldResult> blockShape, int64_t dim,
-                        Value groupSize, Value &staging) {
-    if (blocksAreContiguous(type, dim))
-      return result;
-    staging = allocStaging(type.getElementType(), blockShape, groupSize);
+    if (pack)
+      copyBlocks(buffer, staging, blockShape, dim, groupSize, /*pack=*/true);
     return staging;
   }
 
@@ -444,7 +434,8 @@ Value lowerAllGather(CollectiveLowering &l, AllGatherOp op) {
   Value result =
       l.alloc(l.elementType, l.scaleDim(l.inShape, dim, g, /*multiply=*/true));
   Value staging;
-  Value recv = l.blocksToReceive(result, l.inType, l.inShape, dim, g, staging);
+  Value recv = l.blocksBuffer(result, l.inType, l.inShape, dim, g, staging,
+                              /*pack=*/false);
   l.callCollective<RuntimeEntry::meshrt_all_gather>(
       {l.comm, l.pointer(l.in), l.pointer(recv), l.numElements(l.in),
        l.dtype(l.elementType)});
@@ -461,7 +452,8 @@ Value lowerReduceScatter(CollectiveLowering &l, ReduceScatterOp op) {
       l.scaleDim(l.inShape, dim, g, /*multiply=*/false);
   Value result = l.alloc(l.elementType, blockShape);
   Value staging;
-  Value send = l.blocksToSend(l.in, l.inType, blockShape, dim, g, staging);
+  Value send = l.blocksBuffer(l.in, l.inType, blockShape, dim, g, staging,
+                              /*pack=*/true);
   l.callCollective<RuntimeEntry::meshrt_reduce_scatter>(
       {l.comm, l.pointer(send), l.pointer(result), l.numElements(result),
        l.dtype(l.elementType), l.reduction(op.getReduction())});
@@ -483,10 +475,10 @@ Value lowerAllToAll(CollectiveLowering &l, AllToAllOp op) {
   // Send: block j along split_dim goes to member j. Receive: the block from
   // member j lands at block j along concat_dim.
   Value sendStaging, recvStaging;
-  Value send =
-      l.blocksToSend(l.in, l.inType, blockShape, split, g, sendStaging);
-  Value recv =
-      l.blocksToReceive(result, l.outType, blockShape, concat, g, recvStaging);
+  Value send = l.blocksBuffer(l.in, l.inType, blockShape, split, g, sendStaging,
+                              /*pack=*/true);
+  Value recv = l.blocksBuffer(result, l.outType, blockShape, concat, g,
+                              recvStaging, /*pack=*/false);
   l.callCollective<RuntimeEntry::meshrt_all_to_all>(
       {l.comm, l.pointer(send), l.pointer(recv), l.product(blockShape),
        l.dtype(l.elementType)});
