@@ -82,6 +82,16 @@ void ok(meshrt_status S, const char *What) {
          std::string(What) + " failed: " + meshrt_last_error());
 }
 
+/// Ends a mode: finalizes the runtime, then 1 on any failure, else prints
+/// PASS for `Who` (a rank) and 0.
+int finish(int64_t Who) {
+  ok(meshrt_finalize(), "meshrt_finalize");
+  if (Failures)
+    return 1;
+  std::printf("PASS rank %lld\n", (long long)Who);
+  return 0;
+}
+
 // A module image in the emulated driver's test format: the kernels it has.
 char Image[] = "MESHRT-FAKE-IMAGE\nproduce\nconsume\n";
 
@@ -266,11 +276,7 @@ int runStream() {
   mgpuStreamDestroy(S); // A no-op on the shared stream.
   mgpuModuleUnload(Module);
   Module = nullptr;
-  ok(meshrt_finalize(), "meshrt_finalize");
-  if (Failures)
-    return 1;
-  std::printf("PASS rank %lld\n", (long long)G);
-  return 0;
+  return finish(G);
 }
 
 /// cudaPointerGetAttributes calls so far (the emulated libcudart's count).
@@ -404,11 +410,7 @@ int runPointerMemo() {
   expectError(allReduce(AHigh, AHigh), MESHRT_ERROR_INVALID_ARGUMENT,
               "all_reduce: the send buffer was freed");
   ok(meshrt_stream_synchronize(S), "meshrt_stream_synchronize");
-  ok(meshrt_finalize(), "meshrt_finalize");
-  if (Failures)
-    return 1;
-  std::printf("PASS rank %lld\n", (long long)Rank);
-  return 0;
+  return finish(Rank);
 }
 
 /// A buffer of `N` elements of T, in device memory (mgpuMemAlloc on the
@@ -630,11 +632,7 @@ int runMpiBackend() {
   expectError(
       meshrt_all_gather_on_stream(C, D.ptr(), D.ptr(), Count, MESHRT_F32, S),
       MESHRT_ERROR_INVALID_ARGUMENT, "this collective is not in place");
-  ok(meshrt_finalize(), "meshrt_finalize");
-  if (Failures)
-    return 1;
-  std::printf("PASS rank %lld\n", (long long)Rank);
-  return 0;
+  return finish(Rank);
 }
 
 /// The MPI backend without a CUDA driver (MESHRT_CUDA_DRIVER_LIBRARY names
@@ -683,11 +681,7 @@ int runMpiBackendNoDriver() {
               "meshrt_permute_on_stream: permute: cannot synchronise the "
               "given stream: cannot load the CUDA driver");
   munmap(Closed, 2 * Page);
-  ok(meshrt_finalize(), "meshrt_finalize");
-  if (Failures)
-    return 1;
-  std::printf("PASS rank %lld\n", (long long)Rank);
-  return 0;
+  return finish(Rank);
 }
 
 void onFault(int) {
