@@ -1,17 +1,13 @@
 #!/usr/bin/env bash
 # Host synchronisations per call of a compiled function with 8 collectives:
-# runs `meshrt-bench-gpu --parts syncs` on N ranks against the emulated CUDA
-# driver and NCCL, and checks in each rank's trace that every call of
-# @chain8 (between its marks) enqueues 8 all_reduces on the shared stream and
+# checks the emulated driver's traces of `meshrt-bench-gpu --parts syncs` on
+# N ranks (runtime/test/run-traced.sh runs it): every call of @chain8
+# (between its marks) enqueues 8 all_reduces on the shared stream and
 # synchronises the host exactly once, after the last of them.
 #
-#   check-syncs.sh TRACE_DIR N -- COMMAND...
+#   check-syncs.sh TRACE_DIR N
 set -u
 dir=$1 n=$2
-shift 2
-[ "$1" = "--" ] && shift
-rm -rf "$dir" && mkdir -p "$dir"
-MESHRT_EMU_TRACE="$dir/trace.%r" "$@" || { echo "FAIL: exit code $?"; exit 1; }
 for ((r = 0; r < n; r++)); do
   t="$dir/trace.$r"
   got=$(awk '/^mark call / {on = 1; colls = 0; syncs = 0; after = 0; next}
