@@ -101,6 +101,23 @@ void *Module = mgpuModuleLoad(Image, sizeof(Image));
 
 const int64_t Count = 4;
 
+/// Rank `G`'s send buffer: 10 G + i.
+std::vector<float> sendInput(int64_t G) {
+  std::vector<float> V(Count);
+  for (int64_t I = 0; I < Count; ++I)
+    V[size_t(I)] = float(G * 10 + I);
+  return V;
+}
+
+/// Rank `G`'s all_to_all input over `N` ranks: block j holds 100 G + 10 j + i.
+std::vector<float> allToAllInput(int64_t G, int64_t N) {
+  std::vector<float> V(size_t(N * Count));
+  for (int64_t J = 0; J < N; ++J)
+    for (int64_t I = 0; I < Count; ++I)
+      V[size_t(J * Count + I)] = float(G * 100 + J * 10 + I);
+  return V;
+}
+
 std::vector<float> download(void *D, int64_t N, void *S) {
   std::vector<float> H(size_t(N), -1.0f);
   mgpuMemcpy(H.data(), D, size_t(N) * sizeof(float), S);
@@ -150,14 +167,7 @@ int runStream() {
   meshrt_comm_t C = worldComm();
 
   // Inputs.
-  std::vector<float> Send(Count), A2A(size_t(N * Count)), Bc(Count);
-  for (int64_t I = 0; I < Count; ++I) {
-    Send[size_t(I)] = float(G * 10 + I);
-    Bc[size_t(I)] = float(G * 10 + I);
-  }
-  for (int64_t J = 0; J < N; ++J)
-    for (int64_t I = 0; I < Count; ++I)
-      A2A[size_t(J * Count + I)] = float(G * 100 + J * 10 + I);
+  std::vector<float> Send = sendInput(G), A2A = allToAllInput(G, N), Bc = Send;
   void *DSend = upload(Send, S);
   void *DA2A = upload(A2A, S);
   void *DBc = upload(Bc, S);
@@ -483,15 +493,8 @@ void traceMark(const std::string &Line) {
 void runStagedCollectives(meshrt_comm_t C, bool Device, void *S, void *Alloc) {
   const int64_t N = Size, G = Rank;
   const std::string Where = Device ? " (device buffers)" : " (host buffers)";
-  std::vector<float> SendV(Count), A2AV(size_t(N * Count));
-  std::vector<int32_t> IntV(Count);
-  for (int64_t I = 0; I < Count; ++I) {
-    SendV[size_t(I)] = float(G * 10 + I);
-    IntV[size_t(I)] = int32_t(G * 10 + I);
-  }
-  for (int64_t J = 0; J < N; ++J)
-    for (int64_t I = 0; I < Count; ++I)
-      A2AV[size_t(J * Count + I)] = float(G * 100 + J * 10 + I);
+  std::vector<float> SendV = sendInput(G), A2AV = allToAllInput(G, N);
+  std::vector<int32_t> IntV(SendV.begin(), SendV.end());
 
   std::vector<float> WantSum(Count), WantRs(Count), WantBc(Count),
       WantWrap(Count), WantZero(Count), WantKeep(Count),
