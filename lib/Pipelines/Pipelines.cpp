@@ -48,6 +48,10 @@ void mlir::mesh::addBufferizationAndRuntimeCalls(
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
 
+  // Collectives whose input dies at them write into it (after deallocation:
+  // the input's dealloc is the proof).
+  pm.addPass(createCollectivesInPlace());
+
   // Collectives to runtime calls.
   ConvertMeshToRuntimeOptions runtime;
   runtime.initSymbol = initSymbol.str();

@@ -16,7 +16,9 @@ mesh.mesh @world(["x" = 4])
 // CHECK-NOT: meshrt_stream_synchronize
 // CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @mesh_kernels::@step_kernel blocks in ({{.*}}) threads in ({{.*}})
 // CHECK-NOT: meshrt_stream_synchronize
-// CHECK: llvm.call @meshrt_all_reduce_on_stream
+// The sum dies at the all_reduce, which reduces it in place (one buffer is
+// send and receive; mesh-collectives-in-place).
+// CHECK: llvm.call @meshrt_all_reduce_on_stream(%{{[^,]*}}, %[[BUF:[^,]*]], %[[BUF]],
 // CHECK-NOT: meshrt_stream_synchronize
 // CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @mesh_kernels::@step_kernel_0
 // CHECK-NOT: meshrt_stream_synchronize

@@ -417,9 +417,10 @@ public:
 // Collectives
 //===----------------------------------------------------------------------===//
 
-/// all_reduce: from the input straight into a new buffer of its shape.
+/// all_reduce: from the input straight into a new buffer of its shape, or
+/// into the input itself when `in_place`.
 Value lowerAllReduce(CollectiveLowering &l, AllReduceOp op) {
-  Value result = l.alloc(l.elementType, l.inShape);
+  Value result = op.getInPlace() ? l.in : l.alloc(l.elementType, l.inShape);
   l.callCollective<RuntimeEntry::meshrt_all_reduce>(
       {l.comm, l.pointer(l.in), l.pointer(result), l.numElements(l.in),
        l.dtype(l.elementType), l.reduction(op.getReduction())});
@@ -501,10 +502,14 @@ Value lowerAllSlice(CollectiveLowering &l, AllSliceOp op) {
   return result;
 }
 
-/// broadcast: the runtime works in place, on a copy of the input.
+/// broadcast: the runtime works in place, on a copy of the input unless the
+/// op is `in_place`.
 Value lowerBroadcast(CollectiveLowering &l, BroadcastOp op) {
-  Value result = l.alloc(l.elementType, l.inShape);
-  memref::CopyOp::create(l.b, l.loc, l.in, result);
+  Value result = l.in;
+  if (!op.getInPlace()) {
+    result = l.alloc(l.elementType, l.inShape);
+    memref::CopyOp::create(l.b, l.loc, l.in, result);
+  }
   l.callCollective<RuntimeEntry::meshrt_broadcast>(
       {l.comm, l.pointer(result), l.numElements(result), l.dtype(l.elementType),
        l.rt.constI64(l.b, l.loc, static_cast<int64_t>(op.getRoot()))});

@@ -157,6 +157,27 @@ func.func @broadcast(%x: memref<16xi8>) -> memref<16xi8> {
   return %0 : memref<16xi8>
 }
 
+// in_place: one buffer is both send and receive; nothing is allocated and
+// a broadcast copies nothing. The result is the input buffer.
+// CHECK-LABEL: func.func @in_place
+// CHECK-SAME: (%[[X:.*]]: memref<16xf32>, %[[Y:.*]]: memref<?xi8>)
+func.func @in_place(%x: memref<16xf32>, %y: memref<?xi8>) -> (memref<16xf32>, memref<?xi8>) {
+  // CHECK-NOT: memref.alloc
+  // CHECK: memref.extract_aligned_pointer_as_index %[[X]]
+  // CHECK: %[[P:.*]] = llvm.inttoptr
+  // CHECK: memref.extract_aligned_pointer_as_index %[[X]]
+  // CHECK: %[[Q:.*]] = llvm.inttoptr
+  // CHECK: llvm.call @meshrt_all_reduce(%{{.*}}, %[[P]], %[[Q]],
+  %0 = mesh.all_reduce %x on @world axes = ["shard"] reduction = sum in_place : memref<16xf32> -> memref<16xf32>
+  // CHECK-NOT: memref.alloc
+  // CHECK-NOT: memref.copy
+  // CHECK: memref.extract_aligned_pointer_as_index %[[Y]]
+  // CHECK: llvm.call @meshrt_broadcast(
+  %1 = mesh.broadcast %y on @world axes = ["shard"] root = 1 in_place : memref<?xi8> -> memref<?xi8>
+  // CHECK: return %[[X]], %[[Y]]
+  return %0, %1 : memref<16xf32>, memref<?xi8>
+}
+
 // permute: a ring (wrap + zero fill = 3) or an open shift (zero fill = 2).
 // CHECK-LABEL: func.func @permute
 func.func @permute(%x: memref<16xui8>) -> (memref<16xui8>, memref<16xui8>) {

@@ -207,3 +207,30 @@ func.func @op_unknown_kind(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = mesh.all_reduce %x on @world axes = ["shard"] reduction = mean : tensor<4xf32> -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+mesh.mesh @world(["replicate" = 2, "shard" = 4])
+func.func @in_place_tensor(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'mesh.all_reduce' op is 'in_place', which applies to buffers only (C11)}}
+  %0 = mesh.all_reduce %x on @world axes = ["shard"] reduction = sum in_place : tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+mesh.mesh @world(["replicate" = 2, "shard" = 4])
+func.func @in_place_strided(%x: memref<4xf32, strided<[2]>>) -> memref<4xf32> {
+  // expected-error @+1 {{'mesh.broadcast' op is 'in_place' on input 'memref<4xf32, strided<[2]>>', which must have an identity layout (C11)}}
+  %0 = mesh.broadcast %x on @world axes = ["shard"] root = 0 in_place : memref<4xf32, strided<[2]>> -> memref<4xf32>
+  return %0 : memref<4xf32>
+}
+
+// -----
+
+mesh.mesh @world(["replicate" = 2, "shard" = 4])
+func.func @in_place_other_space(%x: memref<4xf32, 1>) -> memref<4xf32> {
+  // expected-error @+1 {{'mesh.all_reduce' op is 'in_place', so its result 'memref<4xf32>' must be its input buffer 'memref<4xf32, 1>' (same shape and memory space) (C11)}}
+  %0 = mesh.all_reduce %x on @world axes = ["shard"] reduction = sum in_place : memref<4xf32, 1> -> memref<4xf32>
+  return %0 : memref<4xf32>
+}

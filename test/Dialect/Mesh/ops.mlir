@@ -106,6 +106,10 @@ func.func @memref_forms(%m: memref<16x128xf32>, %b: memref<8xbf16>) {
   %5 = mesh.broadcast %b on @world axes = ["replicate", "shard"] root = 7 : memref<8xbf16> -> memref<8xbf16>
   // CHECK: mesh.permute %{{.*}} : memref<8xbf16> -> memref<8xbf16>
   %6 = mesh.permute %b on @world axes = ["replicate"] offset = 1 : memref<8xbf16> -> memref<8xbf16>
+  // CHECK: mesh.all_reduce %{{.*}} reduction = sum in_place : memref<16x128xf32> -> memref<16x128xf32>
+  %7 = mesh.all_reduce %m on @world axes = ["shard"] reduction = sum in_place : memref<16x128xf32> -> memref<16x128xf32>
+  // CHECK: mesh.broadcast %{{.*}} root = 7 in_place : memref<8xbf16> -> memref<?xbf16>
+  %8 = mesh.broadcast %b on @world axes = ["replicate", "shard"] root = 7 in_place : memref<8xbf16> -> memref<?xbf16>
   return
 }
 

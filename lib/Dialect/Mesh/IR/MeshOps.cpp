@@ -10,6 +10,7 @@
 #include "mesh/Dialect/Mesh/IR/MeshOps.h"
 
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
@@ -327,8 +328,31 @@ verifyCollectiveLocal(Operation *op, ArrayAttr axes,
   return success();
 }
 
+/// C11: an `in_place` collective works on a buffer whose layout the runtime
+/// can write as it is, and its result is that buffer.
+static LogicalResult verifyInPlace(Operation *op, bool inPlace) {
+  if (!inPlace)
+    return success();
+  auto in = dyn_cast<MemRefType>(op->getOperand(0).getType());
+  auto out = dyn_cast<MemRefType>(op->getResult(0).getType());
+  if (!in || !out)
+    return op->emitOpError()
+           << "is 'in_place', which applies to buffers only (C11)";
+  if (!in.getLayout().isIdentity())
+    return op->emitOpError() << "is 'in_place' on input " << in
+                             << ", which must have an identity layout (C11)";
+  if (in.getMemorySpace() != out.getMemorySpace() ||
+      failed(verifyCompatibleShape(in, out)))
+    return op->emitOpError() << "is 'in_place', so its result " << out
+                             << " must be its input buffer " << in
+                             << " (same shape and memory space) (C11)";
+  return success();
+}
+
 LogicalResult AllReduceOp::verify() {
-  return verifyCollectiveLocal(*this, getAxes(), getReduction(), {});
+  if (failed(verifyCollectiveLocal(*this, getAxes(), getReduction(), {})))
+    return failure();
+  return verifyInPlace(*this, getInPlace());
 }
 LogicalResult AllGatherOp::verify() {
   return verifyCollectiveLocal(*this, getAxes(), std::nullopt,
@@ -352,7 +376,9 @@ LogicalResult BroadcastOp::verify() {
   int64_t root = static_cast<int64_t>(getRoot());
   if (root < 0)
     return emitOpError() << "root " << root << " must not be negative (C8)";
-  return verifyCollectiveLocal(*this, getAxes(), std::nullopt, {});
+  if (failed(verifyCollectiveLocal(*this, getAxes(), std::nullopt, {})))
+    return failure();
+  return verifyInPlace(*this, getInPlace());
 }
 LogicalResult PermuteOp::verify() {
   if (getOffset() == 0)
@@ -496,6 +522,14 @@ LogicalResult AxisSizeOp::verifySymbolUses(SymbolTableCollection &tables) {
 //===----------------------------------------------------------------------===//
 
 /// The effects of every collective (see Mesh_CollectiveOp in MeshOps.td).
+bool mlir::mesh::isInPlace(Operation *op) {
+  if (auto allReduce = dyn_cast<AllReduceOp>(op))
+    return allReduce.getInPlace();
+  if (auto broadcast = dyn_cast<BroadcastOp>(op))
+    return broadcast.getInPlace();
+  return false;
+}
+
 static void getCollectiveEffects(
     Operation *op,
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
@@ -504,6 +538,12 @@ static void getCollectiveEffects(
     return;
   effects.emplace_back(MemoryEffects::Read::get(), &op->getOpOperand(0),
                        SideEffects::DefaultResource::get());
+  if (isInPlace(op)) {
+    // The result is the input buffer: nothing is allocated.
+    effects.emplace_back(MemoryEffects::Write::get(), &op->getOpOperand(0),
+                         SideEffects::DefaultResource::get());
+    return;
+  }
   effects.emplace_back(MemoryEffects::Allocate::get(), op->getOpResult(0),
                        SideEffects::DefaultResource::get());
   effects.emplace_back(MemoryEffects::Write::get(), op->getOpResult(0),

@@ -59,6 +59,10 @@ LogicalResult verifySharding(Operation *op, ShardingAttr sharding, Type type,
 /// sizes), or std::nullopt when the mesh is missing or an axis is `?`.
 std::optional<int64_t> getStaticGroupSize(CollectiveOpInterface op);
 
+/// True when `op` is a memref collective marked `in_place` (C11): it writes
+/// its input buffer, and its result is that buffer.
+bool isInPlace(Operation *op);
+
 } // namespace mesh
 } // namespace mlir
 

@@ -140,7 +140,8 @@ class Mesh_CollectiveOp<string mnemonic, dag extraArgs, list<Trait> traits = []>
   }];
 }
 
-def Mesh_AllReduceOp : Mesh_CollectiveOp<"all_reduce", (ins Mesh_ReductionKindAttr:$reduction)> {
+def Mesh_AllReduceOp : Mesh_CollectiveOp<"all_reduce", (ins Mesh_ReductionKindAttr:$reduction,
+                                                           UnitAttr:$in_place)> {
   let summary = "Reduces over the groups of the given axes; every member gets the result";
   let description = [{
     Combines `input` elementwise over each group formed by `axes` with
@@ -152,10 +153,20 @@ def Mesh_AllReduceOp : Mesh_CollectiveOp<"all_reduce", (ins Mesh_ReductionKindAt
     %r = mesh.all_reduce %x on @world axes = ["shard"] reduction = sum
         : tensor<16x128xf32> -> tensor<16x128xf32>
     ```
+
+    On buffers, `in_place` reduces into the input buffer, and the result is
+    that same buffer; `mesh-collectives-in-place` sets it where the input
+    dies at the collective. The input then has an identity layout and the
+    result's shape `(C11)`.
+
+    ```mlir
+    %r = mesh.all_reduce %buf on @world axes = ["shard"] reduction = sum
+        in_place : memref<16x128xf32> -> memref<16x128xf32>
+    ```
   }];
   let assemblyFormat = [{
-    $input `on` $mesh `axes` `=` $axes `reduction` `=` `` $reduction attr-dict
-    `:` type($input) `->` type($result)
+    $input `on` $mesh `axes` `=` $axes `reduction` `=` `` $reduction
+    (`in_place` $in_place^)? attr-dict `:` type($input) `->` type($result)
   }];
 }
 
@@ -240,7 +251,8 @@ def Mesh_AllSliceOp : Mesh_CollectiveOp<"all_slice", (ins I64Attr:$slice_dim)> {
   }];
 }
 
-def Mesh_BroadcastOp : Mesh_CollectiveOp<"broadcast", (ins I64Attr:$root)> {
+def Mesh_BroadcastOp : Mesh_CollectiveOp<"broadcast", (ins I64Attr:$root,
+                                                         UnitAttr:$in_place)> {
   let summary = "Copies the root member's tensor to every member of its group";
   let description = [{
     Every member of a group gets the `input` of the member whose index in the
@@ -251,10 +263,13 @@ def Mesh_BroadcastOp : Mesh_CollectiveOp<"broadcast", (ins I64Attr:$root)> {
     %b = mesh.broadcast %x on @world axes = ["shard"] root = 0
         : tensor<16x128xf32> -> tensor<16x128xf32>
     ```
+
+    On buffers, `in_place` overwrites the input buffer with the root's, and
+    the result is that same buffer, as for `all_reduce` `(C11)`.
   }];
   let assemblyFormat = [{
-    $input `on` $mesh `axes` `=` $axes `root` `=` $root attr-dict
-    `:` type($input) `->` type($result)
+    $input `on` $mesh `axes` `=` $axes `root` `=` $root
+    (`in_place` $in_place^)? attr-dict `:` type($input) `->` type($result)
   }];
 }
 

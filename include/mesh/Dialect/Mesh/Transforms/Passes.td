@@ -195,4 +195,46 @@ def OptimizeCollectives : Pass<"mesh-optimize-collectives"> {
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
 
+def CollectivesInPlace : Pass<"mesh-collectives-in-place"> {
+  let summary = "Buffer collectives write into inputs that die at them";
+  let description = [{
+    Run on buffers after deallocation (`buffer-deallocation-pipeline`),
+    before `convert-mesh-to-runtime`. A memref `all_reduce` or `broadcast`
+    allocates its result. Where its input buffer dies at the collective, the
+    collective becomes `in_place` instead: it writes the input buffer, that
+    buffer takes the result's place, and the input's `memref.dealloc` goes.
+    The runtime then passes one buffer as send and receive (NCCL and MPI
+    both reduce in place), and a broadcast no longer copies its input first.
+
+    The input dies at the collective when all of these hold:
+
+    - an allocating op defines it (`memref.alloc`, an earlier collective's
+      result), so no other value names the buffer;
+    - its layout is the identity, its shape and memory space the result's;
+    - besides the collective, it has one `memref.dealloc`, later in the same
+      block, and every other use lies in an op earlier in that block that
+      makes no new buffer value (no view, cast or call result that could
+      alias it and be read later).
+
+    Anything else (an argument, a view, a conditional dealloc) keeps the
+    fresh result, so the rewrite never changes what a program computes.
+
+    ```mlir
+    %0 = mesh.all_reduce %a on @m axes = ["x"] reduction = sum
+        : memref<8xf32> -> memref<8xf32>
+    %1 = mesh.all_reduce %0 on @m axes = ["x"] reduction = sum
+        : memref<8xf32> -> memref<8xf32>
+    memref.dealloc %0 : memref<8xf32>
+    return %1 : memref<8xf32>
+    // becomes
+    %0 = mesh.all_reduce %a on @m axes = ["x"] reduction = sum
+        : memref<8xf32> -> memref<8xf32>
+    %1 = mesh.all_reduce %0 on @m axes = ["x"] reduction = sum in_place
+        : memref<8xf32> -> memref<8xf32>
+    return %0 : memref<8xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 #endif // MESH_DIALECT_MESH_TRANSFORMS_PASSES_TD
