@@ -4,11 +4,13 @@
 // every rank (one GPU per rank, NCCL backend):
 //
 //   call     meshrt_all_reduce_on_stream against ncclAllReduce on the same
-//            communicator and stream: what one runtime call adds.
+//            communicator and stream: what one runtime call adds; in a world
+//            of one also in place (send == recv), where NCCL moves no data.
 //   chain    the compiled function @chain8 of kernels.mlir (eight
-//            all_reduces, one result buffer each, one synchronisation at the
-//            end) against the same eight ncclAllReduce calls on one stream
-//            followed by one cudaStreamSynchronize: time per collective.
+//            all_reduces: the first into a result buffer, the other seven in
+//            place on it; one synchronisation at the end) against the same
+//            eight ncclAllReduce calls on one stream followed by one
+//            cudaStreamSynchronize: time per collective.
 //   matmul   the compiled @matmul_bias_relu (2048^3, f32): GFLOP/s, and the
 //            result checked against a double-precision host reference on
 //            random inputs.
@@ -214,16 +216,24 @@ void header(const char *Title, const char *A, const char *B) {
               Title, A, B);
 }
 
+/// One runtime call against one NCCL call, out of place or in place (one
+/// buffer as send and receive; in a world of one, NCCL then moves no data,
+/// so this shows the runtime's cost per call against NCCL's least).
 void benchCall(const Args &A, meshrt_comm_t Comm, ncclComm_t Nccl,
-               cudaStream_t Stream) {
-  header("one call: meshrt_all_reduce_on_stream vs ncclAllReduce, same "
-         "communicator and stream (per call)",
+               cudaStream_t Stream, bool InPlace) {
+  header(InPlace ? "one call in place: meshrt_all_reduce_on_stream vs "
+                   "ncclAllReduce, send == recv (per call)"
+                 : "one call: meshrt_all_reduce_on_stream vs ncclAllReduce, "
+                   "same communicator and stream (per call)",
          "meshrt", "nccl");
   for (int64_t Bytes : sizesUpTo(A.MaxBytes)) {
     int64_t Count = Bytes / 4;
     float *Send, *Recv;
     checkCuda(cudaMalloc(&Send, Bytes), "cudaMalloc");
-    checkCuda(cudaMalloc(&Recv, Bytes), "cudaMalloc");
+    Recv = Send;
+    if (!InPlace)
+      checkCuda(cudaMalloc(&Recv, Bytes), "cudaMalloc");
+    // In place, each call multiplies by the world: start from ones.
     fillDevice(Send, Count, 1);
     int Calls = Bytes <= (1 << 20) ? 50 : Bytes <= (32 << 20) ? 10 : 4;
     auto Ours = [&] {
@@ -244,7 +254,8 @@ void benchCall(const Args &A, meshrt_comm_t Comm, ncclComm_t Nccl,
     checkReduced(Recv, Count, 1, 1.0, "meshrt_all_reduce_on_stream");
     printRow(Bytes, C);
     cudaFree(Send);
-    cudaFree(Recv);
+    if (!InPlace)
+      cudaFree(Recv);
   }
 }
 
@@ -283,10 +294,9 @@ void benchChain(const Args &A, ncclComm_t Nccl, cudaStream_t Stream) {
          "compiled", "nccl");
   for (int64_t Bytes : sizesUpTo(A.MaxBytes)) {
     int64_t Count = Bytes / 4;
-    float *X, *P, *Q;
+    float *X, *P;
     checkCuda(cudaMalloc(&X, Bytes), "cudaMalloc");
     checkCuda(cudaMalloc(&P, Bytes), "cudaMalloc");
-    checkCuda(cudaMalloc(&Q, Bytes), "cudaMalloc");
     fillDevice(X, Count, 2);
     int Batches = Bytes <= (1 << 20) ? 8 : Bytes <= (32 << 20) ? 2 : 1;
     Desc1 In{X, X, 0, {Count}, {1}};
@@ -299,16 +309,15 @@ void benchChain(const Args &A, ncclComm_t Nccl, cudaStream_t Stream) {
         checkRt(meshrt_device_free(Out.Allocated), "meshrt_device_free");
       }
     };
+    // What the compiled chain does, by hand: the input is the caller's, so
+    // the first all_reduce writes a result buffer and the other seven reduce
+    // that buffer in place.
     auto Raw = [&] {
       for (int I = 0; I < Batches; ++I) {
-        const float *Src = X;
-        for (int K = 0; K < 8; ++K) {
-          float *Dst = K % 2 ? Q : P;
-          checkNccl(ncclAllReduce(Src, Dst, Count, ncclFloat32, ncclSum, Nccl,
-                                  Stream),
+        for (int K = 0; K < 8; ++K)
+          checkNccl(ncclAllReduce(K == 0 ? X : P, P, Count, ncclFloat32,
+                                  ncclSum, Nccl, Stream),
                     "ncclAllReduce");
-          Src = Dst;
-        }
         checkCuda(cudaStreamSynchronize(Stream), "cudaStreamSynchronize");
       }
     };
@@ -319,11 +328,10 @@ void benchChain(const Args &A, ncclComm_t Nccl, cudaStream_t Stream) {
       fail("@chain8 returned " + std::to_string(Out.Sizes[0]) + " elements");
     checkReduced(Out.Aligned, Count, 2, std::pow(double(World), 7), "@chain8");
     checkRt(meshrt_device_free(Out.Allocated), "meshrt_device_free");
-    checkReduced(Q, Count, 2, std::pow(double(World), 7), "nccl chain");
+    checkReduced(P, Count, 2, std::pow(double(World), 7), "nccl chain");
     printRow(Bytes, C);
     cudaFree(X);
     cudaFree(P);
-    cudaFree(Q);
   }
 
   countChainSyncs();
@@ -454,8 +462,12 @@ int main(int argc, char **argv) {
                 Device, P.name, P.major, P.minor, P.multiProcessorCount, Driver,
                 Version, (long long)World);
   }
-  if (wants(A, "call"))
-    benchCall(A, Comm, Nccl, Stream);
+  if (wants(A, "call")) {
+    benchCall(A, Comm, Nccl, Stream, /*InPlace=*/false);
+    // In place, values grow by the world each call: a world of one only.
+    if (World == 1)
+      benchCall(A, Comm, Nccl, Stream, /*InPlace=*/true);
+  }
   if (wants(A, "chain"))
     benchChain(A, Nccl, Stream);
   if (wants(A, "matmul"))
