@@ -71,6 +71,9 @@ static void addDeviceStage(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(mesh::createMeshGpuSerialKernels());
+  // Constants: a copy made once (on the device, or with host kernels in host
+  // memory, where the executable suites check the logic on numbers).
+  pm.addPass(mesh::createMeshGpuDeviceConstants());
   if (options.hostKernels)
     return;
   pm.addPass(createGpuKernelOutliningPass());

@@ -235,6 +235,44 @@ def MeshGpuMergeKernelModules
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def MeshGpuDeviceConstants
+    : Pass<"mesh-gpu-device-constants", "::mlir::ModuleOp"> {
+  let summary = "Gives each constant a copy made once, for the kernels";
+  let description = [{
+    Runs in the device stage of `--mesh-to-nvvm`, once the kernels are
+    formed and before they are outlined. Every `memref.get_global` of a
+    constant in host code is replaced by a copy of the constant: allocated
+    and filled (`memref.alloc` + `memref.copy`) the first time the function
+    runs, remembered in a pointer global (`__mesh_device_<name>`, shared by
+    every function that uses the constant), and rebuilt as a descriptor on
+    every later use. `mesh-gpu-device-memory` then puts the copy on the
+    device like any other buffer, so constants reach the device once, not
+    per call. With `--mesh-to-nvvm{host-kernels}` the copy stays in host
+    memory and the same logic runs on the CPU, where the executable suites
+    check it on numbers.
+
+    A mutable global, or a constant with a dynamic shape or a strided
+    layout, is an error that names the op.
+
+    ```mlir
+    %c = memref.get_global @__constant_4xf32 : memref<4xf32>
+    // becomes
+    //   %c = memref.get_global @__constant_4xf32 : memref<4xf32>
+    //   %p = llvm.load @__mesh_device___constant_4xf32
+    //   scf.if (%p is null) {
+    //     %copy = memref.alloc() : memref<4xf32>
+    //     memref.copy %c, %copy
+    //     llvm.store (pointer of %copy), @__mesh_device___constant_4xf32
+    //   }
+    //   (a descriptor of the remembered pointer, cast to memref<4xf32>)
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect", "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"
+  ];
+}
+
 def MeshGpuDeviceMemory
     : Pass<"mesh-gpu-device-memory", "::mlir::ModuleOp"> {
   let summary = "Puts every buffer in device memory, stream-ordered";
@@ -249,9 +287,9 @@ def MeshGpuDeviceMemory
       `gpu.dealloc async`, and a `memref.copy` between contiguous buffers
       into `gpu.memcpy async` (a strided copy is an error);
     * makes every `gpu.launch_func` asynchronous on the stream;
-    * replaces each `memref.get_global` of a constant by a device copy made
-      the first time the function runs and kept in a pointer global
-      (`__mesh_device_<name>`): constants are copied to the device once;
+    * constants already have their copies (`mesh-gpu-device-constants`):
+      a `memref.get_global` may only be the source of such a copy, and one
+      that a kernel or the host still uses directly is an error;
     * turns a host `memref.load` of a device buffer (a result the host
       reads, such as a `tensor.extract` of a reduction) into a copy of that
       element to a host slot on the stream (`mgpuMemcpy`), a

@@ -2,8 +2,9 @@
 //
 // The host-to-device rewrite of --mesh-to-nvvm, after kernel outlining:
 // allocations, frees, copies and kernel launches become asynchronous GPU ops
-// on the runtime's shared stream, constants get a device copy made once,
-// and each function synchronises the stream once before it returns.
+// on the runtime's shared stream (constants already have their device copies,
+// mesh-gpu-device-constants), and each function synchronises the stream once
+// before it returns.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,8 +42,6 @@ private:
   bool needsDevice();
   /// Emits the stream fetch at function entry; sets `stream` and `token`.
   void fetchStream();
-  /// The device copy of the constant `get`, made on the first call.
-  Value deviceConstant(OpBuilder &b, memref::GetGlobalOp get);
   /// Declares (once) mgpuMemcpy, of MLIR's GPU runtime interface (which
   /// libmeshrt implements; it is not part of meshrt.h).
   LLVM::LLVMFuncOp getMemcpy();
@@ -117,82 +116,6 @@ void DeviceFunction::fetchStream() {
   token = UnrealizedConversionCastOp::create(
               b, loc, gpu::AsyncTokenType::get(ctx), stream)
               .getResult(0);
-}
-
-/// The LLVM struct that a memref of `type` lowers to.
-static LLVM::LLVMStructType descriptorType(MLIRContext *ctx, MemRefType type) {
-  Type ptr = LLVM::LLVMPointerType::get(ctx);
-  Type i64 = IntegerType::get(ctx, 64);
-  SmallVector<Type> fields{ptr, ptr, i64};
-  if (type.getRank() > 0) {
-    auto array = LLVM::LLVMArrayType::get(i64, type.getRank());
-    fields.push_back(array);
-    fields.push_back(array);
-  }
-  return LLVM::LLVMStructType::getLiteral(ctx, fields);
-}
-
-Value DeviceFunction::deviceConstant(OpBuilder &b, memref::GetGlobalOp get) {
-  Location loc = get.getLoc();
-  auto type = cast<MemRefType>(get.getType());
-  // The pointer global, shared by every function that uses the constant.
-  std::string name = ("__mesh_device_" + get.getName()).str();
-  auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
-  if (!global) {
-    OpBuilder mb(ctx);
-    mb.setInsertionPointToStart(module.getBody());
-    global = LLVM::GlobalOp::create(mb, loc, ptrType, /*isConstant=*/false,
-                                    LLVM::Linkage::Internal, name, Attribute());
-    Block *init = mb.createBlock(&global.getInitializerRegion());
-    mb.setInsertionPointToStart(init);
-    LLVM::ReturnOp::create(mb, loc,
-                           LLVM::ZeroOp::create(mb, loc, ptrType).getResult());
-  }
-  // First use: allocate, copy from the host constant, remember the pointer.
-  Value addr = LLVM::AddressOfOp::create(b, loc, global);
-  Value current = LLVM::LoadOp::create(b, loc, ptrType, addr);
-  Value null = LLVM::ZeroOp::create(b, loc, ptrType);
-  Value missing =
-      LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, current, null);
-  auto ifOp = scf::IfOp::create(b, loc, missing, /*withElseRegion=*/false);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-    auto alloc =
-        gpu::AllocOp::create(b, loc, type, token.getType(), ValueRange{token},
-                             ValueRange(), ValueRange());
-    gpu::MemcpyOp::create(b, loc, token.getType(), ValueRange{token},
-                          alloc.getMemref(), get.getResult());
-    Value base = memref::ExtractAlignedPointerAsIndexOp::create(
-        b, loc, alloc.getMemref());
-    Value asInt = arith::IndexCastOp::create(b, loc, i64Type, base);
-    Value ptr = LLVM::IntToPtrOp::create(b, loc, ptrType, asInt);
-    LLVM::StoreOp::create(b, loc, ptr, addr);
-  }
-  // A descriptor of the device copy, as the memref lowering lays it out.
-  Value device = LLVM::LoadOp::create(b, loc, ptrType, addr);
-  LLVM::LLVMStructType descType = descriptorType(ctx, type);
-  Value desc = LLVM::UndefOp::create(b, loc, descType);
-  desc =
-      LLVM::InsertValueOp::create(b, loc, desc, device, ArrayRef<int64_t>{0});
-  desc =
-      LLVM::InsertValueOp::create(b, loc, desc, device, ArrayRef<int64_t>{1});
-  auto i64 = [&](int64_t v) {
-    return LLVM::ConstantOp::create(b, loc, i64Type, b.getI64IntegerAttr(v));
-  };
-  desc =
-      LLVM::InsertValueOp::create(b, loc, desc, i64(0), ArrayRef<int64_t>{2});
-  int64_t offset;
-  SmallVector<int64_t> strides;
-  (void)type.getStridesAndOffset(strides, offset);
-  for (auto [i, size] : llvm::enumerate(type.getShape())) {
-    int64_t d = static_cast<int64_t>(i);
-    desc = LLVM::InsertValueOp::create(b, loc, desc, i64(size),
-                                       ArrayRef<int64_t>{3, d});
-    desc = LLVM::InsertValueOp::create(b, loc, desc, i64(strides[i]),
-                                       ArrayRef<int64_t>{4, d});
-  }
-  return UnrealizedConversionCastOp::create(b, loc, type, desc).getResult(0);
 }
 
 LogicalResult DeviceFunction::readToHost(memref::LoadOp load) {
@@ -281,19 +204,13 @@ LogicalResult DeviceFunction::run() {
                             copy.getTarget(), copy.getSource());
       copy.erase();
     } else if (auto get = dyn_cast<memref::GetGlobalOp>(op)) {
-      auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
-          get, get.getNameAttr());
-      if (!global || !global.getConstant())
-        return get.emitOpError()
-               << "refers to a mutable host global, which kernels cannot use";
-      // Only the uses there are now; the device copy reads the host one.
-      SmallVector<OpOperand *> uses;
-      for (OpOperand &use : get->getUses())
-        uses.push_back(&use);
-      b.setInsertionPointAfter(get);
-      Value device = deviceConstant(b, get);
-      for (OpOperand *use : uses)
-        use->set(device);
+      // A host global is only the source of a copy to the device.
+      for (Operation *user : get->getUsers())
+        if (!isa<memref::CopyOp, gpu::MemcpyOp>(user))
+          return get.emitOpError()
+                 << "is used on the device by '" << user->getName()
+                 << "'; mesh-gpu-device-constants must give it a device "
+                    "copy first";
     } else if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
       if (launch.getAsyncToken())
         continue;

@@ -1,4 +1,4 @@
-// RUN: mesh-opt %s --mesh-gpu-device-memory --split-input-file -verify-diagnostics | FileCheck %s
+// RUN: mesh-opt %s --mesh-gpu-device-constants --mesh-gpu-device-memory --split-input-file -verify-diagnostics | FileCheck %s
 
 // Buffers, copies and launches go on the runtime's shared stream; the one
 // synchronisation is before the return.
@@ -53,8 +53,8 @@ module attributes {gpu.container_module} {
 
 // -----
 
-// A constant gets a device copy made on the first call and kept in a
-// pointer global; kernels get a descriptor of the device copy.
+// A constant's copy (mesh-gpu-device-constants) is allocated and filled on
+// the device, on the stream; kernels get a descriptor of the device copy.
 
 module attributes {gpu.container_module} {
   // CHECK: llvm.mlir.global internal @__mesh_device___constant_4xf32() {{.*}} : !llvm.ptr

@@ -1,0 +1,153 @@
+//===- DeviceConstants.cpp - a device copy of each constant, made once ----===//
+//
+// Part of the device stage of --mesh-to-nvvm, after the kernels are formed:
+// every host memref.get_global of a constant is replaced by a copy of it,
+// allocated and filled the first time the function runs and kept in a
+// pointer global. The copy is a plain memref.alloc + memref.copy, so that
+// mesh-gpu-device-memory puts it on the device like any buffer, and
+// --mesh-to-nvvm{host-kernels} runs the same logic on the CPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mesh/Conversion/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+namespace mlir {
+namespace mesh {
+#define GEN_PASS_DEF_MESHGPUDEVICECONSTANTS
+#include "mesh/Conversion/Passes.h.inc"
+} // namespace mesh
+} // namespace mlir
+
+using namespace mlir;
+
+namespace {
+
+/// The LLVM struct that a memref of `type` lowers to.
+LLVM::LLVMStructType descriptorType(MLIRContext *ctx, MemRefType type) {
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  Type i64 = IntegerType::get(ctx, 64);
+  SmallVector<Type> fields{ptr, ptr, i64};
+  if (type.getRank() > 0) {
+    auto array = LLVM::LLVMArrayType::get(i64, type.getRank());
+    fields.push_back(array);
+    fields.push_back(array);
+  }
+  return LLVM::LLVMStructType::getLiteral(ctx, fields);
+}
+
+/// The pointer global that holds the copy of the constant `name` (null until
+/// the first use), shared by every function that uses the constant.
+LLVM::GlobalOp getPointerGlobal(ModuleOp module, Location loc, StringRef name) {
+  std::string symbol = ("__mesh_device_" + name).str();
+  if (auto global = module.lookupSymbol<LLVM::GlobalOp>(symbol))
+    return global;
+  MLIRContext *ctx = module.getContext();
+  Type ptrType = LLVM::LLVMPointerType::get(ctx);
+  OpBuilder b(ctx);
+  b.setInsertionPointToStart(module.getBody());
+  auto global =
+      LLVM::GlobalOp::create(b, loc, ptrType, /*isConstant=*/false,
+                             LLVM::Linkage::Internal, symbol, Attribute());
+  b.setInsertionPointToStart(b.createBlock(&global.getInitializerRegion()));
+  LLVM::ReturnOp::create(b, loc,
+                         LLVM::ZeroOp::create(b, loc, ptrType).getResult());
+  return global;
+}
+
+/// Replaces the uses of the constant `get` by its copy: allocated and filled
+/// on the first use, then a descriptor of the remembered copy.
+void replaceByCopy(ModuleOp module, memref::GetGlobalOp get) {
+  MLIRContext *ctx = get.getContext();
+  Location loc = get.getLoc();
+  auto type = cast<MemRefType>(get.getType());
+  Type ptrType = LLVM::LLVMPointerType::get(ctx);
+  Type i64Type = IntegerType::get(ctx, 64);
+  LLVM::GlobalOp global = getPointerGlobal(module, loc, get.getName());
+
+  SmallVector<OpOperand *> uses;
+  for (OpOperand &use : get->getUses())
+    uses.push_back(&use);
+  OpBuilder b(ctx);
+  b.setInsertionPointAfter(get);
+  Value addr = LLVM::AddressOfOp::create(b, loc, global);
+  Value current = LLVM::LoadOp::create(b, loc, ptrType, addr);
+  Value null = LLVM::ZeroOp::create(b, loc, ptrType);
+  Value missing =
+      LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, current, null);
+  auto ifOp = scf::IfOp::create(b, loc, missing, /*withElseRegion=*/false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    Value copy = memref::AllocOp::create(b, loc, type);
+    memref::CopyOp::create(b, loc, get.getResult(), copy);
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, copy);
+    Value asInt = arith::IndexCastOp::create(b, loc, i64Type, base);
+    Value ptr = LLVM::IntToPtrOp::create(b, loc, ptrType, asInt);
+    LLVM::StoreOp::create(b, loc, ptr, addr);
+  }
+  // A descriptor of the copy, as the memref lowering lays it out.
+  Value pointer = LLVM::LoadOp::create(b, loc, ptrType, addr);
+  Value desc = LLVM::UndefOp::create(b, loc, descriptorType(ctx, type));
+  desc =
+      LLVM::InsertValueOp::create(b, loc, desc, pointer, ArrayRef<int64_t>{0});
+  desc =
+      LLVM::InsertValueOp::create(b, loc, desc, pointer, ArrayRef<int64_t>{1});
+  auto i64 = [&](int64_t v) {
+    return LLVM::ConstantOp::create(b, loc, i64Type, b.getI64IntegerAttr(v));
+  };
+  desc =
+      LLVM::InsertValueOp::create(b, loc, desc, i64(0), ArrayRef<int64_t>{2});
+  SmallVector<int64_t> strides = type.getStridesAndOffset().first;
+  for (auto [i, size] : llvm::enumerate(type.getShape())) {
+    int64_t d = static_cast<int64_t>(i);
+    desc = LLVM::InsertValueOp::create(b, loc, desc, i64(size),
+                                       ArrayRef<int64_t>{3, d});
+    desc = LLVM::InsertValueOp::create(b, loc, desc, i64(strides[i]),
+                                       ArrayRef<int64_t>{4, d});
+  }
+  Value replacement =
+      UnrealizedConversionCastOp::create(b, loc, type, desc).getResult(0);
+  for (OpOperand *use : uses)
+    use->set(replacement);
+}
+
+struct MeshGpuDeviceConstantsPass
+    : public mesh::impl::MeshGpuDeviceConstantsBase<
+          MeshGpuDeviceConstantsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<memref::GetGlobalOp> gets;
+    WalkResult result =
+        module.walk([&](memref::GetGlobalOp get) {
+          // Host code only: kernels are not outlined yet.
+          if (!get->getParentOfType<func::FuncOp>() ||
+              get->getParentOfType<gpu::LaunchOp>())
+            return WalkResult::advance();
+          auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+              get, get.getNameAttr());
+          if (!global || !global.getConstant()) {
+            get.emitOpError()
+                << "refers to a mutable host global, which kernels cannot use";
+            return WalkResult::interrupt();
+          }
+          MemRefType type = get.getType();
+          if (!type.hasStaticShape() || !type.getLayout().isIdentity()) {
+            get.emitOpError() << "has the type " << type
+                              << "; a device copy needs a static shape and an "
+                                 "identity layout";
+            return WalkResult::interrupt();
+          }
+          gets.push_back(get);
+          return WalkResult::advance();
+        });
+    if (result.wasInterrupted())
+      return signalPassFailure();
+    for (memref::GetGlobalOp get : gets)
+      replaceByCopy(module, get);
+  }
+};
+
+} // namespace
