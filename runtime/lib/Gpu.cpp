@@ -307,6 +307,7 @@ struct KnownDeviceMemory {
   uint64_t Generation = 0;
   uint64_t FreesSeen = 0; // FreedLog::Count when last brought up to date.
   unsigned Next = 0;
+  unsigned LastHit = 0; // Looked at first: a chain asks about one buffer.
   uintptr_t Lo[kEntries] = {};
   uintptr_t Hi[kEntries] = {}; // Lo == Hi: an empty entry.
 };
@@ -597,9 +598,14 @@ bool meshrt::detail::gpuIsDeviceMemory(const void *P, const char *Op) {
 bool meshrt::detail::gpuKnownDeviceMemory(const void *P) {
   KnownDeviceMemory &K = currentMemo();
   uintptr_t A = reinterpret_cast<uintptr_t>(P);
+  unsigned H = K.LastHit;
+  if (A - K.Lo[H] < K.Hi[H] - K.Lo[H])
+    return true;
   for (unsigned I = 0; I < KnownDeviceMemory::kEntries; ++I)
-    if (A - K.Lo[I] < K.Hi[I] - K.Lo[I])
+    if (A - K.Lo[I] < K.Hi[I] - K.Lo[I]) {
+      K.LastHit = I;
       return true;
+    }
   return false;
 }
 
