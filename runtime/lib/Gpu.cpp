@@ -414,6 +414,13 @@ FreedLog &freedLog() {
   return *L;
 }
 
+/// Drops the range that holds `A` from `K`.
+void forget(KnownDeviceMemory &K, uintptr_t A) {
+  for (unsigned I = 0; I < KnownDeviceMemory::kEntries; ++I)
+    if (A - K.Lo[I] < K.Hi[I] - K.Lo[I])
+      K.Lo[I] = K.Hi[I] = 0;
+}
+
 /// Brings this thread's memo up to date: empty after a generation change,
 /// without the freed ranges otherwise.
 KnownDeviceMemory &currentMemo() {
@@ -437,12 +444,8 @@ KnownDeviceMemory &currentMemo() {
       for (unsigned I = 0; I < KnownDeviceMemory::kEntries; ++I)
         K.Lo[I] = K.Hi[I] = 0; // Too many to replay: forget all.
     } else {
-      for (uint64_t F = K.FreesSeen; F < Now; ++F) {
-        uintptr_t A = L.Ptr[F % FreedLog::kSlots];
-        for (unsigned I = 0; I < KnownDeviceMemory::kEntries; ++I)
-          if (A - K.Lo[I] < K.Hi[I] - K.Lo[I])
-            K.Lo[I] = K.Hi[I] = 0;
-      }
+      for (uint64_t F = K.FreesSeen; F < Now; ++F)
+        forget(K, L.Ptr[F % FreedLog::kSlots]);
     }
     K.FreesSeen = Now;
   }
@@ -529,10 +532,21 @@ void meshrt::detail::gpuFree(void *Ptr, void *Stream, const char *Op) {
     return;
   {
     FreedLog &L = freedLog();
-    std::lock_guard<std::mutex> Lock(L.Mutex);
-    uint64_t N = L.Count.load(std::memory_order_relaxed);
-    L.Ptr[N % FreedLog::kSlots] = reinterpret_cast<uintptr_t>(Ptr);
-    L.Count.store(N + 1, std::memory_order_release);
+    uint64_t N;
+    {
+      std::lock_guard<std::mutex> Lock(L.Mutex);
+      N = L.Count.load(std::memory_order_relaxed);
+      L.Ptr[N % FreedLog::kSlots] = reinterpret_cast<uintptr_t>(Ptr);
+      L.Count.store(N + 1, std::memory_order_release);
+    }
+    // This thread's memo, if it had seen every earlier free, takes this one
+    // now, so that its next look need not replay the log under the lock.
+    KnownDeviceMemory &K = Known;
+    if (K.FreesSeen == N && K.Generation == DeviceMemoryGeneration.load(
+                                                std::memory_order_acquire)) {
+      forget(K, reinterpret_cast<uintptr_t>(Ptr));
+      K.FreesSeen = N + 1;
+    }
   }
   Device &Dev = selected();
   bool Managed = false;

@@ -414,12 +414,16 @@ public:
   void synchronizeStream(void *S, const char *Op) override {
     const Libraries &L = libraries();
     cudaStream_t Str = S ? static_cast<cudaStream_t>(S) : Stream;
+    // The stream is polled back to back, so that its end is seen at once;
+    // NCCL's asynchronous errors are asked about every 64 polls (work that
+    // failed may never end) and once when the stream is done.
     for (unsigned Spin = 0;; ++Spin) {
       cudaError_t E = L.Cuda.StreamQuery(Str);
       if (E != cudaSuccess && E != cudaErrorNotReady)
         cudaFail(E, std::string(Op) + ": cudaStreamQuery");
-      for (NcclComm *C : Comms)
-        C->checkAsyncError(Op);
+      if (E == cudaSuccess || Spin % 64 == 63)
+        for (NcclComm *C : Comms)
+          C->checkAsyncError(Op);
       if (E == cudaSuccess)
         return;
       if (Spin > 2000)
