@@ -17,9 +17,9 @@ func.func @mlp(%x: tensor<4x16xf32>, %w1: tensor<16x16xf32>,
   %h = linalg.matmul ins(%x, %w1 : tensor<4x16xf32>, tensor<16x16xf32>)
                      outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
   %relu = arith.maximumf %h, %acc : tensor<4x16xf32>
-  // Row-parallel: a partial sum of the output, pending over "tp".
+  // Row-parallel: a partial sum of the output, pending over "tp" (in a
+  // global program, #mesh.sharding<@mesh2d, [[], []], partial = sum["tp"]>).
   %y_partial = linalg.matmul
-      {mesh.sharding = #mesh.sharding<@mesh2d, [[], []], partial = sum["tp"]>}
       ins(%relu, %w2 : tensor<4x16xf32>, tensor<16x16xf32>)
       outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
   %y = mesh.all_reduce %y_partial on @mesh2d axes = ["tp"] reduction = sum

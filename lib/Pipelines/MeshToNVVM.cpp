@@ -41,8 +41,9 @@ std::string mlir::mesh::resolveCudaPath(StringRef requested) {
 static void addHostStage(OpPassManager &pm,
                          const mesh::MeshToNVVMOptions &options) {
   mesh::addBufferizationAndRuntimeCalls(
-      pm, options.writableArguments, options.initSymbol, options.finiSymbol,
-      options.initInMain, /*onStream=*/!options.hostKernels);
+      pm, options.partition, options.writableArguments, options.initSymbol,
+      options.finiSymbol, options.initInMain,
+      /*onStream=*/!options.hostKernels);
   // bufferization.clone to memref.alloc + memref.copy, which the device
   // stage turns into gpu.alloc + gpu.memcpy.
   pm.addPass(createConvertBufferizationToMemRefPass());

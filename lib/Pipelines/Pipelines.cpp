@@ -22,10 +22,14 @@
 using namespace mlir;
 
 void mlir::mesh::addBufferizationAndRuntimeCalls(
-    OpPassManager &pm, bool writableArguments, StringRef initSymbol,
-    StringRef finiSymbol, bool initInMain, bool onStream) {
-  // Drop the (partitioned) program's sharding annotations and keep callers'
-  // buffers read-only.
+    OpPassManager &pm, bool partition, bool writableArguments,
+    StringRef initSymbol, StringRef finiSymbol, bool initInMain,
+    bool onStream) {
+  // A global program is partitioned first, never compiled whole for every
+  // device.
+  if (partition)
+    pm.addPass(createPartitionIfAnnotated());
+  // Refuse annotations that are left, and keep callers' buffers read-only.
   PrepareForBufferizationOptions prepare;
   prepare.writableArguments = writableArguments;
   pm.addPass(createPrepareForBufferization(prepare));
@@ -67,9 +71,9 @@ void mlir::mesh::addBufferizationAndRuntimeCalls(
 
 void mlir::mesh::buildMeshToLLVMPipeline(OpPassManager &pm,
                                          const MeshToLLVMOptions &options) {
-  addBufferizationAndRuntimeCalls(pm, options.writableArguments,
-                                  options.initSymbol, options.finiSymbol,
-                                  options.initInMain, /*onStream=*/false);
+  addBufferizationAndRuntimeCalls(
+      pm, options.partition, options.writableArguments, options.initSymbol,
+      options.finiSymbol, options.initInMain, /*onStream=*/false);
   addHostLoweringToLLVM(pm);
 }
 

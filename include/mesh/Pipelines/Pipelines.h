@@ -29,6 +29,12 @@ struct MeshCompileOptions : public mlir::PassPipelineOptions<Derived> {
       *this, "writable-arguments",
       llvm::cl::desc("Let kernels write into their callers' tensor arguments"),
       llvm::cl::init(false)};
+  mlir::detail::PassOptions::Option<bool> partition{
+      *this, "partition",
+      llvm::cl::desc("Partition a program that still carries sharding "
+                     "annotations first (mesh-partition-if-annotated); "
+                     "false: such a program is an error"),
+      llvm::cl::init(true)};
   mlir::detail::PassOptions::Option<bool> initInMain{
       *this, "init-in-main",
       llvm::cl::desc("Call start-up and shut-down from main, if any"),
@@ -38,11 +44,13 @@ struct MeshCompileOptions : public mlir::PassPipelineOptions<Derived> {
 /// Options of --mesh-to-llvm.
 struct MeshToLLVMOptions : public MeshCompileOptions<MeshToLLVMOptions> {};
 
-/// The start of both compile pipelines: the program's annotations dropped,
-/// tensors bufferized (function boundaries included, identity layouts),
-/// deallocation, collectives to runtime calls (stream-ordered ones with
-/// `onStream`), and, with `initInMain`, stdout line-buffered in main.
-void addBufferizationAndRuntimeCalls(mlir::OpPassManager &pm,
+/// The start of both compile pipelines: with `partition`, a program that
+/// still carries annotations partitioned (without, refused), tensors
+/// bufferized (function boundaries included, identity layouts),
+/// deallocation, collectives in place where their input dies, collectives
+/// to runtime calls (stream-ordered ones with `onStream`), and, with
+/// `initInMain`, stdout line-buffered in main.
+void addBufferizationAndRuntimeCalls(mlir::OpPassManager &pm, bool partition,
                                      bool writableArguments,
                                      llvm::StringRef initSymbol,
                                      llvm::StringRef finiSymbol,

@@ -4,18 +4,17 @@
 
 mesh.mesh @m(["dp" = 2, "tp" = 4])
 
-// Annotations are dropped everywhere; public tensor arguments become
-// read-only for bufferization, private ones and non-tensors stay as they are.
+// Public tensor arguments become read-only for bufferization, private ones
+// and non-tensors stay as they are. (Annotations left are an error:
+// prepare-for-bufferization-invalid.mlir.)
 // CHECK-LABEL: func.func @kernel
 // CHECK-SAME: (%{{.*}}: tensor<4x8xf32> {bufferization.writable = false}, %{{.*}}: index)
 // CHECK-SAME: -> tensor<4x8xf32> {
 // WRITABLE-LABEL: func.func @kernel
 // WRITABLE-SAME: (%{{.*}}: tensor<4x8xf32>, %{{.*}}: index)
-// CHECK-NOT: mesh.sharding
-func.func @kernel(%x: tensor<4x8xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["tp"]]>}, %i: index)
-    -> (tensor<4x8xf32> {mesh.sharding = #mesh.sharding<@m, [[], []]>}) {
+func.func @kernel(%x: tensor<4x8xf32>, %i: index) -> tensor<4x8xf32> {
   // CHECK: arith.negf %{{.*}} : tensor<4x8xf32>
-  %y = arith.negf %x {mesh.sharding = #mesh.sharding<@m, [[], []], partial = sum["tp"]>} : tensor<4x8xf32>
+  %y = arith.negf %x : tensor<4x8xf32>
   // CHECK: mesh.all_reduce
   %r = mesh.all_reduce %y on @m axes = ["tp"] reduction = sum : tensor<4x8xf32> -> tensor<4x8xf32>
   return %r : tensor<4x8xf32>

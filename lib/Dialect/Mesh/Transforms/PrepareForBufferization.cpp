@@ -1,9 +1,9 @@
 //===- PrepareForBufferization.cpp - ready a partitioned program ----------===//
 //
-// Drops the mesh.sharding annotations of a partitioned program (they describe
-// tensors that are about to become buffers, and would no longer verify) and
-// makes public functions' tensor arguments read-only for bufferization, so
-// that compiled kernels do not overwrite their callers' buffers.
+// Refuses a program that still carries sharding annotations (it was not
+// partitioned) and makes public functions' tensor arguments read-only for
+// bufferization, so that compiled kernels do not overwrite their callers'
+// buffers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,21 +30,30 @@ struct PrepareForBufferizationPass
   using PrepareForBufferizationBase::PrepareForBufferizationBase;
 
   void runOnOperation() override {
-    StringRef name = mesh::MeshDialect::getShardingAttrName();
-    getOperation().walk([&](Operation *op) {
-      op->removeAttr(name);
-      auto fn = dyn_cast<FunctionOpInterface>(op);
-      if (!fn)
+    // A global program compiled as it is would run whole on every device.
+    bool annotated = mesh::findShardingAnnotation(
+        getOperation(), [](Operation *op, StringRef what) {
+          InFlightDiagnostic diag = op->emitOpError();
+          if (auto symbol = dyn_cast<SymbolOpInterface>(op))
+            diag << "@" << symbol.getName() << " ";
+          diag << what
+               << ": the program is not partitioned; run "
+                  "--mesh-propagate-sharding --mesh-partition first "
+                  "(--mesh-to-llvm and --mesh-to-nvvm do unless given "
+                  "partition=false, mesh-compile unless given --no-partition)";
+        });
+    if (annotated)
+      return signalPassFailure();
+    if (writableArguments)
+      return;
+    getOperation().walk([&](FunctionOpInterface fn) {
+      if (!fn.isPublic())
         return;
-      bool readOnly = !writableArguments && fn.isPublic();
       mesh::editArgAttrs(fn, [&](unsigned i, NamedAttrList &attrs) {
-        attrs.erase(name);
-        if (readOnly && isa<TensorType>(fn.getArgumentTypes()[i]))
+        if (isa<TensorType>(fn.getArgumentTypes()[i]))
           attrs.set(bufferization::BufferizationDialect::kWritableAttrName,
-                    BoolAttr::get(op->getContext(), false));
+                    BoolAttr::get(fn.getContext(), false));
       });
-      mesh::editResultAttrs(
-          fn, [&](unsigned, NamedAttrList &attrs) { attrs.erase(name); });
     });
   }
 };

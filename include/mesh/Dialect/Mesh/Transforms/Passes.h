@@ -21,6 +21,14 @@ namespace mesh {
 #define GEN_PASS_REGISTRATION
 #include "mesh/Dialect/Mesh/Transforms/Passes.h.inc"
 
+/// True when `root` holds a sharding annotation: a `mesh.sharding` attribute
+/// on an op, a function argument or a result, or a `mesh.shard` op. Calls
+/// `report(op, what)` for each one found ("carries a 'mesh.sharding'
+/// annotation", "has argument 2 with a 'mesh.sharding' annotation", ...).
+bool findShardingAnnotation(
+    Operation *root,
+    function_ref<void(Operation *, StringRef)> report = nullptr);
+
 } // namespace mesh
 } // namespace mlir
 

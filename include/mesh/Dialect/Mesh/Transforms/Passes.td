@@ -15,22 +15,20 @@ def PrepareForBufferization
   let description = [{
     Run on a program in per-device form, before `one-shot-bufferize`:
 
-    - removes the `mesh.sharding` annotations from operations and from
-      function arguments and results: they describe tensors, and once the
-      program is partitioned and about to become buffers they no longer
-      apply;
+    - fails if a `mesh.sharding` annotation (on an op, a function argument
+      or a result) or a `mesh.shard` op is left: the program was not
+      partitioned, and compiling it as it is would run the whole global
+      program on every device. The error names the op or argument and says
+      to run `mesh-partition` (which the compile pipelines do unless given
+      `partition=false`);
     - unless `writable-arguments` is set, marks every tensor argument of a
       public function `bufferization.writable = false`, so that compiled
       kernels never overwrite the buffers their callers pass in (bufferization
       copies before writing instead).
 
-    `mesh.shard` constraints are left alone: they must be partitioned away,
-    and the lowering reports any that remain.
-
     ```mlir
-    func.func @k(%a: tensor<4xf32> {mesh.sharding = #mesh.sharding<@m, [["x"]]>})
-        -> tensor<4xf32> {
-      %0 = arith.negf %a {mesh.sharding = #mesh.sharding<@m, [["x"]]>} : tensor<4xf32>
+    func.func @k(%a: tensor<4xf32>) -> tensor<4xf32> {
+      %0 = arith.negf %a : tensor<4xf32>
       return %0 : tensor<4xf32>
     }
     // becomes
@@ -193,6 +191,38 @@ def OptimizeCollectives : Pass<"mesh-optimize-collectives"> {
            "turns combining off">
   ];
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
+def PartitionIfAnnotated
+    : Pass<"mesh-partition-if-annotated", "::mlir::ModuleOp"> {
+  let summary = "Partitions a program that still carries sharding annotations";
+  let description = [{
+    The first pass of `--mesh-to-llvm` and `--mesh-to-nvvm` (unless they are
+    given `partition=false`), so that a global program is never compiled as
+    if every device ran all of it. A module with a `mesh.sharding`
+    annotation anywhere (on an op, a function argument or a result) or a
+    `mesh.shard` op is a global program: this pass runs
+    `mesh-propagate-sharding`, `mesh-partition` and
+    `mesh-optimize-collectives` on it. A module with none (a per-device
+    program, or one already partitioned) is left as it is.
+
+    ```mlir
+    mesh.mesh @m(["x" = 4])
+    func.func @f(%a: tensor<16xf32> {mesh.sharding = #mesh.sharding<@m, [["x"]]>})
+        -> (tensor<16xf32> {mesh.sharding = #mesh.sharding<@m, [["x"]]>}) {
+      %0 = arith.negf %a : tensor<16xf32>
+      return %0 : tensor<16xf32>
+    }
+    // becomes
+    func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
+      %0 = arith.negf %a : tensor<4xf32>
+      return %0 : tensor<4xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def CollectivesInPlace : Pass<"mesh-collectives-in-place"> {
