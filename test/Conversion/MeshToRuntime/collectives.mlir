@@ -178,6 +178,21 @@ func.func @in_place(%x: memref<16xf32>, %y: memref<?xi8>) -> (memref<16xf32>, me
   return %0, %1 : memref<16xf32>, memref<?xi8>
 }
 
+// Zero-size buffers: nothing to communicate, so no call and no staging; the
+// result is an empty buffer.
+// CHECK-LABEL: func.func @zero_size
+func.func @zero_size(%x: memref<2x0xf32>, %y: memref<0xi32>) -> (memref<8x0xf32>, memref<0xi32>) {
+  // CHECK-NOT: llvm.call
+  // CHECK-NOT: memref.subview
+  // CHECK: %[[G:.*]] = memref.alloc() : memref<8x0xf32>
+  %0 = mesh.all_gather %x on @world axes = ["shard"] gather_dim = 0 : memref<2x0xf32> -> memref<8x0xf32>
+  // CHECK-NOT: llvm.call
+  // CHECK: %[[R:.*]] = memref.alloc() : memref<0xi32>
+  %1 = mesh.all_reduce %y on @world axes = ["shard"] reduction = sum : memref<0xi32> -> memref<0xi32>
+  // CHECK: return %[[G]], %[[R]]
+  return %0, %1 : memref<8x0xf32>, memref<0xi32>
+}
+
 // permute: a ring (wrap + zero fill = 3) or an open shift (zero fill = 2).
 // CHECK-LABEL: func.func @permute
 func.func @permute(%x: memref<16xui8>) -> (memref<16xui8>, memref<16xui8>) {
