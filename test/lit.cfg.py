@@ -24,7 +24,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.mesh_tools_dir, config.llvm_tools_dir]
-tools = ["mesh-opt", "mesh-lsp-server", "mlir-translate"]
+tools = ["mesh-opt", "mesh-lsp-server", "mlir-translate", "mlir-opt"]
 if config.mesh_has_fuzzer:
     tools.append("mesh-fuzz")
     config.available_features.add("fuzzer")
