@@ -49,6 +49,9 @@ int main() {
                   list(Dp.members()) + "  sp group " + list(Sp.members()) +
                   "  after all_to_all " + list(Heads) + "  mean grad over dp " +
                   std::to_string(Grad[0]));
+    // Every rank finalizes before it exits; a rank that exits with the
+    // runtime initialized aborts the job (docs/runtime.md, "Faults").
+    meshrt::finalize();
   } catch (const meshrt::Error &E) {
     std::fprintf(stderr, "mesh-example-dp-sp: %s\n", E.what());
     return 1;

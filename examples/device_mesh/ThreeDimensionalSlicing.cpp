@@ -62,6 +62,9 @@ int main(int argc, char **argv) {
       std::printf("splits after flatten(\"dp\"): %lld (exactly one more)\n",
                   (long long)AfterFlatten);
     }
+    // Every rank finalizes before it exits; a rank that exits with the
+    // runtime initialized aborts the job (docs/runtime.md, "Faults").
+    meshrt::finalize();
     return Reused && AfterSlicing == AfterInit && AfterFlatten == AfterInit + 1
                ? 0
                : 1;

@@ -48,6 +48,9 @@ int main(int argc, char **argv) {
       std::printf("communicators: %lld (the world + %lld splits: one per mesh "
                   "dimension, not one per group)\n",
                   (long long)S.communicators, (long long)S.splits);
+    // Every rank finalizes before it exits; a rank that exits with the
+    // runtime initialized aborts the job (docs/runtime.md, "Faults").
+    meshrt::finalize();
   } catch (const meshrt::Error &E) {
     std::fprintf(stderr, "mesh-example-2d: %s\n", E.what());
     return 1;

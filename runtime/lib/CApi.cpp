@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Abort.h"
 #include "Context.h"
 #include "Gpu.h"
 
@@ -52,12 +53,10 @@ meshrt_status fail(const char *Fn, meshrt_status S, const char *Msg) {
   MPI_Finalized(&Fin);
   if (Init && !Fin)
     MPI_Comm_rank(MPI_COMM_WORLD, &Rank);
-  std::fprintf(stderr, "meshrt: rank %d: error: %s [%s]\n", Rank,
-               LastError.c_str(), meshrt_status_name(S));
   std::fflush(stderr);
-  if (Init && !Fin)
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  std::_Exit(1);
+  writeStderr("meshrt: rank " + std::to_string(Rank) + ": error: " + LastError +
+              " [" + meshrt_status_name(S) + "]\n");
+  abortJob(1);
 }
 
 /// Runs `Body`, mapping exceptions to statuses.

@@ -9,9 +9,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "Context.h"
+#include "Abort.h"
 #include "Gpu.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <unordered_set>
 
 #include <cstdio>
@@ -57,7 +61,15 @@ namespace {
 struct ProcessState {
   std::mutex Mutex;
   bool WeInitializedMpi = false;
-  bool AtExitRegistered = false;
+  bool ExitHandlerRegistered = false;
+  // A duplicate of MPI_COMM_WORLD for the barrier before the runtime's own
+  // MPI_Finalize at exit (only when the runtime initialised MPI).
+  MPI_Comm ExitComm = MPI_COMM_NULL;
+  // How long that barrier may wait: MESHRT_TIMEOUT_S of the last context.
+  double ExitTimeout = 600;
+  // Contexts started and not finalized. A process that exits while one is
+  // live aborts the job (see onProcessExit).
+  int LiveContexts = 0;
   // The default context, shared by the C ABI and the C++ API.
   std::shared_ptr<Context> Default;
   int DefaultInits = 0;
@@ -79,26 +91,92 @@ bool mpiUsable() {
   return Init && !Fin;
 }
 
-void finalizeAtExit() {
-  ProcessState &P = processState();
-  std::shared_ptr<Context> C;
-  {
-    std::lock_guard<std::mutex> Lock(P.Mutex);
-    C = std::move(P.Default);
-    P.DefaultInits = 0;
-  }
-  if (C) {
-    try {
-      C->finalize();
-    } catch (...) {
-    }
-  }
-  if (P.WeInitializedMpi && mpiUsable())
-    MPI_Finalize();
+int worldRankOrMinusOne() {
+  int Rank = -1;
+  if (mpiUsable())
+    MPI_Comm_rank(MPI_COMM_WORLD, &Rank);
+  return Rank;
 }
 
-/// Initializes MPI unless the program did already, and registers the
-/// at-exit finalization once per process.
+/// A process that leaves with the runtime initialised: the other ranks would
+/// wait for it in their next collective, and an MPI_Finalize here would wait
+/// for them. Says so and aborts the job instead.
+[[noreturn]] void abortOnEarlyExit(int Status) {
+  std::string How = Status < 0    ? std::string("exit() or a return from main")
+                    : Status == 0 ? std::string("exit(0) or a return from main")
+                                  : "exit(" + std::to_string(Status) +
+                                        ") or a return of " +
+                                        std::to_string(Status) + " from main";
+  writeStderr("meshrt: rank " + std::to_string(worldRankOrMinusOne()) +
+              ": error: the process is exiting (" + How +
+              ") while the runtime is initialized (meshrt_finalize or "
+              "meshrt::finalize was not called); the other ranks would wait "
+              "for it in their next collective. Aborting the job.\n");
+  abortJob(Status > 0 ? Status : 1);
+}
+
+/// The barrier before the runtime's own MPI_Finalize: MPI_Finalize waits for
+/// every rank, and a job torn down while some ranks wait inside it can crash
+/// or hang mpirun (Open MPI 4.1 with PMIx: PMIx_server_finalize). Here the
+/// ranks wait in an ordinary non-blocking barrier, polled, which an abort
+/// ends cleanly, and for at most MESHRT_TIMEOUT_S.
+void exitBarrier(ProcessState &P) {
+  if (P.ExitComm == MPI_COMM_NULL)
+    return;
+  MPI_Request Req;
+  if (MPI_Ibarrier(P.ExitComm, &Req) != MPI_SUCCESS)
+    return;
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point Start = Clock::now();
+  std::chrono::microseconds Nap(50);
+  for (;;) {
+    int Done = 0;
+    if (MPI_Test(&Req, &Done, MPI_STATUS_IGNORE) != MPI_SUCCESS || Done)
+      break;
+    double Waited = std::chrono::duration<double>(Clock::now() - Start).count();
+    if (P.ExitTimeout > 0 && Waited >= P.ExitTimeout) {
+      char Secs[96];
+      std::snprintf(Secs, sizeof(Secs), "%.1f s (MESHRT_TIMEOUT_S=%g)", Waited,
+                    P.ExitTimeout);
+      writeStderr(
+          "meshrt: rank " + std::to_string(worldRankOrMinusOne()) +
+          ": error: at exit, the other ranks did not reach MPI_Finalize "
+          "within " +
+          Secs +
+          "; a peer is stuck, dead, or still running. Aborting the "
+          "job.\n");
+      abortJob(124);
+    }
+    std::this_thread::sleep_for(Nap);
+    Nap = std::min(Nap * 2, std::chrono::microseconds(20000));
+  }
+  MPI_Comm_free(&P.ExitComm);
+}
+
+/// Runs when the process exits (exit() or a return from main; not _exit,
+/// signals or crashes, which the launcher reports). `Status` is the exit
+/// status.
+void onProcessExit(int Status, void *) {
+  ProcessState &P = processState();
+  int Live;
+  {
+    std::lock_guard<std::mutex> Lock(P.Mutex);
+    Live = P.LiveContexts;
+  }
+  // MPI finalized by the program: every rank got there, nobody waits.
+  if (!mpiUsable())
+    return;
+  if (Live > 0)
+    abortOnEarlyExit(Status);
+  if (P.WeInitializedMpi) {
+    exitBarrier(P);
+    MPI_Finalize();
+  }
+}
+
+/// Initializes MPI unless the program did already, registers the exit
+/// handler once per process, and counts a live context (the caller calls
+/// contextEnded() when it is finalized).
 void startMpi() {
   ProcessState &P = processState();
   std::lock_guard<std::mutex> Lock(P.Mutex);
@@ -115,11 +193,33 @@ void startMpi() {
         MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &Provided),
         "MPI_Init_thread");
     P.WeInitializedMpi = true;
+    checkMpi(MPI_Comm_dup(MPI_COMM_WORLD, &P.ExitComm),
+             "MPI_Comm_dup(MPI_COMM_WORLD)");
+    MPI_Comm_set_errhandler(P.ExitComm, MPI_ERRORS_RETURN);
   }
-  if (!P.AtExitRegistered) {
-    std::atexit(finalizeAtExit);
-    P.AtExitRegistered = true;
+  if (!P.ExitHandlerRegistered) {
+#if defined(__GLIBC__)
+    on_exit(onProcessExit, nullptr);
+#else
+    std::atexit([] { onProcessExit(-1, nullptr); });
+#endif
+    P.ExitHandlerRegistered = true;
   }
+  ++P.LiveContexts;
+}
+
+/// The context that startMpi counted is finalized (or never got started).
+void contextEnded() {
+  ProcessState &P = processState();
+  std::lock_guard<std::mutex> Lock(P.Mutex);
+  --P.LiveContexts;
+}
+
+/// MESHRT_TIMEOUT_S of the newest context also bounds the exit barrier.
+void setExitTimeout(double Timeout) {
+  ProcessState &P = processState();
+  std::lock_guard<std::mutex> Lock(P.Mutex);
+  P.ExitTimeout = Timeout;
 }
 
 const char *const DTypeNames[kNumDTypes] = {"f16", "bf16", "f32", "f64",
@@ -354,6 +454,7 @@ std::shared_ptr<Context> Context::create(meshrt_backend Requested) {
 
 void Context::start(meshrt_backend Requested) {
   startMpi();
+  Counted = true;
   // Local choices first; then one allreduce agrees on them, so that a rank
   // that fails here cannot leave the others waiting.
   std::optional<Error> LocalFailure;
@@ -361,6 +462,7 @@ void Context::start(meshrt_backend Requested) {
   double Timeout = 600;
   try {
     Timeout = timeoutFromEnv();
+    setExitTimeout(Timeout);
     int Rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &Rank);
     Trace = CollectiveTrace::open(Rank);
@@ -388,7 +490,7 @@ void Context::startControl(double Timeout, const Describable &Where) {
   StatsOnFinalize = envFlag("MESHRT_STATS");
   // The watchdog covers start-up too: a rank that never arrives (or arrives
   // at something else) aborts the job instead of hanging it.
-  Dog = std::make_unique<Watchdog>(Timeout, MPI_COMM_WORLD, WorldRank);
+  Dog = std::make_unique<Watchdog>(Timeout, WorldRank);
   {
     WatchScope W(*Dog, "start-up", &Where);
     checkMpi(MPI_Comm_dup(MPI_COMM_WORLD, &Control),
@@ -486,6 +588,8 @@ void Context::finalize() {
   if (Finalized)
     return;
   Finalized = true;
+  if (Counted)
+    contextEnded();
   if (StatsOnFinalize && WorldRank == 0 && World)
     printStats();
   // Handles stay (C and C++ objects may point at them) but lose their

@@ -351,6 +351,7 @@ private:
   int64_t WorldRank = 0;
   int64_t WorldSize = 1;
   bool Finalized = false;
+  bool Counted = false; // Counted as live by startMpi (see finalize).
   bool StatsOnFinalize = false;
   std::unique_ptr<Backend> TheBackend;
   std::unique_ptr<Watchdog> Dog;
@@ -374,7 +375,7 @@ inline void Comm::checkReduction(const char *Op, meshrt_dtype T,
 /// The default context (null if none): shared by the C ABI and the C++ API.
 std::shared_ptr<Context> defaultContext();
 /// Returns the default context, creating it with `Requested` if there is none
-/// (then it is finalized at exit unless released before). Increments the
+/// (then it lives until releaseDefaultContext). Increments the
 /// init count if `CountInit`.
 std::shared_ptr<Context> acquireDefaultContext(meshrt_backend Requested,
                                                bool CountInit);

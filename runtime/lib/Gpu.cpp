@@ -21,6 +21,7 @@
 
 #include "Gpu.h"
 
+#include "Abort.h"
 #include "Context.h"
 
 #include "meshrt/Error.h"
@@ -59,11 +60,10 @@ namespace {
   MPI_Finalized(&Fin);
   if (Init && !Fin)
     MPI_Comm_rank(MPI_COMM_WORLD, &Rank);
-  std::fprintf(stderr, "meshrt: rank %d: error: %s\n", Rank, Msg.c_str());
   std::fflush(stderr);
-  if (Init && !Fin)
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  std::_Exit(1);
+  writeStderr("meshrt: rank " + std::to_string(Rank) + ": error: " + Msg +
+              "\n");
+  abortJob(1);
 }
 
 /// Runs `Body`; an exception ends the job with `Fn` and its message.

@@ -1,16 +1,21 @@
 //===- Watchdog.cpp - Aborts the job when a collective hangs --------------===//
 //
 // The watchdog thread of a context; see Watchdog.h. On expiry it writes one
-// line to stderr and calls MPI_Abort (exit code 124, like timeout(1)). An
-// alarm makes sure the process dies even if MPI_Abort itself gets stuck.
+// line to stderr and ends this process with _exit(124) (124 like timeout(1));
+// the launcher then ends the job (mpirun kills every rank as soon as one
+// exits non-zero without finalizing). It does not call MPI_Abort: the thread
+// that the watchdog watches is inside MPI at that moment, and the runtime
+// initialises MPI_THREAD_SERIALIZED, under which a second thread must not
+// call MPI. _exit cannot block, so no backstop (alarm) is needed either.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Watchdog.h"
 
+#include "Abort.h"
+
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <unistd.h>
 
@@ -23,8 +28,8 @@ static const char *const RedOpNames[] = {"sum", "prod", "min", "max",
 
 Describable::~Describable() = default;
 
-Watchdog::Watchdog(double TimeoutSeconds, MPI_Comm World, int64_t WorldRank)
-    : Timeout(TimeoutSeconds), World(World), WorldRank(WorldRank) {
+Watchdog::Watchdog(double TimeoutSeconds, int64_t WorldRank)
+    : Timeout(TimeoutSeconds), WorldRank(WorldRank) {
   if (Timeout > 0)
     Thread = std::thread([this] { run(); });
 }
@@ -92,11 +97,6 @@ void Watchdog::fire(double Waited) {
                     " on " + On + " did not finish within " + Secs +
                     "; a peer is stuck, dead, or called a different "
                     "collective. Aborting the job.\n";
-  ssize_t Ignored = ::write(2, Msg.data(), Msg.size());
-  (void)Ignored;
-  // If MPI_Abort cannot make progress, SIGALRM's default action ends us.
-  std::signal(SIGALRM, SIG_DFL);
-  alarm(10);
-  MPI_Abort(World, 124);
+  writeStderr(Msg);
   _exit(124);
 }

@@ -5,14 +5,13 @@
 // operation's description); there is no clock read and no lock on that path.
 // A watchdog thread wakes a few times per timeout, and when it sees the same
 // odd sequence number for longer than MESHRT_TIMEOUT_S it prints which rank,
-// operation, mesh and axes are stuck, and aborts the job.
+// operation, mesh and axes are stuck, and ends the process with exit code
+// 124, which ends the job (see Abort.h for why not MPI_Abort).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef MESHRT_LIB_WATCHDOG_H
 #define MESHRT_LIB_WATCHDOG_H
-
-#include <mpi.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -35,9 +34,9 @@ public:
 /// Watches the operation in flight on one context.
 class Watchdog {
 public:
-  /// Starts the thread unless `TimeoutSeconds` <= 0. `World` is used for
-  /// MPI_Abort, `WorldRank` for the message.
-  Watchdog(double TimeoutSeconds, MPI_Comm World, int64_t WorldRank);
+  /// Starts the thread unless `TimeoutSeconds` <= 0. `WorldRank` names this
+  /// process in the message.
+  Watchdog(double TimeoutSeconds, int64_t WorldRank);
   ~Watchdog();
   Watchdog(const Watchdog &) = delete;
   Watchdog &operator=(const Watchdog &) = delete;
@@ -63,8 +62,8 @@ public:
 
 private:
   void run();
-  /// Reports the operation in flight as stuck for `Waited` seconds and
-  /// aborts the job.
+  /// Reports the operation in flight as stuck for `Waited` seconds and ends
+  /// the process with exit code 124 (never calls MPI).
   [[noreturn]] void fire(double Waited);
 
   // The fields begin() and end() write share one cache line.
@@ -76,7 +75,6 @@ private:
   std::atomic<int32_t> OpType{-1};
   std::atomic<int32_t> OpRedOp{-1};
   double Timeout;
-  MPI_Comm World;
   int64_t WorldRank;
   std::mutex Mutex;
   std::condition_variable Wake;

@@ -356,7 +356,8 @@ private:
 
 /// The default runtime, shared with the C ABI; started on first use with
 /// backend `B` (Auto: MESHRT_BACKEND, then NCCL if a GPU is visible) and
-/// finalized at exit.
+/// finalized by meshrt::finalize() (a process that exits with it still
+/// initialised aborts the job: call finalize() on every rank before exit).
 MESHRT_API Runtime default_runtime(Backend B = Backend::Auto);
 
 /// Creates a mesh on the default runtime, like torch's init_device_mesh.
@@ -373,7 +374,8 @@ MESHRT_API DeviceMesh init_device_mesh(
 /// True if the NCCL backend is built and a CUDA device is visible.
 MESHRT_API bool cuda_available();
 
-/// Finalizes the default runtime now (otherwise it happens at exit).
+/// Finalizes the default runtime (collective). Every rank calls it before it
+/// exits; exiting with the runtime initialised aborts the job.
 MESHRT_API void finalize();
 
 } // namespace meshrt

@@ -180,11 +180,15 @@ typedef struct meshrt_comm_opaque *meshrt_comm_t;
 /// Initialises the default runtime context: MPI (unless the program already
 /// did), the backend, the world communicator and the timeout watchdog.
 /// Collective over MPI_COMM_WORLD. Calls nest: each meshrt_init needs one
-/// meshrt_finalize; only the outermost pair does work.
+/// meshrt_finalize; only the outermost pair does work. Every rank must
+/// finalize before it exits: a process that exits (exit() or a return from
+/// main) with the runtime initialised aborts the whole job with a message,
+/// since its peers would wait for it in their next collective.
 MESHRT_API meshrt_status meshrt_init(meshrt_backend backend);
 
-/// Frees every communicator and ends the default context (and MPI, if the
-/// runtime started it). Collective. Prints statistics when MESHRT_STATS=1.
+/// Frees every communicator and ends the default context. Collective. Prints
+/// statistics when MESHRT_STATS=1. If the runtime started MPI, MPI is
+/// finalized at exit, after a barrier bounded by MESHRT_TIMEOUT_S.
 MESHRT_API meshrt_status meshrt_finalize(void);
 
 /// 1 if the default context is initialised, 0 otherwise.

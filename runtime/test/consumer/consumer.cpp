@@ -13,5 +13,6 @@ int main() {
     return 1;
   }
   std::printf("consumer-cxx OK (%s)\n", Mesh.to_string().c_str());
+  meshrt::finalize();
   return 0;
 }
