@@ -196,6 +196,8 @@ const char *meshrt_status_name(int S) {
     return "MESHRT_ERROR_BACKEND";
   case MESHRT_ERROR_TIMEOUT:
     return "MESHRT_ERROR_TIMEOUT";
+  case MESHRT_ERROR_COLLECTIVE_MISMATCH:
+    return "MESHRT_ERROR_COLLECTIVE_MISMATCH";
   default:
     return "MESHRT_ERROR_?";
   }

@@ -3,10 +3,11 @@
 // The generic half of every collective: argument checks that do not depend on
 // the backend (counts, dtypes, reductions, roots, aliasing), the translation
 // of permute offsets into a (destination, source) pair, the statistics, the
-// collective trace (MESHRT_TRACE, see Trace.h) and the watchdog scope around
-// the backend call. Everything that can be checked locally is checked before
-// any communication, so an invalid call fails on every rank the same way
-// instead of leaving peers waiting.
+// collective trace (MESHRT_TRACE, see Trace.h), the cross-rank comparison of
+// the call (MESHRT_CHECK_COLLECTIVES, see CollectiveCheck.h) and the
+// watchdog scope around the backend call. Everything that can be checked
+// locally is checked before any communication, so an invalid call fails on
+// every rank the same way instead of leaving peers waiting.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,9 +34,12 @@ Comm::Comm(Context &Ctx, Mesh &M, std::vector<int64_t> AxesIn,
 
 Comm::~Comm() { handles::remove(this); }
 
-void Comm::attach(std::shared_ptr<BackendComm> I) {
+void Comm::attach(std::shared_ptr<BackendComm> I, CollectiveCheck *Checker) {
   Impl = std::move(I);
   Fast = Impl.get();
+  Check = Checker;
+  if (Check)
+    CheckId = CollectiveCheck::commId(Label);
   Dog = &Ctx.watchdog();
   std::memcpy(SupportedOps, Ctx.supportedOps(), sizeof(SupportedOps));
   Trace = Ctx.trace();
@@ -48,6 +52,7 @@ void Comm::attach(std::shared_ptr<BackendComm> I) {
 
 void Comm::detach() {
   Fast = nullptr;
+  Check = nullptr;
   Impl.reset();
 }
 
@@ -73,6 +78,13 @@ void Comm::traceCall(const char *Fmt, ...) const {
   std::vsnprintf(Buf, sizeof(Buf), Fmt, Args);
   va_end(Args);
   Trace->write(Buf + TraceGroup);
+}
+
+void Comm::verify(const char *Op, CollectiveSignature S) const {
+  S.CommId = CheckId;
+  WatchScope W(*Dog, Op, this, S.Count, S.DType, S.RedOp);
+  if (std::optional<std::string> Msg = Check->verify(S, Label, Members))
+    fail(MESHRT_ERROR_COLLECTIVE_MISMATCH, Op, *Msg);
 }
 
 void Comm::requireLive(const char *Op) const {
@@ -131,6 +143,8 @@ void Comm::allReduce(const void *Send, void *Recv, int64_t Count,
                      meshrt_dtype T, meshrt_reduce_op Op) {
   checkBuffers("all_reduce", Send, Recv, Count, T, 1, /*AllowInPlace=*/true);
   checkReduction("all_reduce", T, Op);
+  if (__builtin_expect(Check != nullptr, 0))
+    verify("all_reduce", {CollectiveKind::AllReduce, T, Op, 0, Count});
   if (Count == 0)
     return;
   ++Collectives;
@@ -144,6 +158,8 @@ void Comm::allReduce(const void *Send, void *Recv, int64_t Count,
 void Comm::allGather(const void *Send, void *Recv, int64_t Count,
                      meshrt_dtype T) {
   checkBuffers("all_gather", Send, Recv, Count, T, size(), false);
+  if (__builtin_expect(Check != nullptr, 0))
+    verify("all_gather", {CollectiveKind::AllGather, T, -1, 0, Count});
   if (Count == 0)
     return;
   ++Collectives;
@@ -157,6 +173,8 @@ void Comm::reduceScatter(const void *Send, void *Recv, int64_t Count,
                          meshrt_dtype T, meshrt_reduce_op Op) {
   checkBuffers("reduce_scatter", Send, Recv, Count, T, size(), false);
   checkReduction("reduce_scatter", T, Op);
+  if (__builtin_expect(Check != nullptr, 0))
+    verify("reduce_scatter", {CollectiveKind::ReduceScatter, T, Op, 0, Count});
   if (Count == 0)
     return;
   ++Collectives;
@@ -170,6 +188,8 @@ void Comm::reduceScatter(const void *Send, void *Recv, int64_t Count,
 void Comm::allToAll(const void *Send, void *Recv, int64_t Count,
                     meshrt_dtype T) {
   checkBuffers("all_to_all", Send, Recv, Count, T, size(), false);
+  if (__builtin_expect(Check != nullptr, 0))
+    verify("all_to_all", {CollectiveKind::AllToAll, T, -1, 0, Count});
   if (Count == 0)
     return;
   ++Collectives;
@@ -186,6 +206,8 @@ void Comm::broadcast(void *Buf, int64_t Count, meshrt_dtype T, int64_t Root) {
          "root " + std::to_string(Root) +
              " is not a group rank (the group has " + std::to_string(size()) +
              " members)");
+  if (__builtin_expect(Check != nullptr, 0))
+    verify("broadcast", {CollectiveKind::Broadcast, T, -1, 0, Count, Root});
   if (Count == 0)
     return;
   ++Collectives;
@@ -202,6 +224,9 @@ void Comm::permute(const void *Send, void *Recv, int64_t Count, meshrt_dtype T,
   if (Flags & ~int32_t(MESHRT_PERMUTE_WRAP | MESHRT_PERMUTE_ZERO_FILL))
     fail(MESHRT_ERROR_INVALID_ARGUMENT, "permute",
          "unknown flags " + std::to_string(Flags));
+  if (__builtin_expect(Check != nullptr, 0))
+    verify("permute",
+           {CollectiveKind::Permute, T, -1, Flags, Count, -1, Offset});
   if (Count == 0)
     return;
   int64_t N = size(), G = rank();
@@ -229,6 +254,8 @@ void Comm::permute(const void *Send, void *Recv, int64_t Count, meshrt_dtype T,
 void Comm::barrier() {
   if (!Fast)
     fail(MESHRT_ERROR_NOT_INITIALIZED, "barrier", "the runtime was finalized");
+  if (__builtin_expect(Check != nullptr, 0))
+    verify("barrier", {CollectiveKind::Barrier});
   ++Collectives;
   if (__builtin_expect(Trace != nullptr, 0))
     traceCall("barrier");

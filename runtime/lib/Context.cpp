@@ -460,6 +460,7 @@ void Context::start(meshrt_backend Requested) {
   std::optional<Error> LocalFailure;
   meshrt_backend Kind = MESHRT_BACKEND_MPI;
   double Timeout = 600;
+  bool Check = envFlag("MESHRT_CHECK_COLLECTIVES");
   try {
     Timeout = timeoutFromEnv();
     setExitTimeout(Timeout);
@@ -472,13 +473,29 @@ void Context::start(meshrt_backend Requested) {
   }
   TextDescribable Where("the world (runtime start-up)");
   startControl(Timeout, Where);
-  agreeOnStart(Kind, LocalFailure, Where);
+  agreeOnStart(Kind, Check, LocalFailure, Where);
   startBackend(Kind, Where);
   fillSupportedOps();
   // The world serves every full-mesh group in mesh order.
   MeshLayout WorldLayout({WorldSize});
-  Shared[WorldLayout.groupKey({0})] = World;
+  GroupKey WorldKey = WorldLayout.groupKey({0});
+  Shared[WorldKey] = World;
   Stats.communicators = 1;
+  if (Check)
+    startChecks(WorldKey, Where);
+}
+
+void Context::startChecks(const GroupKey &WorldKey, const Describable &Where) {
+  MPI_Comm C;
+  {
+    WatchScope W(*Dog, "start-up", &Where);
+    checkMpi(MPI_Comm_dup(Control, &C),
+             "MPI_Comm_dup (MESHRT_CHECK_COLLECTIVES)");
+  }
+  auto Checker = std::make_unique<CollectiveCheck>(C);
+  WorldCheck = Checker.get();
+  Checks[WorldKey] = std::move(Checker);
+  CheckCollectives = true;
 }
 
 void Context::startControl(double Timeout, const Describable &Where) {
@@ -499,15 +516,16 @@ void Context::startControl(double Timeout, const Describable &Where) {
   MPI_Comm_set_errhandler(Control, MPI_ERRORS_RETURN);
 }
 
-void Context::agreeOnStart(meshrt_backend Kind,
+void Context::agreeOnStart(meshrt_backend Kind, bool Check,
                            const std::optional<Error> &LocalFailure,
                            const Describable &Where) {
-  // The max of Kind and of -Kind give max and -min: equal iff all agree.
-  int64_t Mine[3] = {LocalFailure ? 1 : 0, int64_t(Kind), -int64_t(Kind)};
-  int64_t All[3];
+  // The max of x and of -x give max and -min: equal iff all agree.
+  int64_t Mine[5] = {LocalFailure ? 1 : 0, int64_t(Kind), -int64_t(Kind),
+                     int64_t(Check), -int64_t(Check)};
+  int64_t All[5];
   {
     WatchScope W(*Dog, "start-up", &Where);
-    checkMpi(MPI_Allreduce(Mine, All, 3, MPI_INT64_T, MPI_MAX, Control),
+    checkMpi(MPI_Allreduce(Mine, All, 5, MPI_INT64_T, MPI_MAX, Control),
              "MPI_Allreduce (start-up)");
   }
   if (LocalFailure)
@@ -520,6 +538,13 @@ void Context::agreeOnStart(meshrt_backend Kind,
                 "ranks chose different backends (some mpi, some nccl); with "
                 "MESHRT_BACKEND=auto either every rank or no rank must see a "
                 "CUDA device; set MESHRT_BACKEND explicitly");
+  if (All[3] != -All[4])
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                std::string("MESHRT_CHECK_COLLECTIVES is set on some ranks and "
+                            "not on others (on this rank: ") +
+                    (Check ? "on" : "off") +
+                    "); the check is collective: set it the same way for "
+                    "every rank");
 }
 
 void Context::synchronizeStream(void *Stream, const char *Op) {
@@ -600,6 +625,8 @@ void Context::finalize() {
   // Split communicators first; World holds the last reference to the world.
   Shared.clear();
   World.reset();
+  WorldCheck = nullptr;
+  Checks.clear();
   Stats.communicators = 0;
   if (Dog)
     Dog->stop();
@@ -758,25 +785,46 @@ Comm &Context::getComm(Mesh &M, const std::vector<int64_t> &Axes) {
   GroupPosition Pos = M.Layout.position(WorldRank, Axes);
   auto Handle = std::make_unique<Comm>(*this, M, Axes, Pos,
                                        M.Layout.groupMembers(WorldRank, Axes));
-  Handle->attach(
-      backendCommFor(M.Layout, Axes, Pos.Color, Pos.RankInGroup, *Handle));
+  CollectiveCheck *Checker = nullptr;
+  std::shared_ptr<BackendComm> Impl = backendCommFor(
+      M.Layout.groupKey(Axes), Pos.Color, Pos.RankInGroup, *Handle, Checker);
+  Handle->attach(std::move(Impl), Checker);
   M.Comms.push_back({Packed, Axes.size(), std::move(Handle)});
   return *M.Comms.back().Handle;
 }
 
 std::shared_ptr<BackendComm>
-Context::backendCommFor(const MeshLayout &L, const std::vector<int64_t> &Axes,
-                        int64_t Color, int64_t Key, const Comm &For) {
-  GroupKey K = L.groupKey(Axes);
+Context::backendCommFor(const GroupKey &K, int64_t Color, int64_t Key,
+                        const Comm &For, CollectiveCheck *&Checker) {
   auto It = Shared.find(K);
   if (It != Shared.end()) {
     ++Stats.comm_reuses;
+    if (CheckCollectives)
+      Checker = Checks.at(K).get();
     return It->second;
   }
   std::shared_ptr<BackendComm> New;
   {
     WatchScope W(*Dog, "communicator split", &For);
+    if (CheckCollectives) {
+      // Creating a communicator is collective over the world: every rank
+      // must be creating this one.
+      CollectiveSignature S{CollectiveKind::Split};
+      S.CommId = CollectiveCheck::commId(For.label());
+      if (std::optional<std::string> Msg =
+              WorldCheck->verify(S, For.label(), {}))
+        throw Error(MESHRT_ERROR_COLLECTIVE_MISMATCH,
+                    "communicator creation for " + For.label() + ": " + *Msg);
+    }
     New = TheBackend->split(*World, Color, Key, For.label());
+    if (CheckCollectives) {
+      MPI_Comm C;
+      checkMpi(MPI_Comm_split(WorldCheck->comm(), int(Color), int(Key), &C),
+               "MPI_Comm_split (MESHRT_CHECK_COLLECTIVES)");
+      auto Made = std::make_unique<CollectiveCheck>(C);
+      Checker = Made.get();
+      Checks[K] = std::move(Made);
+    }
   }
   if (New->size() != For.size() || New->rank() != For.rank())
     throw Error(MESHRT_ERROR_BACKEND,

@@ -13,6 +13,7 @@
 #define MESHRT_LIB_CONTEXT_H
 
 #include "Backend.h"
+#include "CollectiveCheck.h"
 #include "Trace.h"
 #include "Watchdog.h"
 
@@ -155,8 +156,16 @@ private:
   __attribute__((cold, noinline, format(printf, 2, 3))) void
   traceCall(const char *Fmt, ...) const;
 
-  /// Makes the handle usable: `Impl` is the (shared) backend communicator.
-  void attach(std::shared_ptr<BackendComm> Impl);
+  /// Compares the call (`Op`, `S`) across the group before it runs
+  /// (MESHRT_CHECK_COLLECTIVES); throws MESHRT_ERROR_COLLECTIVE_MISMATCH
+  /// with both calls. Only called when Check is set.
+  __attribute__((cold, noinline)) void verify(const char *Op,
+                                              CollectiveSignature S) const;
+
+  /// Makes the handle usable: `Impl` is the (shared) backend communicator,
+  /// `Checker` the grouping's check communicator (null unless
+  /// MESHRT_CHECK_COLLECTIVES is on).
+  void attach(std::shared_ptr<BackendComm> Impl, CollectiveCheck *Checker);
   /// Makes every later use report "finalized".
   void detach();
 
@@ -165,6 +174,7 @@ private:
   alignas(64) BackendComm *Fast = nullptr; // Impl.get(); null once detached.
   Watchdog *Dog = nullptr;
   CollectiveTrace *Trace = nullptr; // Null unless MESHRT_TRACE is set.
+  CollectiveCheck *Check = nullptr; // Null unless MESHRT_CHECK_COLLECTIVES.
   int64_t Collectives = 0;
   uint8_t SupportedOps[kNumDTypes] = {}; // Copy of the context's table.
   // Cold fields.
@@ -175,6 +185,7 @@ private:
   std::vector<int64_t> Members;
   std::string Label;
   std::string TraceGroup; // " group=0,1,2,3" when tracing.
+  uint64_t CheckId = 0;   // CollectiveCheck::commId(Label) when checking.
   std::shared_ptr<BackendComm> Impl;
 };
 
@@ -307,12 +318,15 @@ private:
   /// Records this process's world rank and size, starts the watchdog with
   /// `Timeout` and duplicates MPI_COMM_WORLD into the control communicator.
   void startControl(double Timeout, const Describable &Where);
-  /// Agrees across ranks that every rank started and chose backend `Kind`;
-  /// throws `LocalFailure` (this rank's own error) first, then the errors
-  /// seen elsewhere. Collective over the control communicator.
-  void agreeOnStart(meshrt_backend Kind,
+  /// Agrees across ranks that every rank started, chose backend `Kind` and
+  /// set MESHRT_CHECK_COLLECTIVES alike (`Check`); throws `LocalFailure`
+  /// (this rank's own error) first, then the errors seen elsewhere.
+  /// Collective over the control communicator.
+  void agreeOnStart(meshrt_backend Kind, bool Check,
                     const std::optional<Error> &LocalFailure,
                     const Describable &Where);
+  /// With MESHRT_CHECK_COLLECTIVES: the check communicator of the world.
+  void startChecks(const GroupKey &WorldKey, const Describable &Where);
   /// Creates the backend of kind `Kind` and its world communicator.
   void startBackend(meshrt_backend Kind, const Describable &Where);
   /// Fills SupportedOps from what the backend accepts.
@@ -340,10 +354,11 @@ private:
                             const std::vector<std::string> &AxisNames,
                             uint64_t Digest, const Describable &Where);
 
-  std::shared_ptr<BackendComm> backendCommFor(const MeshLayout &L,
-                                              const std::vector<int64_t> &Axes,
-                                              int64_t Color, int64_t Key,
-                                              const Comm &For);
+  /// The backend communicator of `K`'s grouping (a split of the world the
+  /// first time) and, when checking, its check communicator in `Checker`.
+  std::shared_ptr<BackendComm> backendCommFor(const GroupKey &K, int64_t Color,
+                                              int64_t Key, const Comm &For,
+                                              CollectiveCheck *&Checker);
   void printStats() const;
 
   std::mutex Mutex;
@@ -358,6 +373,10 @@ private:
   CollectiveTrace *Trace = nullptr; // Process-wide, not owned.
   std::shared_ptr<BackendComm> World;
   std::map<GroupKey, std::shared_ptr<BackendComm>> Shared;
+  // MESHRT_CHECK_COLLECTIVES: one check communicator per grouping.
+  bool CheckCollectives = false;
+  CollectiveCheck *WorldCheck = nullptr;
+  std::map<GroupKey, std::unique_ptr<CollectiveCheck>> Checks;
   std::vector<std::unique_ptr<Mesh>> Meshes;
   int64_t NextMeshName = 0;
   meshrt_stats Stats{};

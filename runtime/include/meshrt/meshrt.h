@@ -70,7 +70,11 @@ typedef MESHRT_ENUM(meshrt_status) {
   MESHRT_ERROR_BACKEND = 8,
   /// A collective did not finish within MESHRT_TIMEOUT_S. The job is aborted
   /// in that case; the code exists for messages and for the exit status.
-  MESHRT_ERROR_TIMEOUT = 9
+  MESHRT_ERROR_TIMEOUT = 9,
+  /// With MESHRT_CHECK_COLLECTIVES=1: the members of a group called
+  /// different collectives, or the same one with different arguments (kind,
+  /// count, dtype, reduction, root, offset, communicator).
+  MESHRT_ERROR_COLLECTIVE_MISMATCH = 10
 } meshrt_status;
 // clang-format on
 
