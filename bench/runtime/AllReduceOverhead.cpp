@@ -10,13 +10,21 @@
 // per-round ratio runtime/raw (the overhead) and of the per-round difference.
 //
 //   mpirun -n 8 meshrt-bench-allreduce [--max-bytes N] [--seconds-per-size S]
-//                                      [--control]
+//                                      [--control | --check]
 //
 // --control times MPI_Allreduce against itself (an A/A test): what it
 // reports is the noise and bias of the method on this machine.
 //
+// --check measures the cost of MESHRT_CHECK_COLLECTIVES=1: a second runtime
+// context is started with the check on (the default one has it off), and
+// each round times three batches, interleaved in rotating order:
+// MPI_Allreduce, meshrt_all_reduce on the default context (check off) and
+// meshrt_all_reduce on the checked context (the same C ABI call on the
+// other context's communicator handle).
+//
 //===----------------------------------------------------------------------===//
 
+#include "meshrt/DeviceMesh.h"
 #include "meshrt/meshrt.h"
 
 #include <mpi.h>
@@ -26,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,6 +57,7 @@ struct Args {
   int64_t MaxBytes = 16 << 20;
   double SecondsPerSize = 1.0;
   bool Control = false;
+  bool Check = false;
 };
 
 Args parse(int argc, char **argv) {
@@ -55,6 +65,8 @@ Args parse(int argc, char **argv) {
   for (int I = 1; I < argc; ++I) {
     if (!std::strcmp(argv[I], "--control"))
       A.Control = true;
+    else if (!std::strcmp(argv[I], "--check"))
+      A.Check = true;
     else if (!std::strcmp(argv[I], "--max-bytes") && I + 1 < argc)
       A.MaxBytes = std::atoll(argv[++I]);
     else if (!std::strcmp(argv[I], "--seconds-per-size") && I + 1 < argc)
@@ -81,7 +93,28 @@ int main(int argc, char **argv) {
   check(meshrt_comm_native_handle(Comm, &Native), "native_handle");
   MPI_Comm Raw = *static_cast<MPI_Comm *>(Native);
 
-  if (Rank == 0) {
+  // --check: the same mesh on a second context started with the check on.
+  meshrt_comm_t Checked = nullptr;
+  std::unique_ptr<meshrt::Runtime> CheckedRt;
+  std::unique_ptr<meshrt::DeviceMesh> CheckedMesh;
+  if (A.Check) {
+    setenv("MESHRT_CHECK_COLLECTIVES", "1", 1);
+    CheckedRt = std::make_unique<meshrt::Runtime>(meshrt::Backend::MPI);
+    unsetenv("MESHRT_CHECK_COLLECTIVES");
+    CheckedMesh = std::make_unique<meshrt::DeviceMesh>(
+        CheckedRt->init_device_mesh("cpu", {-1}, {"x"}, "bench"));
+    Checked = CheckedMesh->get_group("x").handle();
+  }
+
+  if (Rank == 0 && A.Check) {
+    std::printf("# all_reduce f32 sum, %lld ranks: MESHRT_CHECK_COLLECTIVES "
+                "off and on against MPI_Allreduce\n",
+                (long long)Size);
+    std::printf("| bytes | MPI_Allreduce (us) | meshrt, check off (us) | "
+                "meshrt, check on (us) | on - off (us) | on / off | "
+                "rounds x calls |\n");
+    std::printf("|---:|---:|---:|---:|---:|---:|---:|\n");
+  } else if (Rank == 0) {
     std::printf("# all_reduce f32 sum, %lld ranks: %s\n", (long long)Size,
                 A.Control ? "CONTROL, MPI_Allreduce vs MPI_Allreduce (both "
                             "columns are raw MPI)"
@@ -116,12 +149,18 @@ int main(int argc, char **argv) {
         meshrt_all_reduce(Comm, Send.data(), Recv.data(), Count, MESHRT_F32,
                           MESHRT_SUM);
     };
+    auto Chk1 = [&] {
+      meshrt_all_reduce(Checked, Send.data(), Recv.data(), Count, MESHRT_F32,
+                        MESHRT_SUM);
+    };
     // Warm up, then double the batch size until a batch of raw calls takes
     // at least 2 ms on the slowest rank (best of three, so that one slow
     // call does not stop the doubling early).
     for (int I = 0; I < 20; ++I) {
       Raw1();
       Rt1();
+      if (A.Check)
+        Chk1();
     }
     int64_t K = 1;
     double Batch = 0;
@@ -143,34 +182,50 @@ int main(int argc, char **argv) {
     int64_t Rounds = std::max<int64_t>(
         15, std::min<int64_t>(400, int64_t(A.SecondsPerSize / (2 * Batch))));
 
-    std::vector<double> RawT, RtT, Ratio, Diff;
+    // Variant 0 is raw MPI, 1 the runtime, 2 the checked runtime (--check).
+    const int Variants = A.Check ? 3 : 2;
+    std::vector<double> RawT, RtT, ChkT, Ratio, Diff;
     for (int64_t R = 0; R < Rounds; ++R) {
-      double T[2];
-      for (int Which = 0; Which < 2; ++Which) {
-        bool DoRuntime = (Which == 0) == (R % 2 == 1);
+      double T[3] = {0, 0, 0};
+      for (int Slot = 0; Slot < Variants; ++Slot) {
+        // Two variants alternate their order; three rotate.
+        int Which = Variants == 2 ? (Slot == 0) == (R % 2 == 1)
+                                  : int((Slot + R) % Variants);
         MPI_Barrier(Raw);
         double Start = MPI_Wtime();
         for (int64_t I = 0; I < K; ++I)
-          DoRuntime ? Rt1() : Raw1();
-        T[DoRuntime ? 1 : 0] = (MPI_Wtime() - Start) / double(K);
+          Which == 0 ? Raw1() : Which == 1 ? Rt1() : Chk1();
+        T[Which] = (MPI_Wtime() - Start) / double(K);
       }
-      MPI_Allreduce(MPI_IN_PLACE, T, 2, MPI_DOUBLE, MPI_MAX, Raw);
+      MPI_Allreduce(MPI_IN_PLACE, T, 3, MPI_DOUBLE, MPI_MAX, Raw);
       RawT.push_back(T[0]);
       RtT.push_back(T[1]);
-      Ratio.push_back(T[1] / T[0]);
-      Diff.push_back(T[1] - T[0]);
+      ChkT.push_back(T[2]);
+      // Default mode: runtime against raw; --check: check on against off.
+      double Base = A.Check ? T[1] : T[0], Cand = A.Check ? T[2] : T[1];
+      Ratio.push_back(Cand / Base);
+      Diff.push_back(Cand - Base);
     }
     if (Recv[0] != float(Size)) {
       std::fprintf(stderr, "wrong result %f\n", Recv[0]);
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    if (Rank == 0)
+    if (Rank == 0 && A.Check)
+      std::printf("| %lld | %.3f | %.3f | %.3f | %+.3f | %.2fx | %lld x %lld "
+                  "|\n",
+                  (long long)B, median(RawT) * 1e6, median(RtT) * 1e6,
+                  median(ChkT) * 1e6, median(Diff) * 1e6, median(Ratio),
+                  (long long)Rounds, (long long)K);
+    else if (Rank == 0)
       std::printf("| %lld | %.3f | %.3f | %+.0f | %+.2f%% | %lld x %lld |\n",
                   (long long)B, median(RawT) * 1e6, median(RtT) * 1e6,
                   median(Diff) * 1e9, (median(Ratio) - 1) * 100,
                   (long long)Rounds, (long long)K);
     std::fflush(stdout);
   }
+  CheckedMesh.reset();
+  if (CheckedRt)
+    CheckedRt->finalize();
   meshrt_finalize();
   return 0;
 }

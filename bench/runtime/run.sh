@@ -7,7 +7,9 @@
 # Environment: RANKS (default "1 2 4 8"; 1 rank isolates the runtime's own
 # cost), SECONDS_PER_SIZE (default 2),
 # MAX_BYTES (default 16777216), REPS (set-up repetitions, default 20),
-# CONTROL (default 1: also time MPI_Allreduce against itself at 8 ranks).
+# CONTROL (default 1: also time MPI_Allreduce against itself at 8 ranks),
+# CHECK_RANKS (default "2 8": the cost of MESHRT_CHECK_COLLECTIVES=1, check
+# off and on interleaved in one run at each of these world sizes; "" skips).
 # Build first, e.g.:
 #   cmake -S runtime -B /tmp/rt-build -G Ninja && ninja -C /tmp/rt-build -j1
 set -euo pipefail
@@ -42,6 +44,14 @@ if [ "${CONTROL:-1}" = 1 ]; then
   OMPI_MCA_mpi_yield_when_idle=1 mpirun -n 8 "$bin/meshrt-bench-allreduce" --control \
     --seconds-per-size "${SECONDS_PER_SIZE:-2}" --max-bytes "${MAX_BYTES:-16777216}"
 fi
+for n in ${CHECK_RANKS-2 8}; do
+  yield=0
+  [ "$n" -gt "$cores" ] && yield=1
+  echo
+  echo "## MESHRT_CHECK_COLLECTIVES off and on, $n ranks (oversubscribed: $([ $yield = 1 ] && echo yes || echo no))"
+  OMPI_MCA_mpi_yield_when_idle=$yield mpirun -n "$n" "$bin/meshrt-bench-allreduce" --check \
+    --seconds-per-size "${SECONDS_PER_SIZE:-2}" --max-bytes "${MAX_BYTES:-16777216}"
+done
 echo
 echo "## communicator set-up, 8 ranks"
 OMPI_MCA_mpi_yield_when_idle=1 mpirun -n 8 "$bin/meshrt-bench-setup" --reps "${REPS:-20}"

@@ -9,8 +9,9 @@
 // The fault cases (runFault) are one SPMD step, an all_reduce over the whole
 // mesh, in which rank 1 misbehaves: it leaves (exit, return, SIGKILL),
 // stalls, skips a communicator, or calls the collective with other
-// arguments (for MESHRT_CHECK_COLLECTIVES=1). They run on the backend
-// MESHRT_BACKEND names, with device buffers on NCCL.
+// arguments (for MESHRT_CHECK_COLLECTIVES=1); "no-fault" is the same step
+// with nobody misbehaving. They run on the backend MESHRT_BACKEND names, with
+// device buffers on NCCL.
 //
 //   meshrt-error-cases <case>
 //
@@ -86,7 +87,8 @@ int runFault(const std::string &Case) {
       "exit-0",      "exit-1",      "return",
       "sigkill",     "stall",       "stall-others-finalized",
       "skip-comm",   "check-root",  "check-reduction",
-      "check-count", "check-dtype", "check-collective"};
+      "check-count", "check-dtype", "check-collective",
+      "no-fault"};
   bool Known = false;
   for (const char *F : Faults)
     Known |= Case == F;
@@ -139,6 +141,10 @@ int runFault(const std::string &Case) {
     meshrt_broadcast(All, X, Count, Type, 0);
   } else {
     meshrt_all_reduce(All, X, X, Count, Type, Op);
+  }
+  if (Case == "no-fault") { // The same step without a fault: a baseline.
+    meshrt_finalize();
+    return 0;
   }
   std::fprintf(stderr, "rank %lld: case '%s' did not fail\n", (long long)rank(),
                Case.c_str());
