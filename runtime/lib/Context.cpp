@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <strings.h>
+#include <unistd.h>
 
 using namespace meshrt;
 using namespace meshrt::detail;
@@ -62,6 +63,9 @@ struct ProcessState {
   std::mutex Mutex;
   bool WeInitializedMpi = false;
   bool ExitHandlerRegistered = false;
+  // The process that registered the handler: a forked child inherits the
+  // handler but not the MPI process, and must leave the job alone.
+  pid_t ExitHandlerPid = 0;
   // A duplicate of MPI_COMM_WORLD for the barrier before the runtime's own
   // MPI_Finalize at exit (only when the runtime initialised MPI).
   MPI_Comm ExitComm = MPI_COMM_NULL;
@@ -158,6 +162,8 @@ void exitBarrier(ProcessState &P) {
 /// status.
 void onProcessExit(int Status, void *) {
   ProcessState &P = processState();
+  if (getpid() != P.ExitHandlerPid)
+    return;
   int Live;
   {
     std::lock_guard<std::mutex> Lock(P.Mutex);
@@ -204,6 +210,7 @@ void startMpi() {
     std::atexit([] { onProcessExit(-1, nullptr); });
 #endif
     P.ExitHandlerRegistered = true;
+    P.ExitHandlerPid = getpid();
   }
   ++P.LiveContexts;
 }
