@@ -726,7 +726,12 @@ int runSyncError() {
   std::printf("rank %lld: enqueued\n", (long long)Rank);
   std::fflush(stdout);
   meshrt_stream_synchronize(S); // Aborts the job (default policy).
+  // No fault was injected (a real GPU): end cleanly, finalize included (a
+  // rank that exits with the runtime initialised aborts the job).
   std::printf("rank %lld: synchronize returned\n", (long long)Rank);
+  mgpuMemFree(D, S);
+  mgpuStreamDestroy(S);
+  ok(meshrt_finalize(), "meshrt_finalize");
   return 0;
 }
 
