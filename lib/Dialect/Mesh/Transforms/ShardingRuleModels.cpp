@@ -22,6 +22,7 @@
 #include "mesh/Dialect/Mesh/Transforms/ShardingRuleModels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -331,15 +332,36 @@ static FailureOr<ShardingRule> getConstantRule(arith::ConstantOp constant) {
   return rule;
 }
 
+/// `size` / `devices` for dim `dim` of a result of `op`, known only at run
+/// time: a size that does not divide stops the program with a message that
+/// names the op, its place and the dim, never a silently truncated block.
+static Value divideAmongDevices(OpBuilder &b, Operation *op, unsigned dim,
+                                Value size, Value devices) {
+  Location loc = op->getLoc();
+  Value rem = arith::RemUIOp::create(b, loc, size, devices);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value divides =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem, zero);
+  std::string message;
+  llvm::raw_string_ostream os(message);
+  os << "'" << op->getName() << "'";
+  if (auto place = loc->findInstanceOf<FileLineColLoc>())
+    os << " at " << place.getFilename().getValue() << ":" << place.getLine()
+       << ":" << place.getColumn();
+  os << ": dim " << dim << " does not divide by the devices of its mesh axes";
+  cf::AssertOp::create(b, loc, divides, message);
+  return arith::DivUIOp::create(b, loc, size, devices);
+}
+
 /// The size of a dim that is static globally but dynamic on each device (a
 /// `?` axis splits it): the global size divided by the devices along it.
 static Value
-localSize(OpBuilder &b, Location loc, int64_t globalSize, unsigned result,
+localSize(OpBuilder &b, Operation *op, int64_t globalSize, unsigned result,
           unsigned dim,
           function_ref<Value(OpBuilder &, unsigned, unsigned)> devicesAlong) {
-  Value size = arith::ConstantIndexOp::create(b, loc, globalSize);
+  Value size = arith::ConstantIndexOp::create(b, op->getLoc(), globalSize);
   if (Value n = devicesAlong(b, result, dim))
-    size = arith::DivUIOp::create(b, loc, size, n);
+    size = divideAmongDevices(b, op, dim, size, n);
   return size;
 }
 
@@ -368,7 +390,7 @@ static void setLocalSliceSizes(
       continue;
     }
     dynamic.push_back(
-        localSize(b, slice->getLoc(), sizes[d], 0, d, devicesAlong));
+        localSize(b, slice.getOperation(), sizes[d], 0, d, devicesAlong));
     sizes[d] = ShapedType::kDynamic;
   }
   setStatic(sizes);
@@ -442,7 +464,7 @@ struct EmptyRuleModel
         size = arith::ConstantIndexOp::create(b, op->getLoc(),
                                               global.getDimSize(d));
       if (Value n = devicesAlong(b, 0, d))
-        size = arith::DivUIOp::create(b, op->getLoc(), size, n);
+        size = divideAmongDevices(b, op, d, size, n);
       sizes.push_back(size);
     }
     op->setOperands(sizes);
@@ -492,8 +514,8 @@ struct ExpandShapeRuleModel
     SmallVector<Value> sizes;
     for (int64_t d = 0; d < local.getRank(); ++d)
       if (local.isDynamicDim(d))
-        sizes.push_back(localSize(b, op->getLoc(), global.getDimSize(d), 0, d,
-                                  devicesAlong));
+        sizes.push_back(
+            localSize(b, op, global.getDimSize(d), 0, d, devicesAlong));
     expand.setStaticOutputShape(local.getShape());
     expand.getOutputShapeMutable().assign(sizes);
   }

@@ -7,6 +7,7 @@
 #ifndef MESH_DIALECT_MESH_TRANSFORMS_PASSES_H
 #define MESH_DIALECT_MESH_TRANSFORMS_PASSES_H
 
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"

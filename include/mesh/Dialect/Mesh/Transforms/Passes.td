@@ -89,8 +89,10 @@ def PropagateSharding : Pass<"mesh-propagate-sharding", "::mlir::ModuleOp"> {
 
 def Partition : Pass<"mesh-partition", "::mlir::ModuleOp"> {
   // Resharding casts, makes empty tensors and fills again, and computes
-  // sizes: those dialects may not be in the input.
+  // sizes (checked at run time with cf.assert): those dialects may not be in
+  // the input.
   let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::cf::ControlFlowDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
   let summary = "Rewrites an annotated program into per-device form";
@@ -106,8 +108,11 @@ def Partition : Pass<"mesh-partition", "::mlir::ModuleOp"> {
     and all_slice).
 
     A static dim that does not divide by its axes' devices is an error that
-    names the value and the sizes. Ops without a sharding rule run
-    replicated. Annotations are removed.
+    names the value and the sizes. A size known only at run time is divided
+    after a `cf.assert` that it divides, whose message names the op, its
+    place and the dim: the program stops instead of giving each device a
+    truncated block. Ops without a sharding rule run replicated.
+    Annotations are removed.
 
     ```mlir
     mesh.mesh @m(["x" = 4])
@@ -221,6 +226,7 @@ def PartitionIfAnnotated
     ```
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::cf::ControlFlowDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
 }
