@@ -4,10 +4,10 @@
 // run on the toolkit named by cuda-path), once by running ptxas on the PTX
 // of format=isa directly.
 
-// RUN: mesh-opt %mesh_src_root/examples/mlir/hsdp_step.mlir --mesh-to-nvvm="cuda-path=%cuda_path" | FileCheck %s --check-prefix=FATBIN
-// RUN: mesh-opt %mesh_src_root/examples/mlir/tp_mlp.mlir --mesh-to-nvvm="cuda-path=%cuda_path" | FileCheck %s --check-prefix=FATBIN
-// RUN: mesh-opt %mesh_src_root/examples/mlir/ulysses.mlir --mesh-to-nvvm="cuda-path=%cuda_path" | FileCheck %s --check-prefix=FATBIN
-// RUN: mesh-opt %s --mesh-to-nvvm="cuda-path=%cuda_path" | FileCheck %s --check-prefix=FATBIN
+// RUN: mesh-opt %mesh_src_root/examples/mlir/hsdp_step.mlir --mesh-to-nvvm="cuda-path=%cuda_path" | FileCheck %s
+// RUN: mesh-opt %mesh_src_root/examples/mlir/tp_mlp.mlir --mesh-to-nvvm="cuda-path=%cuda_path" | FileCheck %s
+// RUN: mesh-opt %mesh_src_root/examples/mlir/ulysses.mlir --mesh-to-nvvm="cuda-path=%cuda_path" | FileCheck %s
+// RUN: mesh-opt %s --mesh-to-nvvm="cuda-path=%cuda_path" | FileCheck %s
 
 // RUN: rm -rf %t && mkdir -p %t && mesh-opt %mesh_src_root/examples/mlir/hsdp_step.mlir --mesh-to-nvvm="format=isa cuda-path=%cuda_path" | tee %t/hsdp.mlir | FileCheck %s --check-prefix=ISA
 // RUN: %python %S/Inputs/extract-ptx.py %t/hsdp.mlir %t/hsdp | FileCheck %s --check-prefix=HSDP
@@ -20,7 +20,7 @@
 // RUN: (n=0; for f in %t/*/*.ptx; do %ptxas -arch=sm_90 $f -o /dev/null || exit 1; n=$((n+1)); done; echo "ptxas accepted $n modules") | FileCheck %s --check-prefix=PTXAS
 // RUN: FileCheck %s --check-prefix=PTX --input-file=%t/libdevice/exp_kernel.ptx
 
-// FATBIN: gpu.binary @{{.*}}#nvvm.target<O = 3, chip = "sm_90">
+// CHECK: gpu.binary @{{.*}}#nvvm.target<O = 3, chip = "sm_90">
 
 // format=isa: the kernels of a program are one module, PTX for sm_90,
 // launched from the host functions before it; a program with one kernel
