@@ -11,6 +11,8 @@
 
 #include "mesh/Conversion/Passes.h"
 
+#include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -24,19 +26,6 @@ namespace mesh {
 using namespace mlir;
 
 namespace {
-
-/// The LLVM struct that a memref of `type` lowers to.
-LLVM::LLVMStructType descriptorType(MLIRContext *ctx, MemRefType type) {
-  Type ptr = LLVM::LLVMPointerType::get(ctx);
-  Type i64 = IntegerType::get(ctx, 64);
-  SmallVector<Type> fields{ptr, ptr, i64};
-  if (type.getRank() > 0) {
-    auto array = LLVM::LLVMArrayType::get(i64, type.getRank());
-    fields.push_back(array);
-    fields.push_back(array);
-  }
-  return LLVM::LLVMStructType::getLiteral(ctx, fields);
-}
 
 /// The pointer global that holds the copy of the constant `name` (null until
 /// the first use), shared by every function that uses the constant.
@@ -59,7 +48,8 @@ LLVM::GlobalOp getPointerGlobal(ModuleOp module, Location loc, StringRef name) {
 
 /// Replaces the uses of the constant `get` by its copy: allocated and filled
 /// on the first use, then a descriptor of the remembered copy.
-void replaceByCopy(ModuleOp module, memref::GetGlobalOp get) {
+void replaceByCopy(ModuleOp module, const LLVMTypeConverter &typeConverter,
+                   memref::GetGlobalOp get) {
   MLIRContext *ctx = get.getContext();
   Location loc = get.getLoc();
   auto type = cast<MemRefType>(get.getType());
@@ -90,24 +80,8 @@ void replaceByCopy(ModuleOp module, memref::GetGlobalOp get) {
   }
   // A descriptor of the copy, as the memref lowering lays it out.
   Value pointer = LLVM::LoadOp::create(b, loc, ptrType, addr);
-  Value desc = LLVM::UndefOp::create(b, loc, descriptorType(ctx, type));
-  desc =
-      LLVM::InsertValueOp::create(b, loc, desc, pointer, ArrayRef<int64_t>{0});
-  desc =
-      LLVM::InsertValueOp::create(b, loc, desc, pointer, ArrayRef<int64_t>{1});
-  auto i64 = [&](int64_t v) {
-    return LLVM::ConstantOp::create(b, loc, i64Type, b.getI64IntegerAttr(v));
-  };
-  desc =
-      LLVM::InsertValueOp::create(b, loc, desc, i64(0), ArrayRef<int64_t>{2});
-  SmallVector<int64_t> strides = type.getStridesAndOffset().first;
-  for (auto [i, size] : llvm::enumerate(type.getShape())) {
-    int64_t d = static_cast<int64_t>(i);
-    desc = LLVM::InsertValueOp::create(b, loc, desc, i64(size),
-                                       ArrayRef<int64_t>{3, d});
-    desc = LLVM::InsertValueOp::create(b, loc, desc, i64(strides[i]),
-                                       ArrayRef<int64_t>{4, d});
-  }
+  Value desc =
+      MemRefDescriptor::fromStaticShape(b, loc, typeConverter, type, pointer);
   Value replacement =
       UnrealizedConversionCastOp::create(b, loc, type, desc).getResult(0);
   for (OpOperand *use : uses)
@@ -145,8 +119,9 @@ struct MeshGpuDeviceConstantsPass
         });
     if (result.wasInterrupted())
       return signalPassFailure();
+    LLVMTypeConverter typeConverter(module.getContext());
     for (memref::GetGlobalOp get : gets)
-      replaceByCopy(module, get);
+      replaceByCopy(module, typeConverter, get);
   }
 };
 

@@ -29,11 +29,11 @@ memref.global "private" constant @__constant_4xf32 : memref<4xf32> = dense<[1.0,
 // CHECK: %[[PTR:.*]] = llvm.load %[[ADDR]]
 // CHECK: %[[D0:.*]] = llvm.insertvalue %[[PTR]], %{{.*}}[0]
 // CHECK: %[[D1:.*]] = llvm.insertvalue %[[PTR]], %[[D0]][1]
-// CHECK: %[[ZERO:.*]] = llvm.mlir.constant(0 : i64)
+// CHECK: %[[ZERO:.*]] = llvm.mlir.constant(0 : index) : i64
 // CHECK: %[[D2:.*]] = llvm.insertvalue %[[ZERO]], %[[D1]][2]
-// CHECK: %[[FOUR:.*]] = llvm.mlir.constant(4 : i64)
+// CHECK: %[[FOUR:.*]] = llvm.mlir.constant(4 : index) : i64
 // CHECK: %[[D3:.*]] = llvm.insertvalue %[[FOUR]], %[[D2]][3, 0]
-// CHECK: %[[ONE:.*]] = llvm.mlir.constant(1 : i64)
+// CHECK: %[[ONE:.*]] = llvm.mlir.constant(1 : index) : i64
 // CHECK: %[[D4:.*]] = llvm.insertvalue %[[ONE]], %[[D3]][4, 0]
 // CHECK: %[[DESC:.*]] = builtin.unrealized_conversion_cast %[[D4]] : !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)> to memref<4xf32>
 // CHECK: linalg.add ins(%{{.*}}, %[[DESC]] : {{.*}}) outs(%{{.*}} :
