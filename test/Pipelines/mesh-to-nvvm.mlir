@@ -1,6 +1,7 @@
 // RUN: mesh-opt %s --mesh-to-nvvm=format=isa | FileCheck %s
 // RUN: mesh-opt %s --mesh-to-nvvm=format=isa | FileCheck %s --check-prefix=BINARY
 // RUN: mesh-opt %s --mesh-to-nvvm=format=isa | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=LLVMIR
+// RUN: mesh-opt %s --mesh-to-nvvm=format=isa | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=ONESTREAM
 // RUN: mesh-opt %s --mesh-to-nvvm=format=isa --mlir-print-ir-after=mesh-gpu-verify-host-access -o /dev/null 2>&1 | FileCheck %s --check-prefix=DEVICE
 // RUN: mesh-opt %s --mesh-to-nvvm="format=isa chip=sm_80 tile-sizes=8,32" --mlir-print-ir-after=mesh-gpu-verify-host-access 2>&1 | FileCheck %s --check-prefix=OPTIONS
 
@@ -39,6 +40,10 @@ mesh.mesh @world(["x" = 4])
 // BINARY-NOT: linalg.
 // BINARY-COUNT-1: gpu.binary @mesh_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90">{{.*}}.target sm_90
 // BINARY-NOT: gpu.binary
+
+// The collectives and the device stage share one stream fetch per call.
+// ONESTREAM-COUNT-1: call i32 @meshrt_gpu_stream(
+// ONESTREAM-NOT: call i32 @meshrt_gpu_stream(
 
 // LLVMIR-COUNT-4: call void @mgpuLaunchKernel(
 // LLVMIR-NOT: call void @mgpuLaunchKernel(

@@ -280,9 +280,10 @@ def MeshGpuDeviceMemory
     Runs after `gpu-kernel-outlining`. In every host function that does
     device work, it
 
-    * fetches the runtime's shared stream once at entry
-      (`meshrt_gpu_stream`), as an `!llvm.ptr` and as the
-      `!gpu.async.token` that the GPU lowering turns back into that stream;
+    * takes the runtime's shared stream, as an `!llvm.ptr` and as the
+      `!gpu.async.token` that the GPU lowering turns back into that stream:
+      the one `convert-mesh-to-runtime{on-stream}` fetched at function entry
+      (`meshrt_gpu_stream`) when there is one, else a fetch of its own there;
     * turns `memref.alloc` into `gpu.alloc async`, `memref.dealloc` into
       `gpu.dealloc async`, and a `memref.copy` between contiguous buffers
       into `gpu.memcpy async` (a strided copy is an error);

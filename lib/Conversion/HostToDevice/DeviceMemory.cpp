@@ -40,8 +40,11 @@ public:
 private:
   /// True when the function has anything to run on the device.
   bool needsDevice();
-  /// Emits the stream fetch at function entry; sets `stream` and `token`.
-  void fetchStream();
+  /// Sets `stream` and `token`: the stream that convert-mesh-to-runtime
+  /// already fetched at function entry when it comes before every op in
+  /// `ops`, else a fetch of its own at function entry (one runtime call per
+  /// function call, not two).
+  void fetchStream(ArrayRef<Operation *> ops);
   /// Declares (once) mgpuMemcpy, of MLIR's GPU runtime interface (which
   /// libmeshrt implements; it is not part of meshrt.h).
   LLVM::LLVMFuncOp getMemcpy();
@@ -106,13 +109,37 @@ LLVM::LLVMFuncOp DeviceFunction::getMemcpy() {
   return fn;
 }
 
-void DeviceFunction::fetchStream() {
-  OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
+void DeviceFunction::fetchStream(ArrayRef<Operation *> ops) {
+  Block &entry = func.getBody().front();
   Location loc = func.getLoc();
-  Value one = LLVM::ConstantOp::create(b, loc, i64Type, b.getI64IntegerAttr(1));
-  Value slot = LLVM::AllocaOp::create(b, loc, ptrType, ptrType, one);
-  runtime.callChecked<mesh::RuntimeEntry::meshrt_gpu_stream>(b, loc, {slot});
-  stream = LLVM::LoadOp::create(b, loc, ptrType, slot);
+  // The conversion's fetch: meshrt_gpu_stream(slot), then a load of the slot.
+  for (Operation &op : entry) {
+    auto call = dyn_cast<LLVM::CallOp>(op);
+    if (!call || call.getCallee() != "meshrt_gpu_stream")
+      continue;
+    Value slot = call.getOperand(0);
+    for (Operation *next = call->getNextNode(); next && !stream;
+         next = next->getNextNode()) {
+      auto load = dyn_cast<LLVM::LoadOp>(next);
+      if (load && load.getAddr() == slot && load.getType() == ptrType &&
+          llvm::all_of(ops, [&](Operation *user) {
+            Operation *at = entry.findAncestorOpInBlock(*user);
+            return at && load->isBeforeInBlock(at);
+          }))
+        stream = load.getResult();
+    }
+    break;
+  }
+  OpBuilder b = OpBuilder::atBlockBegin(&entry);
+  if (stream) {
+    b.setInsertionPointAfterValue(stream);
+  } else {
+    Value one =
+        LLVM::ConstantOp::create(b, loc, i64Type, b.getI64IntegerAttr(1));
+    Value slot = LLVM::AllocaOp::create(b, loc, ptrType, ptrType, one);
+    runtime.callChecked<mesh::RuntimeEntry::meshrt_gpu_stream>(b, loc, {slot});
+    stream = LLVM::LoadOp::create(b, loc, ptrType, slot);
+  }
   token = UnrealizedConversionCastOp::create(
               b, loc, gpu::AsyncTokenType::get(ctx), stream)
               .getResult(0);
@@ -168,9 +195,6 @@ LogicalResult DeviceFunction::readToHost(memref::LoadOp load) {
 LogicalResult DeviceFunction::run() {
   if (func.isExternal() || !needsDevice())
     return success();
-  fetchStream();
-  Type tokenType = token.getType();
-
   // A private function's callers are compiled functions, which
   // synchronise before they return: the function itself need not.
   bool syncAtReturn = func.isPublic();
@@ -180,6 +204,8 @@ LogicalResult DeviceFunction::run() {
         (syncAtReturn && isa<func::ReturnOp>(op)))
       ops.push_back(op);
   });
+  fetchStream(ops);
+  Type tokenType = token.getType();
   for (Operation *op : ops) {
     OpBuilder b(op);
     Location loc = op->getLoc();
