@@ -10,8 +10,10 @@ mesh-compile, and runs on 8 ranks: the annotated copy runs partitioned, the
 reference runs replicated, on every rank.
 
 Cases: a fixed suite (a matmul with every sharding of its three dims on the
-(2, 4) mesh) followed by random programs (elementwise chains, matmuls,
+(2, 4) mesh, the examples' models, stencils and convolutions with halos)
+followed by random programs (elementwise chains, matmuls,
 transposes, reductions, loops (scf.for, scf.while), branches, pads,
+stencils (a pad and shifted windows of it),
 tensor.generate (a region op with no rule), constraints)
 on the meshes (8), (2, 4), (2, 2, 2).
 
@@ -20,6 +22,7 @@ Usage: gen_partition.py OUT.mlir [--cases N] [--seed S]
 import argparse
 import itertools
 import random
+import re
 
 MESHES = {"m8": [("x", 8)], "m24": [("a", 2), ("b", 4)],
           "m222": [("p", 2), ("q", 2), ("r", 2)]}
@@ -83,7 +86,12 @@ class Case:
                 else:
                     out.append(f"  {dst} = mesh.shard {src} : {typ} to {sharding(self.mesh, eval(dims))}")
             else:
-                out.append("  " + line)
+                # `{ANN:dims}` annotates an op in the annotated copy only.
+                out.append("  " + re.sub(
+                    r"\{ANN:(.*?)\}",
+                    lambda m: "" if ref else
+                    f" {{mesh.sharding = {sharding(self.mesh, eval(m.group(1)))}}}",
+                    line))
         out.append(f"  return {value} : {ttype(shape)}")
         out.append("}")
         return out
@@ -179,6 +187,133 @@ def model_suite():
         c.result = (out, [hh, sq, dd])
         c.result_dims = q_dims
         cases.append(c)
+    return cases
+
+
+def pad(case, src, shape, lo, hi):
+    """tensor.pad of `src` by `lo`/`hi` per dim with zeros."""
+    out = case.fresh()
+    padded = [d + a + b for d, a, b in zip(shape, lo, hi)]
+    idx = ", ".join(f"%i{k}: index" for k in range(len(shape)))
+    case.body += [
+        f"{out} = tensor.pad {src} low[{', '.join(map(str, lo))}] high[{', '.join(map(str, hi))}] {{",
+        f"^bb0({idx}):",
+        "  tensor.yield %c0_i32 : i32",
+        f"}} : {ttype(shape)} to {ttype(padded)}"]
+    return out, padded
+
+
+def shifted(case, src, padded, offsets, shape):
+    """The slice of `src` at `offsets` with the shape `shape`."""
+    out = case.fresh()
+    case.body.append(
+        f"{out} = tensor.extract_slice {src}[{', '.join(map(str, offsets))}] "
+        f"[{', '.join(map(str, shape))}] [{', '.join('1' for _ in shape)}] : "
+        f"{ttype(padded)} to {ttype(shape)}")
+    return out
+
+
+def stencil(case, shape, steps):
+    """`steps` Jacobi steps in an scf.for: each point becomes the mean of
+    its 2 * rank neighbours (zero outside the grid) plus a source term
+    (%arg1), on a tensor padded by one on every side."""
+    rank = len(shape)
+    t = ttype(shape)
+    loop, u, steps_c, n_c = case.fresh(), case.fresh(), case.fresh(), case.fresh()
+    case.body += [f"{steps_c} = arith.constant {steps} : index",
+                  f"{n_c} = arith.constant dense<{2 * rank}> : {t}",
+                  f"{loop} = scf.for %it = %c0 to {steps_c} step %c1 iter_args({u} = %arg0) -> ({t}) {{"]
+    p, padded = pad(case, u, shape, [1] * rank, [1] * rank)
+    total = None
+    for d in range(rank):
+        for off in (0, 2):
+            offsets = [1] * rank
+            offsets[d] = off
+            v = shifted(case, p, padded, offsets, shape)
+            if total is None:
+                total = v
+            else:
+                nxt = case.fresh()
+                case.body.append(f"{nxt} = arith.addi {total}, {v} : {t}")
+                total = nxt
+    mean, new = case.fresh(), case.fresh()
+    case.body += [f"{mean} = arith.divsi {total}, {n_c} : {t}",
+                  f"{new} = arith.addi {mean}, %arg1 : {t}",
+                  f"scf.yield {new} : {t}",
+                  "}"]
+    return loop
+
+
+def conv(case, src, in_shape, kernel, out_shape, strides, dilations):
+    e, f, r = case.fresh(), case.fresh(), case.fresh()
+    ot = ttype(out_shape)
+    case.body += [
+        f"{e} = tensor.empty() : {ot}",
+        f"{f} = linalg.fill ins(%c0_i32 : i32) outs({e} : {ot}) -> {ot}",
+        f"{r} = linalg.conv_2d_nhwc_hwcf {{dilations = dense<{dilations}> : tensor<2xi64>, "
+        f"strides = dense<{strides}> : tensor<2xi64>}} ins({src}, %arg1 : {ttype(in_shape)}, "
+        f"{ttype(kernel)}) outs({f} : {ot}) -> {ot}"]
+    return r
+
+
+def halo_suite():
+    """Stencils and convolutions sharded on spatial dims: halos exchanged
+    with the neighbours (issue 13), and the general path that gathers and
+    slices when a layout with halos meets one without."""
+    cases = []
+    # Jacobi, 100 steps: 2-D on (2, 4), 3-D on (2, 2, 2), 1-D on (8).
+    for name, mesh, shape, dims in [
+            ("jacobi2d", "m24", [16, 16], [["a"], ["b"]]),
+            ("jacobi2d_ab", "m24", [16, 8], [["a", "b"], []]),
+            ("heat3d", "m222", [8, 8, 8], [["p"], ["q"], ["r"]]),
+            ("jacobi1d", "m8", [32], [["x"]])]:
+        c = Case(name, mesh)
+        c.args = [(shape, dims), (shape, dims)]
+        c.result = (stencil(c, shape, 100), shape)
+        c.result_dims = dims
+        cases.append(c)
+    # conv_2d_nhwc_hwcf on a zero-padded input: H (and W) sharded, strides
+    # 1 and 2, dilation 2.
+    n, h, w, ci, co = 2, 16, 16, 3, 4
+    for name, in_dims, pads, stride, dil in [
+            ("conv_h", [[], ["b"], [], []], (1, 0), 1, 1),
+            ("conv_hw", [[], ["a"], ["b"], []], (1, 1), 1, 1),
+            ("conv_hw_s2", [[], ["a"], ["b"], []], (1, 1), 2, 1),
+            ("conv_hw_d2", [[], ["a"], ["b"], []], (2, 2), 1, 2)]:
+        c = Case(name, "m24")
+        k = 3
+        c.args = [([n, h, w, ci], in_dims), ([k, k, ci, co], None)]
+        ph, pw = pads
+        p, padded = pad(c, "%arg0", [n, h, w, ci], [0, ph, pw, 0], [0, ph, pw, 0])
+        reach = dil * (k - 1) + 1
+        out = [n, (padded[1] - reach) // stride + 1, (padded[2] - reach) // stride + 1, co]
+        c.result = (conv(c, p, padded, [k, k, ci, co], out, stride, dil), out)
+        c.result_dims = in_dims
+        cases.append(c)
+    # A convolution without padding whose input blocks do not line up with
+    # its output blocks: the input is gathered and each device slices its
+    # block and halo.
+    c = Case("conv_valid", "m24")
+    c.args = [([n, 18, w, ci], [[], ["a"], [], []]), ([3, 3, ci, co], None)]
+    out = [n, 16, w - 2, co]
+    c.result = (conv(c, "%arg0", [n, 18, w, ci], [3, 3, ci, co], out, 1, 1), out)
+    c.result_dims = [[], ["a"], [], []]
+    cases.append(c)
+    # Shifted slices of a padded tensor, one of them wanted whole.
+    c = Case("halo_gathered", "m24")
+    shape = [16, 16]
+    c.args = [(shape, [["a"], ["b"]])]
+    p, padded = pad(c, "%arg0", shape, [1, 1], [1, 1])
+    v1 = shifted(c, p, padded, [0, 1], shape)
+    # This slice is asked for whole: the padded tensor's halos are dropped
+    # (each device's block gathered, the last one's halo broadcast).
+    c.body[-1] = c.body[-1].replace(" : ", " {ANN:[[], []]} : ", 1)
+    v2 = shifted(c, p, padded, [2, 2], shape)
+    s = c.fresh()
+    c.body.append(f"{s} = arith.subi {v1}, {v2} : {ttype(shape)}")
+    c.result = (s, shape)
+    c.result_dims = [[], []]
+    cases.append(c)
     return cases
 
 
@@ -297,7 +432,25 @@ def random_case(rng, index):
                     f"  scf.yield {z} : {ttype(s)}",
                     "}"]
             pool.append((r, s))
-        elif kind < 0.86:
+        elif kind < 0.83:
+            # A stencil: v padded on one or both dims by random widths (a
+            # halo where the dim is split), then a sum of shifted windows of
+            # v's shape (halo exchange, or gather and slice).
+            padded_dims = rng.choice([[0], [1], [0, 1]])
+            lo = [rng.randint(1, 2) if d in padded_dims else 0 for d in range(2)]
+            hi = [rng.randint(0, 2) if d in padded_dims else 0 for d in range(2)]
+            p, padded = pad(c, v, s, lo, hi)
+            total = None
+            for _ in range(rng.randint(1, 3)):
+                offsets = [rng.randint(0, lo[d] + hi[d]) for d in range(2)]
+                w = shifted(c, p, padded, offsets, s)
+                if total is not None:
+                    nxt = c.fresh()
+                    c.body.append(f"{nxt} = arith.addi {total}, {w} : {ttype(s)}")
+                    w = nxt
+                total = w
+            pool.append((total, s))
+        elif kind < 0.87:
             e, r = c.fresh(), c.fresh()
             t = [s[1], s[0]]
             c.body += [f"{e} = tensor.empty() : {ttype(t)}",
@@ -353,7 +506,7 @@ def main():
                          "fails at the first case")
     args = ap.parse_args()
     rng = random.Random(args.seed)
-    cases = matmul_suite() + model_suite() + \
+    cases = matmul_suite() + model_suite() + halo_suite() + \
         [random_case(rng, i) for i in range(args.cases)]
     lines = ["// Generated by gen_partition.py; do not edit."]
     for name, axes in MESHES.items():

@@ -241,3 +241,54 @@ func.func @host_buffer_on_other_op(%x: f32) -> f32 {
 func.func @host_buffer_on_scalar(%x: f32 {mesh.host_buffer}) -> f32 {
   return %x : f32
 }
+
+// -----
+
+// Halos (S9, S10).
+
+mesh.mesh @world(["replicate" = 2, "shard" = 4])
+// expected-error @+1 {{halo has 1 [lo, hi] pairs but the sharding has 2 dims; it needs one pair for each dim (S9)}}
+func.func @halo_pairs(%x: tensor<18x4xf32> {mesh.sharding = #mesh.sharding<@world, [["shard"], []], halo = [[1, 1]]>}) {
+  return
+}
+
+// -----
+
+mesh.mesh @world(["replicate" = 2, "shard" = 4])
+// expected-error @+1 {{halo widths of dim 0 must be non-negative, got [-1, 1] (S9)}}
+func.func @halo_negative(%x: tensor<16x4xf32> {mesh.sharding = #mesh.sharding<@world, [["shard"], []], halo = [[-1, 1], [0, 0]]>}) {
+  return
+}
+
+// -----
+
+mesh.mesh @world(["replicate" = 2, "shard" = 4])
+// expected-error @+1 {{dim 1 has a halo [1, 0] but no axis splits it (S9)}}
+func.func @halo_unsplit(%x: tensor<16x5xf32> {mesh.sharding = #mesh.sharding<@world, [["shard"], []], halo = [[0, 0], [1, 0]]>}) {
+  return
+}
+
+// -----
+
+mesh.mesh @world(["replicate" = 2, "shard" = 4])
+// expected-error @+1 {{expected 'halo = [[lo, hi], ...]' or 'partial = kind[axes]' (in that order, each at most once), got 'halo'}}
+func.func @halo_after_partial(%x: tensor<16x4xf32> {mesh.sharding = #mesh.sharding<@world, [["shard"], []], partial = sum["replicate"], halo = [[1, 1], [0, 0]]>}) {
+  return
+}
+
+// -----
+
+mesh.mesh @world(["replicate" = 2, "shard" = 4])
+// expected-error @+1 {{'func.func' op argument 0: dim 0 of size 17 less its halo [1, 1] does not divide by the 4 devices of its axes (S10)}}
+func.func @halo_core(%x: tensor<17x4xf32> {mesh.sharding = #mesh.sharding<@world, [["shard"], []], halo = [[1, 1], [0, 0]]>}) {
+  return
+}
+
+// -----
+
+mesh.mesh @world(["replicate" = 2, "shard" = 4])
+func.func @halo_wide(%x: tensor<14x4xf32>) -> tensor<14x4xf32> {
+  // expected-error @+1 {{'mesh.shard' op operand: the halo [3, 3] of dim 0 is wider than the 2 elements each device owns; a halo comes from the neighbouring devices only (S10)}}
+  %0 = mesh.shard %x : tensor<14x4xf32> to #mesh.sharding<@world, [["shard"], []], halo = [[3, 3], [0, 0]]>
+  return %0 : tensor<14x4xf32>
+}

@@ -45,6 +45,18 @@ func.func @scalar_and_3d(%s: tensor<f32> {mesh.sharding = #mesh.sharding<@cube, 
   return
 }
 
+// Halos: each device also holds its neighbours' edge elements. All-zero
+// widths are no halo and print as none.
+// CHECK-LABEL: func.func @halos
+// CHECK-SAME: #mesh.sharding<@world, {{\[\[}}"replicate"], ["shard"]], halo = {{\[\[}}1, 1], [0, 2]]>
+// CHECK-SAME: #mesh.sharding<@world, {{\[\[}}"shard"], []], halo = {{\[\[}}2, 0], [0, 0]], partial = sum["replicate"]>
+// CHECK-SAME: #mesh.sharding<@world, {{\[\[}}"shard"], []]>
+func.func @halos(%a: tensor<18x18xf32> {mesh.sharding = #mesh.sharding<@world, [["replicate"], ["shard"]], halo = [[1, 1], [0, 2]]>},
+                 %b: tensor<10x4xf32> {mesh.sharding = #mesh.sharding<@world, [["shard"], []], halo = [[2, 0], [0, 0]], partial = sum["replicate"]>},
+                 %c: tensor<8x4xf32> {mesh.sharding = #mesh.sharding<@world, [["shard"], []], halo = [[0, 0], [0, 0]]>}) {
+  return
+}
+
 // CHECK-LABEL: func.func @collectives
 func.func @collectives(%v: tensor<16x128xf32>, %w: tensor<8x64xf32>, %i: tensor<8xi32>, %d: tensor<?x128xf32>) {
   // CHECK: mesh.all_reduce %{{.*}} on @world axes = ["shard"] reduction = sum : tensor<16x128xf32> -> tensor<16x128xf32>

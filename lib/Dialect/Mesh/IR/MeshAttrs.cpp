@@ -141,18 +141,113 @@ static void printDimAxes(AsmPrinter &printer, ArrayRef<AxisListAttr> dims) {
   printer << ']';
 }
 
+/// `halo` without widths that are all zero: one spelling per layout.
+static ArrayRef<int64_t> normalHalo(ArrayRef<int64_t> halo) {
+  return llvm::all_of(halo, [](int64_t w) { return w == 0; })
+             ? ArrayRef<int64_t>()
+             : halo;
+}
+
 ShardingAttr ShardingAttr::get(FlatSymbolRefAttr mesh,
                                ArrayRef<SmallVector<StringRef>> dims,
                                ArrayRef<StringRef> partialAxes,
-                               ReductionKind partialKind) {
+                               ReductionKind partialKind,
+                               ArrayRef<int64_t> halo) {
   MLIRContext *ctx = mesh.getContext();
   SmallVector<AxisListAttr> dimAttrs;
   for (const SmallVector<StringRef> &axes : dims)
     dimAttrs.push_back(AxisListAttr::get(ctx, axes));
   if (partialAxes.empty())
-    return get(ctx, mesh, dimAttrs, AxisListAttr(), ReductionKind::Sum);
+    return get(ctx, mesh, dimAttrs, AxisListAttr(), ReductionKind::Sum,
+               normalHalo(halo));
   return get(ctx, mesh, dimAttrs, AxisListAttr::get(ctx, partialAxes),
-             partialKind);
+             partialKind, normalHalo(halo));
+}
+
+ShardingAttr ShardingAttr::withHalo(ArrayRef<int64_t> halo) const {
+  return get(getContext(), getMesh(), getDims(), getPartialAxes(),
+             getPartialKind(), normalHalo(halo));
+}
+
+/// `[[lo, hi], ...]`: one pair of widths per dim, flattened into `halo`.
+static ParseResult parseHalo(AsmParser &parser, SmallVector<int64_t> &halo) {
+  return parser.parseCommaSeparatedList(
+      AsmParser::Delimiter::Square, [&]() -> ParseResult {
+        int64_t lo, hi;
+        if (parser.parseLSquare() || parser.parseInteger(lo) ||
+            parser.parseComma() || parser.parseInteger(hi) ||
+            parser.parseRSquare())
+          return failure();
+        halo.append({lo, hi});
+        return success();
+      });
+}
+
+/// `<@mesh, [[axes], ...]` then, each optional and in this order,
+/// `, halo = [[lo, hi], ...]` and `, partial = kind[axes]`, then `>`.
+Attribute ShardingAttr::parse(AsmParser &parser, Type) {
+  FlatSymbolRefAttr mesh;
+  SmallVector<AxisListAttr> dims;
+  SmallVector<int64_t> halo;
+  AxisListAttr partialAxes;
+  ReductionKind partialKind = ReductionKind::Sum;
+  if (parser.parseLess() || parser.parseAttribute(mesh) ||
+      parser.parseComma() || parseDimAxes(parser, dims))
+    return {};
+  while (succeeded(parser.parseOptionalComma())) {
+    SMLoc loc = parser.getCurrentLocation();
+    StringRef keyword;
+    if (parser.parseKeyword(&keyword))
+      return {};
+    if (keyword == "halo" && halo.empty() && !partialAxes) {
+      if (parser.parseEqual() || parseHalo(parser, halo))
+        return {};
+      if (halo.empty())
+        return parser.emitError(loc, "halo needs one [lo, hi] pair for each "
+                                     "dim (S9)"),
+               Attribute();
+      continue;
+    }
+    if (keyword == "partial" && !partialAxes) {
+      Attribute axes;
+      if (parser.parseEqual() || parsePartialKindKeyword(parser, partialKind) ||
+          !(axes = AxisListAttr::parse(parser, Type())))
+        return {};
+      partialAxes = cast<AxisListAttr>(axes);
+      continue;
+    }
+    return parser.emitError(loc, "expected 'halo = [[lo, hi], ...]' or "
+                                 "'partial = kind[axes]' (in that order, "
+                                 "each at most once), got '")
+               << keyword << "'",
+           Attribute();
+  }
+  if (parser.parseGreater())
+    return {};
+  return parser.getChecked<ShardingAttr>(parser.getContext(), mesh, dims,
+                                         partialAxes, partialKind,
+                                         normalHalo(halo));
+}
+
+void ShardingAttr::print(AsmPrinter &printer) const {
+  printer << '<';
+  printer.printAttributeWithoutType(getMesh());
+  printer << ", ";
+  printDimAxes(printer, getDims());
+  if (hasHalo()) {
+    printer << ", halo = [";
+    for (unsigned d = 0; d < getRank(); ++d) {
+      auto [lo, hi] = getDimHalo(d);
+      printer << (d ? ", [" : "[") << lo << ", " << hi << ']';
+    }
+    printer << ']';
+  }
+  if (isPartial()) {
+    printer << ", partial = ";
+    printPartialKindKeyword(printer, getPartialKind());
+    getPartialAxes().print(printer);
+  }
+  printer << '>';
 }
 
 SmallVector<StringRef> ShardingAttr::getPartialAxisNames() const {
@@ -173,7 +268,8 @@ LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    FlatSymbolRefAttr mesh,
                                    ArrayRef<AxisListAttr> dims,
                                    AxisListAttr partialAxes,
-                                   ReductionKind partialKind) {
+                                   ReductionKind partialKind,
+                                   ArrayRef<int64_t> halo) {
   if (!mesh)
     return emitError() << "sharding needs a mesh symbol (S4)";
   if (partialAxes && partialAxes.empty())
@@ -209,6 +305,22 @@ LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   }
   if (partialAxes && failed(checkAxes(partialAxes, -1)))
     return failure();
+  if (halo.empty())
+    return success();
+  if (halo.size() != 2 * dims.size())
+    return emitError() << "halo has " << halo.size() / 2 << " [lo, hi] pairs "
+                       << "but the sharding has " << dims.size()
+                       << " dims; it needs one pair for each dim (S9)";
+  for (auto [d, axes] : llvm::enumerate(dims)) {
+    int64_t lo = halo[2 * d], hi = halo[2 * d + 1];
+    if (lo < 0 || hi < 0)
+      return emitError() << "halo widths of dim " << d
+                         << " must be non-negative, got [" << lo << ", " << hi
+                         << "] (S9)";
+    if ((lo || hi) && axes && axes.empty())
+      return emitError() << "dim " << d << " has a halo [" << lo << ", " << hi
+                         << "] but no axis splits it (S9)";
+  }
   return success();
 }
 
@@ -219,7 +331,7 @@ LogicalResult mlir::mesh::verifySharding(Operation *op, ShardingAttr sharding,
   if (failed(ShardingAttr::verify(
           [&] { return op->emitOpError() << what << ": "; }, sharding.getMesh(),
           sharding.getDims(), sharding.getPartialAxes(),
-          sharding.getPartialKind())))
+          sharding.getPartialKind(), sharding.getHalo())))
     return failure();
   FailureOr<MeshOp> mesh =
       getMeshOrEmitError(op, sharding.getMesh(), symbolTables);
@@ -254,6 +366,26 @@ LogicalResult mlir::mesh::verifySharding(Operation *op, ShardingAttr sharding,
       return failure();
   if (failed(checkAxes(sharding.getPartialAxes())))
     return failure();
+  for (unsigned d = 0; d < sharding.getRank() && sharding.hasHalo(); ++d) {
+    auto [lo, hi] = sharding.getDimHalo(d);
+    SmallVector<StringRef> axes = sharding.getDimAxes(d).getNames();
+    int64_t size = cast<RankedTensorType>(type).getDimSize(d);
+    int64_t n = mesh->getGroupSize(axes);
+    if ((!lo && !hi) || ShapedType::isDynamic(size) || ShapedType::isDynamic(n))
+      continue;
+    if (size < lo + hi || (size - lo - hi) % n != 0)
+      return op->emitOpError() << what << ": dim " << d << " of size " << size
+                               << " less its halo [" << lo << ", " << hi
+                               << "] does not divide by the " << n
+                               << " devices of its axes (S10)";
+    int64_t block = (size - lo - hi) / n;
+    if (lo > block || hi > block)
+      return op->emitOpError()
+             << what << ": the halo [" << lo << ", " << hi << "] of dim " << d
+             << " is wider than the " << block
+             << " elements each device owns; a halo comes from the "
+                "neighbouring devices only (S10)";
+  }
   if (sharding.isPartial() &&
       !isReductionValidFor(sharding.getPartialKind(),
                            cast<ShapedType>(type).getElementType()))

@@ -109,6 +109,12 @@ private:
   FailureOr<ArrayRef<ReshardStep>> getPlan(MeshOp mesh, ShardingAttr from,
                                            ShardingAttr target, unsigned rank,
                                            Operation *where, const Twine &what);
+  FailureOr<Value> reshardHalos(Value v, ShardingAttr from, ShardingAttr target,
+                                MeshOp mesh, Operation *where,
+                                const Twine &what);
+  FailureOr<Value> fillHalos(OpBuilder &b, Operation *op, Value local,
+                             ShardingAttr s, ArrayRef<DimHalo> halos,
+                             MeshOp mesh);
 
   // Ops, by role.
   LogicalResult partitionBlock(Block &block);
@@ -134,6 +140,8 @@ private:
                    const FactorAssignment &assignment);
   static Value groupSize(OpBuilder &b, Location loc, MeshOp mesh,
                          ArrayRef<StringRef> axes);
+  static Value groupIndex(OpBuilder &b, Location loc, MeshOp mesh,
+                          ArrayRef<StringRef> axes);
 
   FunctionOpInterface fn;
   SymbolTableCollection &tables;
@@ -313,6 +321,14 @@ FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
                                 << global << " to " << target << ": " << whyNot,
              failure();
   }
+  if ((from && from.hasHalo()) || (target && target.hasHalo())) {
+    FailureOr<Value> out = reshardHalos(v, from, target, meshOp, where, what);
+    if (failed(out))
+      return failure();
+    placed[*out] = target;
+    reshardCache[{v, targetKey}] = *out;
+    return *out;
+  }
   FailureOr<ArrayRef<ReshardStep>> plan =
       getPlan(meshOp, from, target, rank, where, what);
   if (failed(plan))
@@ -350,11 +366,196 @@ RankedTensorType FunctionPartitioner::globalTypeOf(Value v, ShardingAttr from,
       continue;
     SmallVector<StringRef> refs(axes.begin(), axes.end());
     int64_t n = mesh.getGroupSize(refs);
+    auto [lo, hi] = from.getDimHalo(d);
     shape[d] = ShapedType::isDynamic(shape[d]) || ShapedType::isDynamic(n)
                    ? ShapedType::kDynamic
-                   : shape[d] * n;
+                   : (shape[d] - lo - hi) * n + lo + hi;
   }
   return local.clone(shape);
+}
+
+/// `v` resharded from `from` to `target` when either has halos: the halos of
+/// `from` are dropped by gathering their dims (each device's block, then the
+/// last device's trailing halo), the plan takes the rest to `target` with
+/// its halo dims whole, and each device then slices its block and halo out
+/// of those dims. Moving a halo to a neighbour is what an op with a halo
+/// result does (fillHalos); this is the general path, for layouts that
+/// differ in more than that.
+FailureOr<Value> FunctionPartitioner::reshardHalos(Value v, ShardingAttr from,
+                                                   ShardingAttr target,
+                                                   MeshOp mesh,
+                                                   Operation *where,
+                                                   const Twine &what) {
+  OpBuilder b(where);
+  Location loc = where->getLoc();
+  FlatSymbolRefAttr ref = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+  auto staticGroup = [&](ShardingAttr s, unsigned d) -> FailureOr<int64_t> {
+    SmallVector<StringRef> axes = s.getDimAxes(d).getNames();
+    int64_t n = mesh.getGroupSize(axes);
+    if (ShapedType::isDynamic(n))
+      return where->emitError()
+                 << "cannot reshard " << what << " to or from " << s << ": dim "
+                 << d << " has a halo and is split over axes of "
+                 << "unknown size",
+             failure();
+    return n;
+  };
+  Value cur = v;
+  ShardingAttr curS = from;
+  if (from && from.hasHalo()) {
+    SmallVector<AxisListAttr> dims(from.getDims());
+    AxisListAttr none =
+        AxisListAttr::get(b.getContext(), ArrayRef<StringAttr>());
+    for (unsigned d = 0; d < from.getRank(); ++d) {
+      auto [lo, hi] = from.getDimHalo(d);
+      if (!lo && !hi)
+        continue;
+      FailureOr<int64_t> n = staticGroup(from, d);
+      if (failed(n))
+        return failure();
+      auto type = cast<RankedTensorType>(cur.getType());
+      if (type.isDynamicDim(d))
+        return where->emitError()
+                   << "cannot reshard " << what << " from " << from << ": dim "
+                   << d << " has a halo and a dynamic size",
+               failure();
+      int64_t block = type.getDimSize(d) - lo - hi;
+      ArrayAttr axes = b.getStrArrayAttr(from.getDimAxes(d).getNames());
+      auto slab = [&](int64_t offset, int64_t size) {
+        SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0)),
+            sizes, strides(type.getRank(), b.getIndexAttr(1));
+        for (int64_t k = 0; k < type.getRank(); ++k)
+          sizes.push_back(b.getIndexAttr(k == d ? size : type.getDimSize(k)));
+        offsets[d] = b.getIndexAttr(offset);
+        return tensor::ExtractSliceOp::create(b, loc, cur, offsets, sizes,
+                                              strides)
+            .getResult();
+      };
+      SmallVector<int64_t> shape(type.getShape());
+      shape[d] = block * *n;
+      Value whole =
+          AllGatherOp::create(b, loc, type.clone(shape), slab(0, block), ref,
+                              axes, b.getI64IntegerAttr(d));
+      Value tail = slab(block, lo + hi);
+      tail = BroadcastOp::create(b, loc, tail.getType(), tail, ref, axes,
+                                 b.getI64IntegerAttr(*n - 1), UnitAttr());
+      cur = tensor::ConcatOp::create(b, loc, d, ValueRange{whole, tail});
+      dims[d] = none;
+    }
+    curS = ShardingAttr::get(b.getContext(), from.getMesh(), dims,
+                             from.getPartialAxes(), from.getPartialKind(), {});
+  }
+  ShardingAttr mid = withoutHalo(target);
+  if (target && target.hasHalo()) {
+    SmallVector<AxisListAttr> dims(target.getDims());
+    for (unsigned d = 0; d < target.getRank(); ++d)
+      if (target.getDimHalo(d) != std::pair<int64_t, int64_t>(0, 0))
+        dims[d] = AxisListAttr::get(b.getContext(), ArrayRef<StringAttr>());
+    mid =
+        ShardingAttr::get(b.getContext(), target.getMesh(), dims,
+                          target.getPartialAxes(), target.getPartialKind(), {});
+  }
+  unsigned rank = cast<RankedTensorType>(cur.getType()).getRank();
+  FailureOr<ArrayRef<ReshardStep>> plan =
+      getPlan(mesh, curS, mid, rank, where, what);
+  if (failed(plan))
+    return failure();
+  cur = emitResharding(b, loc, mesh, cur, *plan);
+  if (!target || !target.hasHalo())
+    return cur;
+  // Each device's block and halo, out of the dims now whole.
+  for (unsigned d = 0; d < target.getRank(); ++d) {
+    auto [lo, hi] = target.getDimHalo(d);
+    if (!lo && !hi)
+      continue;
+    FailureOr<int64_t> n = staticGroup(target, d);
+    if (failed(n))
+      return failure();
+    auto type = cast<RankedTensorType>(cur.getType());
+    if (type.isDynamicDim(d))
+      return where->emitError()
+                 << "cannot reshard " << what << " to " << target << ": dim "
+                 << d << " has a halo and a dynamic size",
+             failure();
+    int64_t block = (type.getDimSize(d) - lo - hi) / *n;
+    Value index = groupIndex(b, loc, mesh, target.getDimAxes(d).getNames());
+    Value offset = arith::MulIOp::create(
+        b, loc, index, arith::ConstantIndexOp::create(b, loc, block));
+    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0)), sizes,
+        strides(type.getRank(), b.getIndexAttr(1));
+    for (int64_t k = 0; k < type.getRank(); ++k)
+      sizes.push_back(
+          b.getIndexAttr(k == d ? block + lo + hi : type.getDimSize(k)));
+    offsets[d] = offset;
+    cur = tensor::ExtractSliceOp::create(b, loc, cur, offsets, sizes, strides);
+  }
+  return cur;
+}
+
+/// Fills the halos of `local`, the per-device result of `op` laid out as
+/// `s`, whose rule gives its dims the halos `halos`: `op` made each halo as
+/// at the ends of the tensor; each device but the first along a dim's axes
+/// takes its low halo from the end of the previous device's block, each but
+/// the last its high halo from the start of the next one's. Dims go one
+/// after the other, each moving whole slabs of the others (halos included),
+/// so corners arrive in two steps.
+FailureOr<Value> FunctionPartitioner::fillHalos(OpBuilder &b, Operation *op,
+                                                Value local, ShardingAttr s,
+                                                ArrayRef<DimHalo> halos,
+                                                MeshOp mesh) {
+  Location loc = op->getLoc();
+  FlatSymbolRefAttr ref = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+  auto type = cast<RankedTensorType>(local.getType());
+  for (unsigned d = 0; d < halos.size(); ++d) {
+    auto [lo, hi] = s.getDimHalo(d);
+    if (!lo && !hi)
+      continue;
+    SmallVector<StringRef> axisNames = s.getDimAxes(d).getNames();
+    int64_t n = mesh.getGroupSize(axisNames);
+    if (type.isDynamicDim(d) || ShapedType::isDynamic(n))
+      return op->emitError()
+                 << "cannot exchange the halo of dim " << d << " of " << type
+                 << ": halos need a static size and axes of known size",
+             failure();
+    int64_t block = type.getDimSize(d) - lo - hi;
+    ArrayAttr axes = b.getStrArrayAttr(axisNames);
+    auto range = [&](int64_t offset, int64_t size) {
+      SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0)),
+          sizes, strides(type.getRank(), b.getIndexAttr(1));
+      for (int64_t k = 0; k < type.getRank(); ++k)
+        sizes.push_back(b.getIndexAttr(k == d ? size : type.getDimSize(k)));
+      offsets[d] = b.getIndexAttr(offset);
+      return std::make_tuple(offsets, sizes, strides);
+    };
+    Value index = groupIndex(b, loc, mesh, axisNames);
+    // The halo at [at, at + size) comes from the neighbour `offset` away,
+    // out of its block at [from, from + size); the device at `edge` keeps
+    // what the op made.
+    auto exchange = [&](int64_t at, int64_t from, int64_t size, int64_t offset,
+                        int64_t edge) {
+      auto [srcOffsets, sizes, strides] = range(from, size);
+      Value slab = tensor::ExtractSliceOp::create(b, loc, local, srcOffsets,
+                                                  sizes, strides);
+      Value got = PermuteOp::create(b, loc, slab.getType(), slab, ref, axes,
+                                    b.getI64IntegerAttr(offset), UnitAttr());
+      auto [dstOffsets, dstSizes, dstStrides] = range(at, size);
+      Value made = tensor::ExtractSliceOp::create(b, loc, local, dstOffsets,
+                                                  dstSizes, dstStrides);
+      Value atEdge =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, index,
+                                arith::ConstantIndexOp::create(b, loc, edge));
+      Value halo = arith::SelectOp::create(b, loc, atEdge, made, got);
+      local = tensor::InsertSliceOp::create(b, loc, halo, local, dstOffsets,
+                                            dstSizes, dstStrides);
+    };
+    // The low halo: the last `lo` of the previous device's block.
+    if (lo)
+      exchange(0, block, lo, 1, 0);
+    // The high halo: the first `hi` of the next device's block.
+    if (hi)
+      exchange(lo + block, lo, hi, -1, n - 1);
+  }
+  return local;
 }
 
 /// `v` made again in the layout `target`, before `where`, when its op needs
@@ -758,7 +959,7 @@ FunctionPartitioner::reshardOperands(Operation *op, const ShardingRule *rule,
     ShardingAttr target =
         mesh && i < rule->operandDims.size()
             ? projector.project(mesh, assignment->getFactors(),
-                                rule->operandDims[i])
+                                rule->operandDims[i], rule->getOperandHalos(i))
             : ShardingAttr();
     if (failed(reshardOperand(operand, target, mesh, op,
                               "operand " + Twine(i) + " of '" +
@@ -786,7 +987,8 @@ FunctionPartitioner::typeResults(Operation *op, const ShardingRule *rule,
     ShardingAttr produced =
         mesh && r < rule->resultDims.size()
             ? projector.projectResult(mesh, *rule, assignment->getFactors(),
-                                      rule->resultDims[r])
+                                      rule->resultDims[r],
+                                      rule->getResultHalos(r))
             : ShardingAttr();
     FailureOr<RankedTensorType> local = localType(
         op, type, produced, "result " + Twine(r) + " of '" + opName + "'");
@@ -795,6 +997,24 @@ FunctionPartitioner::typeResults(Operation *op, const ShardingRule *rule,
     noteDynamicLocal(result, type, *local);
     result.setType(*local);
     placed[result] = produced;
+    // The value users see: the result, or it with its halos filled.
+    Value value = result;
+    if (produced && produced.hasHalo() && rule) {
+      SmallVector<OpOperand *> uses;
+      for (OpOperand &use : result.getUses())
+        uses.push_back(&use);
+      OpBuilder b(op->getContext());
+      b.setInsertionPointAfter(op);
+      FailureOr<Value> filled =
+          fillHalos(b, op, result, produced, rule->getResultHalos(r),
+                    meshFor(op, produced.getMesh()));
+      if (failed(filled))
+        return failure();
+      for (OpOperand *use : uses)
+        use->set(*filled);
+      placed[*filled] = produced;
+      value = *filled;
+    }
     // Values that need no data are made again where another layout is
     // needed (remake): keep their global type.
     if (isRemakeable(op))
@@ -803,9 +1023,10 @@ FunctionPartitioner::typeResults(Operation *op, const ShardingRule *rule,
     if (!annotated || sameLayout(annotated, produced))
       continue;
     SmallVector<OpOperand *> uses;
-    for (OpOperand &use : result.getUses())
+    for (OpOperand &use : value.getUses())
       uses.push_back(&use);
-    FailureOr<Value> v = reshard(result, annotated, {}, op->getNextNode(),
+    Operation *after = value == result ? op : value.getDefiningOp();
+    FailureOr<Value> v = reshard(value, annotated, {}, after->getNextNode(),
                                  "result " + Twine(r) + " of '" + opName + "'");
     if (failed(v))
       return failure();
@@ -851,6 +1072,26 @@ Value FunctionPartitioner::groupSize(OpBuilder &b, Location loc, MeshOp mesh,
     total = arith::MulIOp::create(b, loc, total, size);
   }
   return total;
+}
+
+/// This device's index in the group of `axes` (row-major over them), as an
+/// index value.
+Value FunctionPartitioner::groupIndex(OpBuilder &b, Location loc, MeshOp mesh,
+                                      ArrayRef<StringRef> axes) {
+  FlatSymbolRefAttr ref = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+  Value index;
+  for (StringRef axis : axes) {
+    Value i = AxisIndexOp::create(b, loc, b.getIndexType(), ref,
+                                  b.getStringAttr(axis));
+    if (!index) {
+      index = i;
+      continue;
+    }
+    Value size = groupSize(b, loc, mesh, {axis});
+    index = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, index, size), i);
+  }
+  return index ? index : arith::ConstantIndexOp::create(b, loc, 0);
 }
 
 //===----------------------------------------------------------------------===//
@@ -900,6 +1141,22 @@ struct PartitionPass : public mesh::impl::PartitionBase<PartitionPass> {
   static LogicalResult localizeDeclaration(FunctionOpInterface fn,
                                            SymbolTableCollection &tables) {
     StringRef name = MeshDialect::getShardingAttrName();
+    // Without shardings there is nothing to localize, and a declaration
+    // need not have a builtin function type (llvm.func @printf).
+    auto annotated = [&](ArrayAttr attrs) {
+      return attrs && llvm::any_of(attrs, [&](Attribute a) {
+               auto d = dyn_cast<DictionaryAttr>(a);
+               return d && d.contains(name);
+             });
+    };
+    if (!annotated(fn.getAllArgAttrs()) && !annotated(fn.getAllResultAttrs()))
+      return success();
+    if (!isa<FunctionType>(fn.getFunctionType()))
+      return fn->emitError()
+                 << "cannot partition the declaration @" << fn.getName()
+                 << ": 'mesh.sharding' needs a function of "
+                    "builtin function type",
+             failure();
     auto localize = [&](Type type, ShardingAttr s,
                         const Twine &what) -> FailureOr<Type> {
       auto tensor = dyn_cast<RankedTensorType>(type);

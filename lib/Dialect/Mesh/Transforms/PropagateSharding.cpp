@@ -384,13 +384,21 @@ bool Propagation::visitRule(Operation *op, const ShardingRule &rule,
   auto source =
       forward ? ValueInfo::Source::Forward : ValueInfo::Source::Backward;
   bool changed = false;
-  for (auto [v, dims] : llvm::zip(op->getResults(), rule.resultDims))
-    if (!info.count(v))
-      changed |= assign(v, projector.projectResult(mesh, rule, factors, dims),
+  for (auto [r, dims] : llvm::enumerate(rule.resultDims)) {
+    Value v = r < op->getNumResults() ? op->getResult(r) : Value();
+    if (v && !info.count(v))
+      changed |= assign(v,
+                        projector.projectResult(mesh, rule, factors, dims,
+                                                rule.getResultHalos(r)),
                         source, op);
-  for (auto [v, dims] : llvm::zip(op->getOperands(), rule.operandDims))
-    if (isRankedTensor(v) && !info.count(v))
-      changed |= assign(v, projector.project(mesh, factors, dims), source, op);
+  }
+  for (auto [i, dims] : llvm::enumerate(rule.operandDims)) {
+    Value v = i < op->getNumOperands() ? op->getOperand(i) : Value();
+    if (v && isRankedTensor(v) && !info.count(v))
+      changed |= assign(
+          v, projector.project(mesh, factors, dims, rule.getOperandHalos(i)),
+          source, op);
+  }
   return changed;
 }
 

@@ -39,6 +39,7 @@ ShardingLayout ShardingLayout::get(ShardingAttr sharding) {
   for (StringRef a : sharding.getPartialAxisNames())
     layout.partial.push_back(a.str());
   layout.partialKind = sharding.getPartialKind();
+  layout.halo.assign(sharding.getHalo().begin(), sharding.getHalo().end());
   return layout;
 }
 
@@ -53,7 +54,7 @@ ShardingAttr ShardingLayout::toAttr(FlatSymbolRefAttr mesh) const {
   for (const auto &axes : dims)
     dimRefs.push_back(SmallVector<StringRef>(axes.begin(), axes.end()));
   SmallVector<StringRef> partialRefs(partial.begin(), partial.end());
-  return ShardingAttr::get(mesh, dimRefs, partialRefs, partialKind);
+  return ShardingAttr::get(mesh, dimRefs, partialRefs, partialKind, halo);
 }
 
 bool mlir::mesh::sameLayout(ShardingAttr a, ShardingAttr b) {
@@ -63,6 +64,13 @@ bool mlir::mesh::sameLayout(ShardingAttr a, ShardingAttr b) {
     return (!a || a.isFullyReplicated()) && (!b || b.isFullyReplicated());
   if (a.getDims() != b.getDims() || a.getPartialAxes() != b.getPartialAxes())
     return false;
+  if (a.hasHalo() || b.hasHalo())
+    for (unsigned d = 0; d < a.getRank(); ++d) {
+      auto [aLo, aHi] = a.getDimHalo(d);
+      auto [bLo, bHi] = b.getDimHalo(d);
+      if (aLo + aHi != bLo + bHi)
+        return false;
+    }
   return !a.isPartial() || a.getPartialKind() == b.getPartialKind();
 }
 
@@ -71,7 +79,11 @@ ShardingAttr mlir::mesh::withoutPartial(ShardingAttr s) {
     return s;
   MLIRContext *ctx = s.getContext();
   return ShardingAttr::get(ctx, s.getMesh(), s.getDims(), AxisListAttr(),
-                           ReductionKind::Sum);
+                           ReductionKind::Sum, s.getHalo());
+}
+
+ShardingAttr mlir::mesh::withoutHalo(ShardingAttr s) {
+  return s && s.hasHalo() ? s.withHalo({}) : s;
 }
 
 ShardingLayout mlir::mesh::layoutOf(ShardingAttr s, unsigned rank) {
@@ -320,16 +332,32 @@ mlir::mesh::getLocalType(MeshOp mesh, RankedTensorType global,
       shape[d] = ShapedType::kDynamic;
       continue;
     }
-    if (shape[d] % n != 0) {
+    int64_t lo = layout.halo.empty() ? 0 : layout.halo[2 * d];
+    int64_t hi = layout.halo.empty() ? 0 : layout.halo[2 * d + 1];
+    int64_t core = shape[d] - lo - hi;
+    auto axisList = [&] {
       std::string list;
       for (auto [k, a] : llvm::enumerate(axes))
         list += (k ? ", \"" : "\"") + a + "\"";
+      return "the " + std::to_string(n) + " devices of axes [" + list + "]";
+    };
+    if (core < 0 || core % n != 0) {
       whyNot = "dim " + std::to_string(d) + " of size " +
-               std::to_string(shape[d]) + " does not divide by the " +
-               std::to_string(n) + " devices of axes [" + list + "]";
+               std::to_string(shape[d]) +
+               (lo || hi ? " less its halo [" + std::to_string(lo) + ", " +
+                               std::to_string(hi) + "]"
+                         : std::string()) +
+               " does not divide by " + axisList();
       return failure();
     }
-    shape[d] /= n;
+    if (lo > core / n || hi > core / n) {
+      whyNot = "the halo [" + std::to_string(lo) + ", " + std::to_string(hi) +
+               "] of dim " + std::to_string(d) + " is wider than the " +
+               std::to_string(core / n) + " elements each of " + axisList() +
+               " owns";
+      return failure();
+    }
+    shape[d] = core / n + lo + hi;
   }
   return RankedTensorType::get(shape, global.getElementType());
 }

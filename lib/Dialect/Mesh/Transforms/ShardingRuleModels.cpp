@@ -3,9 +3,14 @@
 // Each rule is a ShardingRuleOpInterface model attached to the op.
 //
 // Linalg structured ops: one factor per loop. An operand dim whose index is a
-// plain loop dim maps to that loop's factor; a dim indexed by anything else
-// (a convolution's `d0 + d3`) maps to no factor, and every loop in that
-// expression is blocked, since sharding it would misplace the window. A loop
+// plain loop dim maps to that loop's factor. An input dim read through a
+// window, `s * p + t1 * r1 + ... + c` with p a parallel loop, the r
+// reduction loops of static size and s, t, c constants (a convolution's
+// `2 * d1 + d4`, a stencil's `d0 + 1`), maps to p's factor with a halo: each
+// device's block of p reads a block of the input plus what the window
+// reaches beyond it, `size - s * |p|` elements; the loops r stay whole. A dim
+// indexed by anything else maps to no factor, and every loop in it is
+// blocked, since sharding it would misplace the window. A loop
 // whose index the body reads (linalg.index) is blocked. A reduction loop
 // is a reduction factor whose kind comes from the combiner in the body; it
 // may only be sharded when every accumulator starts from the kind's neutral
@@ -15,12 +20,17 @@
 // Elementwise ops (the trait; no model needed) map each dim of each same-rank
 // operand to the result's. tensor.empty has one free factor per dim;
 // constants are replicated; reshapes, slices, concat and pad keep the
-// factors of the dims they do not change.
+// factors of the dims they do not change. A dim that pad pads by static
+// widths, with a padding value that does not depend on the position, keeps
+// its factor too when every user reads it through a window that takes it
+// whole: the padded dim then has a halo of the padding widths, which the
+// devices at the ends pad and the others receive from their neighbours.
 //
 //===----------------------------------------------------------------------===//
 
 #include "mesh/Dialect/Mesh/Transforms/ShardingRuleModels.h"
 
+#include "mlir/Analysis/FlatLinearValueConstraints.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -112,6 +122,85 @@ static bool startsNeutral(Value init, ReductionKind kind) {
   return false;
 }
 
+/// A dim read through a window along loop `loop`: the dim's elements beyond
+/// the stride times the loop's size are its halo.
+struct Window {
+  unsigned loop;
+  int64_t halo;
+  /// The halo as a sharding spells it: which elements a device holds
+  /// depends only on lo + hi, and halves ask the least of each block.
+  DimHalo split() const { return {halo / 2, halo - halo / 2}; }
+};
+
+/// The window of a dim of `size` elements read at `stride * i + c` for `i`
+/// in a loop of `range` iterations and `c` up to `reach`: each block of `b`
+/// iterations reads `stride * b` elements and `reach - stride + 1` more
+/// after them, which the halo must hold. None when the dim is too small for
+/// that.
+static std::optional<Window> makeWindow(unsigned loop, int64_t size,
+                                        int64_t stride, int64_t reach,
+                                        int64_t range) {
+  int64_t halo = size - stride * range;
+  if (stride < 1 || reach < 0 || halo < 0 || halo < reach - stride + 1)
+    return std::nullopt;
+  return Window{loop, halo};
+}
+
+/// The window through which `op` reads dim `dim` of input `operand`, when
+/// its index is `s * p + t1 * r1 + ... + c` (see the file comment) and the
+/// sizes are static. `ranges` are the op's static loop ranges.
+static std::optional<Window> getWindow(linalg::LinalgOp op, OpOperand &operand,
+                                       unsigned dim, AffineMap map,
+                                       ArrayRef<int64_t> ranges) {
+  auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+  if (!type || op.isDpsInit(&operand) || type.isDynamicDim(dim))
+    return std::nullopt;
+  SmallVector<int64_t> flat;
+  if (failed(getFlattenedAffineExpr(map.getResult(dim), map.getNumDims(),
+                                    map.getNumSymbols(), &flat)) ||
+      flat.size() != map.getNumDims() + map.getNumSymbols() + 1)
+    return std::nullopt; // A floor division or a modulo: not a window.
+  if (llvm::any_of(
+          ArrayRef<int64_t>(flat).slice(map.getNumDims(), map.getNumSymbols()),
+          [](int64_t c) { return c != 0; }))
+    return std::nullopt;
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  std::optional<unsigned> parallel;
+  int64_t stride = 0, reach = flat.back();
+  for (unsigned d = 0; d < map.getNumDims(); ++d) {
+    int64_t coefficient = flat[d];
+    if (coefficient == 0)
+      continue;
+    if (coefficient < 0 || ShapedType::isDynamic(ranges[d]))
+      return std::nullopt;
+    if (iterators[d] == utils::IteratorType::parallel) {
+      if (parallel)
+        return std::nullopt; // Two loops slide along one dim.
+      parallel = d;
+      stride = coefficient;
+      continue;
+    }
+    reach += coefficient * (ranges[d] - 1);
+  }
+  if (!parallel)
+    return std::nullopt;
+  return makeWindow(*parallel, type.getDimSize(dim), stride, reach,
+                    ranges[*parallel]);
+}
+
+/// The window through which an extract_slice reads dim `dim` of its source:
+/// static offset, size and stride, the result's dim being the loop (0).
+static std::optional<Window> getWindow(tensor::ExtractSliceOp slice,
+                                       unsigned dim) {
+  RankedTensorType source = slice.getSourceType();
+  if (source.getRank() != slice.getType().getRank() ||
+      source.isDynamicDim(dim) || slice.isDynamicOffset(dim) ||
+      slice.isDynamicSize(dim) || slice.isDynamicStride(dim))
+    return std::nullopt;
+  return makeWindow(0, source.getDimSize(dim), slice.getStaticStride(dim),
+                    slice.getStaticOffset(dim), slice.getStaticSize(dim));
+}
+
 static FailureOr<ShardingRule> getLinalgRule(linalg::LinalgOp op) {
   if (!op.hasPureTensorSemantics())
     return failure();
@@ -138,8 +227,11 @@ static FailureOr<ShardingRule> getLinalgRule(linalg::LinalgOp op) {
         rule.factors[index.getDim()].blocked = true;
     });
   llvm::BitVector sized(rule.factors.size());
+  // Static loop ranges, needed only for windows.
+  SmallVector<int64_t> ranges;
   auto dimsOf = [&](OpOperand &operand) {
     SmallVector<int64_t> dims;
+    SmallVector<DimHalo> halos;
     AffineMap map = maps[operand.getOperandNumber()];
     auto type = dyn_cast<ShapedType>(operand.get().getType());
     for (auto [k, e] : llvm::enumerate(map.getResults())) {
@@ -154,11 +246,27 @@ static FailureOr<ShardingRule> getLinalgRule(linalg::LinalgOp op) {
         }
         continue;
       }
-      dims.push_back(-1);
+      if (ranges.empty() && op.getShapesToLoopsMap())
+        ranges = op.getStaticLoopRanges();
+      std::optional<Window> window =
+          ranges.empty() ? std::nullopt
+                         : getWindow(op, operand, k, map, ranges);
+      dims.push_back(window ? static_cast<int64_t>(window->loop) : -1);
+      if (window) {
+        halos.resize(map.getNumResults());
+        halos[k] = window->split();
+        int64_t &widest = rule.factors[window->loop].maxHalo;
+        widest = std::max(widest, halos[k].hi);
+      }
       e.walk([&](AffineExpr sub) {
         if (auto d = dyn_cast<AffineDimExpr>(sub))
-          rule.factors[d.getPosition()].blocked = true;
+          if (!window || d.getPosition() != window->loop)
+            rule.factors[d.getPosition()].blocked = true;
       });
+    }
+    if (!halos.empty()) {
+      rule.operandHalos.resize(operand.getOperandNumber());
+      rule.operandHalos.push_back(std::move(halos));
     }
     return dims;
   };
@@ -230,27 +338,40 @@ getReshapeRule(RankedTensorType wide, RankedTensorType narrow,
 }
 
 /// extract_slice / insert_slice: a dim taken whole (offset 0, full size,
-/// stride 1) keeps one factor on both sides; a sliced dim belongs to none and
+/// stride 1) keeps one factor on both sides. A dim an extract_slice takes
+/// with static offset, size and stride keeps it as a window (a shifted
+/// slice of a padded tensor, a stencil's neighbour): the source then needs
+/// the halo of that window. Any other sliced dim belongs to no factor and
 /// stays unsharded. Rank-reducing slices have no rule.
 static FailureOr<ShardingRule> getSliceRule(OffsetSizeAndStrideOpInterface op,
                                             RankedTensorType full,
                                             RankedTensorType part) {
   if (full.getRank() != part.getRank())
     return failure();
+  auto extract = dyn_cast<tensor::ExtractSliceOp>(op.getOperation());
   ShardingRule rule;
   SmallVector<int64_t> dims;
+  SmallVector<DimHalo> halos;
   for (int64_t d = 0; d < full.getRank(); ++d) {
     bool whole = op.isDynamicOffset(d) == false && op.getStaticOffset(d) == 0 &&
                  !op.isDynamicSize(d) &&
                  op.getStaticSize(d) == full.getDimSize(d) &&
                  !full.isDynamicDim(d) && !op.isDynamicStride(d) &&
                  op.getStaticStride(d) == 1;
-    if (whole) {
-      dims.push_back(rule.factors.size());
-      rule.factors.push_back({full.getDimSize(d), std::nullopt, false});
-    } else {
+    std::optional<Window> window;
+    if (!whole && extract)
+      window = getWindow(extract, d);
+    if (!whole && !window) {
       dims.push_back(-1);
+      continue;
     }
+    if (window) {
+      halos.resize(full.getRank());
+      halos[d] = window->split();
+    }
+    dims.push_back(rule.factors.size());
+    rule.factors.push_back({part.getDimSize(d), std::nullopt, false,
+                            window ? window->split().hi : 0});
   }
   Operation *raw = op.getOperation();
   for (Value operand : raw->getOperands())
@@ -258,6 +379,8 @@ static FailureOr<ShardingRule> getSliceRule(OffsetSizeAndStrideOpInterface op,
                                    ? dims
                                    : SmallVector<int64_t>());
   rule.resultDims.push_back(dims);
+  if (!halos.empty())
+    rule.operandHalos.push_back(std::move(halos));
   return rule;
 }
 
@@ -301,22 +424,63 @@ static FailureOr<ShardingRule> getConcatRule(tensor::ConcatOp concat) {
   return rule;
 }
 
+/// True when every use of `v` reads its dim `dim` through a window whose
+/// halo is `halo` wide: its sharded blocks, with that halo, are then what
+/// each user needs.
+static bool readThroughWindows(Value v, unsigned dim, int64_t halo) {
+  if (v.use_empty())
+    return false;
+  for (OpOperand &use : v.getUses()) {
+    std::optional<Window> window;
+    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(use.getOwner())) {
+      window = getWindow(slice, dim);
+    } else if (auto linalgOp = dyn_cast<linalg::LinalgOp>(use.getOwner())) {
+      if (!linalgOp.hasPureTensorSemantics() || !linalgOp.getShapesToLoopsMap())
+        return false;
+      AffineMap map = linalgOp.getMatchingIndexingMap(&use);
+      if (isa<AffineDimExpr>(map.getResult(dim)))
+        return false;
+      window =
+          getWindow(linalgOp, use, dim, map, linalgOp.getStaticLoopRanges());
+    }
+    if (!window || window->halo != halo)
+      return false;
+  }
+  return true;
+}
+
 /// A dim the pad leaves alone (static zero low and high) keeps one factor on
-/// both sides; a padded dim belongs to none. The padding value is a scalar.
+/// both sides. A dim padded by static widths keeps it too, with the widths
+/// as its halo, when the padding value is the same everywhere and every user
+/// reads the dim through a window that needs that halo (see the file
+/// comment); any other padded dim belongs to no factor. The padding value
+/// is a scalar.
 static FailureOr<ShardingRule> getPadRule(tensor::PadOp pad) {
   RankedTensorType type = pad.getSourceType();
   ShardingRule rule;
   SmallVector<int64_t> dims;
+  SmallVector<DimHalo> halos;
   ArrayRef<int64_t> low = pad.getStaticLow(), high = pad.getStaticHigh();
+  bool uniform = static_cast<bool>(pad.getConstantPaddingValue());
   for (int64_t d = 0; d < type.getRank(); ++d) {
     if (low[d] != 0 || high[d] != 0) { // Padded, or padded by a dynamic amount.
-      dims.push_back(-1);
-      continue;
+      bool halo = uniform && !ShapedType::isDynamic(low[d]) &&
+                  !ShapedType::isDynamic(high[d]) && !type.isDynamicDim(d) &&
+                  readThroughWindows(pad.getResult(), d, low[d] + high[d]);
+      if (!halo) {
+        dims.push_back(-1);
+        continue;
+      }
+      halos.resize(type.getRank());
+      halos[d] = {low[d], high[d]};
     }
     dims.push_back(rule.factors.size());
-    rule.factors.push_back({type.getDimSize(d), std::nullopt, false});
+    rule.factors.push_back(
+        {type.getDimSize(d), std::nullopt, false, std::max(low[d], high[d])});
   }
   rule.operandDims.push_back(dims);
+  if (!halos.empty())
+    rule.resultHalos.push_back(std::move(halos));
   // Dynamic low and high sizes are index operands: no dims.
   rule.operandDims.resize(pad->getNumOperands());
   rule.resultDims.push_back(dims);

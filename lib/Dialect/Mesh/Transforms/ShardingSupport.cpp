@@ -172,23 +172,45 @@ mlir::mesh::getTiedValueGroups(RegionBranchOpInterface op) {
 // Projections
 //===----------------------------------------------------------------------===//
 
+/// The flattened halo widths of the sharded dims among `dims` (empty when
+/// none has one).
+static SmallVector<int64_t> projectHalos(ArrayRef<AxisListAttr> factors,
+                                         ArrayRef<int64_t> dims,
+                                         ArrayRef<DimHalo> halos) {
+  SmallVector<int64_t> widths;
+  if (halos.empty())
+    return widths;
+  bool any = false;
+  for (auto [d, f] : llvm::enumerate(dims)) {
+    DimHalo h = f >= 0 && factors[f] && d < halos.size() ? halos[d] : DimHalo();
+    widths.append({h.lo, h.hi});
+    any |= h.lo || h.hi;
+  }
+  if (!any)
+    widths.clear();
+  return widths;
+}
+
 ShardingAttr mlir::mesh::projectFactors(FlatSymbolRefAttr mesh,
                                         ArrayRef<AxisListAttr> factors,
-                                        ArrayRef<int64_t> dims) {
+                                        ArrayRef<int64_t> dims,
+                                        ArrayRef<DimHalo> halos) {
   MLIRContext *ctx = mesh.getContext();
   AxisListAttr none = AxisListAttr::get(ctx, ArrayRef<StringAttr>());
   SmallVector<AxisListAttr, 4> dimAxes;
   for (int64_t f : dims)
     dimAxes.push_back(f >= 0 && factors[f] ? factors[f] : none);
   return ShardingAttr::get(ctx, mesh, dimAxes, AxisListAttr(),
-                           ReductionKind::Sum);
+                           ReductionKind::Sum,
+                           projectHalos(factors, dims, halos));
 }
 
 ShardingAttr mlir::mesh::projectResult(FlatSymbolRefAttr mesh,
                                        const ShardingRule &rule,
                                        ArrayRef<AxisListAttr> factors,
-                                       ArrayRef<int64_t> dims) {
-  ShardingAttr projected = projectFactors(mesh, factors, dims);
+                                       ArrayRef<int64_t> dims,
+                                       ArrayRef<DimHalo> halos) {
+  ShardingAttr projected = projectFactors(mesh, factors, dims, halos);
   SmallVector<StringAttr, 4> partial;
   ReductionKind kind = ReductionKind::Sum;
   for (auto [f, factor] : llvm::enumerate(rule.factors))
@@ -200,25 +222,32 @@ ShardingAttr mlir::mesh::projectResult(FlatSymbolRefAttr mesh,
     return projected;
   MLIRContext *ctx = mesh.getContext();
   return ShardingAttr::get(ctx, mesh, projected.getDims(),
-                           AxisListAttr::get(ctx, partial), kind);
+                           AxisListAttr::get(ctx, partial), kind,
+                           projected.getHalo());
 }
 
 ShardingAttr ShardingProjector::get(FlatSymbolRefAttr mesh,
                                     const ShardingRule *rule,
                                     ArrayRef<AxisListAttr> factors,
-                                    ArrayRef<int64_t> dims) {
-  // The key: the mesh, then each dim's axes, then (for a result) the axes
-  // and kinds of the sharded reduction factors.
+                                    ArrayRef<int64_t> dims,
+                                    ArrayRef<DimHalo> halos) {
+  // The key: the mesh, then each dim's axes, then its halo if it has one,
+  // then (for a result) the axes and kinds of the sharded reduction factors.
   SmallVector<const void *, 8> key;
   key.push_back(mesh.getAsOpaquePointer());
-  for (int64_t f : dims)
+  auto number = [](int64_t v) {
+    return reinterpret_cast<const void *>(static_cast<uintptr_t>(v));
+  };
+  for (auto [d, f] : llvm::enumerate(dims)) {
     key.push_back(f >= 0 && factors[f] ? factors[f].getAsOpaquePointer()
                                        : nullptr);
+    if (d < halos.size() && halos[d] != DimHalo())
+      key.append({number(d), number(halos[d].lo), number(halos[d].hi)});
+  }
   if (rule)
     for (auto [f, factor] : llvm::enumerate(rule->factors))
       if (factor.reduction && factors[f]) {
-        key.push_back(reinterpret_cast<const void *>(
-            static_cast<uintptr_t>(*factor.reduction) + 1));
+        key.push_back(number(static_cast<int64_t>(*factor.reduction) + 1));
         key.push_back(factors[f].getAsOpaquePointer());
       }
   size_t h = llvm::hash_combine_range(key.begin(), key.end());
@@ -226,8 +255,9 @@ ShardingAttr ShardingProjector::get(FlatSymbolRefAttr mesh,
   if (entry.value && entry.key == key)
     return entry.value;
   entry.key = std::move(key);
-  entry.value = rule ? mlir::mesh::projectResult(mesh, *rule, factors, dims)
-                     : projectFactors(mesh, factors, dims);
+  entry.value =
+      rule ? mlir::mesh::projectResult(mesh, *rule, factors, dims, halos)
+           : projectFactors(mesh, factors, dims, halos);
   return entry.value;
 }
 
@@ -256,24 +286,29 @@ std::optional<int64_t> MeshCache::getGroupSize(MeshOp mesh, AxisListAttr axes) {
 static unsigned hashRule(const ShardingRule &rule) {
   llvm::hash_code h = llvm::hash_value(rule.factors.size());
   for (const ShardingFactor &f : rule.factors)
-    h = llvm::hash_combine(h, f.size, f.blocked, f.reduction.has_value(),
-                           f.reduction ? static_cast<uint32_t>(*f.reduction)
-                                       : 0u);
+    h = llvm::hash_combine(
+        h, f.size, f.blocked, f.maxHalo, f.reduction.has_value(),
+        f.reduction ? static_cast<uint32_t>(*f.reduction) : 0u);
   for (const auto *list : {&rule.operandDims, &rule.resultDims}) {
     h = llvm::hash_combine(h, list->size());
     for (const SmallVector<int64_t> &dims : *list)
       h = llvm::hash_combine(
           h, llvm::hash_combine_range(dims.begin(), dims.end()));
   }
+  for (const auto *list : {&rule.operandHalos, &rule.resultHalos})
+    for (const SmallVector<DimHalo> &halos : *list)
+      for (DimHalo halo : halos)
+        h = llvm::hash_combine(h, halo.lo, halo.hi);
   return static_cast<unsigned>(h);
 }
 
 static bool equalRules(const ShardingRule &a, const ShardingRule &b) {
   if (a.factors.size() != b.factors.size() || a.operandDims != b.operandDims ||
-      a.resultDims != b.resultDims)
+      a.resultDims != b.resultDims || a.operandHalos != b.operandHalos ||
+      a.resultHalos != b.resultHalos)
     return false;
   for (auto [x, y] : llvm::zip(a.factors, b.factors))
-    if (x.size != y.size || x.blocked != y.blocked ||
+    if (x.size != y.size || x.blocked != y.blocked || x.maxHalo != y.maxHalo ||
         x.reduction != y.reduction)
       return false;
   return true;

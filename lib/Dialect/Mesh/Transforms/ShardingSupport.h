@@ -115,16 +115,18 @@ ShardingAttr getResultAnnotation(Operation *op, unsigned result);
 using FactorSharding = SmallVector<AxisListAttr, 8>;
 
 /// The sharding on `mesh` of a value whose dims map to the factors `dims`
-/// (-1: none).
+/// (-1: none), with the halos `halos` gives its sharded dims.
 ShardingAttr projectFactors(FlatSymbolRefAttr mesh,
                             ArrayRef<AxisListAttr> factors,
-                            ArrayRef<int64_t> dims);
+                            ArrayRef<int64_t> dims,
+                            ArrayRef<DimHalo> halos = {});
 
 /// The sharding of an op result: the projection, partial over the axes of
 /// the sharded reduction factors.
 ShardingAttr projectResult(FlatSymbolRefAttr mesh, const ShardingRule &rule,
                            ArrayRef<AxisListAttr> factors,
-                           ArrayRef<int64_t> dims);
+                           ArrayRef<int64_t> dims,
+                           ArrayRef<DimHalo> halos = {});
 
 /// projectFactors and projectResult with a small cache in front: the ops of
 /// a program tend to produce the same few shardings over and over, and a hit
@@ -133,19 +135,21 @@ class ShardingProjector {
 public:
   /// projectFactors, cached.
   ShardingAttr project(FlatSymbolRefAttr mesh, ArrayRef<AxisListAttr> factors,
-                       ArrayRef<int64_t> dims) {
-    return get(mesh, nullptr, factors, dims);
+                       ArrayRef<int64_t> dims, ArrayRef<DimHalo> halos = {}) {
+    return get(mesh, nullptr, factors, dims, halos);
   }
   /// projectResult, cached.
   ShardingAttr projectResult(FlatSymbolRefAttr mesh, const ShardingRule &rule,
                              ArrayRef<AxisListAttr> factors,
-                             ArrayRef<int64_t> dims) {
-    return get(mesh, &rule, factors, dims);
+                             ArrayRef<int64_t> dims,
+                             ArrayRef<DimHalo> halos = {}) {
+    return get(mesh, &rule, factors, dims, halos);
   }
 
 private:
   ShardingAttr get(FlatSymbolRefAttr mesh, const ShardingRule *rule,
-                   ArrayRef<AxisListAttr> factors, ArrayRef<int64_t> dims);
+                   ArrayRef<AxisListAttr> factors, ArrayRef<int64_t> dims,
+                   ArrayRef<DimHalo> halos);
   struct Entry {
     SmallVector<const void *, 8> key;
     ShardingAttr value;
@@ -297,7 +301,10 @@ inline void FactorAssignment::takeDims(ShardingAttr s, ArrayRef<int64_t> dims) {
     if (!n)
       continue;
     if (!ShapedType::isDynamic(factor.size) && !ShapedType::isDynamic(*n) &&
-        factor.size % *n != 0)
+        (factor.size % *n != 0 || factor.size / *n < factor.maxHalo))
+      continue;
+    if (factor.maxHalo &&
+        (ShapedType::isDynamic(factor.size) || ShapedType::isDynamic(*n)))
       continue;
     assign(f, axes);
   }

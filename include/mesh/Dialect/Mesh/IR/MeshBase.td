@@ -184,10 +184,26 @@ def Mesh_ShardingAttr : AttrDef<Mesh_Dialect, "Sharding"> {
     reduction kind: a pending reduction, as a sharded contraction produces.
     It names a known kind and at least one axis (`(S5)`).
 
+    An optional `halo = [[lo, hi], ...]`, one pair of widths for each
+    dimension, makes the blocks of split dimensions overlap: the dimension
+    without its first `lo` and last `hi` elements (its core) is split as
+    above, and each device also holds the `lo` elements before its block and
+    the `hi` elements after it, which belong to its neighbours (or, at the
+    ends, to the `lo` first and `hi` last elements). A device of index `k`
+    along the dimension's axes then holds elements `[k*b, k*b + b + lo + hi)`
+    of a dimension of size `d`, with `b = (d - lo - hi) / n`. Shardings whose
+    halos differ only in how `lo + hi` is split hold the same elements on
+    every device. Widths are non-negative and only split dimensions have
+    them `(S9)`; each is at most the block `b` `(S10)`. Partitioning derives
+    halos (a padded tensor that a window reads); users rarely write them.
+
     ```mlir
     mesh.mesh @world(["replicate" = 2, "shard" = 4])
     // Rows split over "shard", columns whole: each device holds 16x128 of 64x128.
     #mesh.sharding<@world, [["shard"], []]>
+    // Rows 0..65 of a 66x128 tensor: device k holds rows [16k, 16k + 18),
+    // its 16 rows of the core (rows 1..64) and one on each side.
+    #mesh.sharding<@world, [["shard"], []], halo = [[1, 1], [0, 0]]>
     // Rows split over both axes, "replicate" major: 8 rows per device.
     #mesh.sharding<@world, [["replicate", "shard"], []]>
     // Whole on every device, but still to be summed over "shard".
@@ -200,15 +216,15 @@ def Mesh_ShardingAttr : AttrDef<Mesh_Dialect, "Sharding"> {
                       "for each tensor dim, the axes that split it">:$dims,
     OptionalParameter<"::mlir::mesh::AxisListAttr",
                       "axes with a pending reduction (null: none)">:$partialAxes,
-    Mesh_PartialKindParameter:$partialKind
+    Mesh_PartialKindParameter:$partialKind,
+    OptionalArrayRefParameter<"int64_t",
+        "halo widths, lo and hi of each dim in turn (empty: none)">:$halo
   );
-  // The dims list may be empty (a rank-0 tensor), which the generated list
-  // parser does not accept, and a defaulted kind would be left out when it is
-  // `sum`: each has a small directive of its own.
-  let assemblyFormat = [{
-    `<` $mesh `,` custom<DimAxes>($dims)
-    (`,` `partial` `=` custom<PartialKindKeyword>($partialKind) `` $partialAxes^)? `>`
-  }];
+  // The dims list may be empty (a rank-0 tensor), which a generated list
+  // parser does not accept, a defaulted kind would be left out when it is
+  // `sum`, and two optional clauses each open with a comma: the attribute
+  // parses and prints itself.
+  let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let builders = [
     AttrBuilderWithInferredContext<(ins
@@ -216,7 +232,8 @@ def Mesh_ShardingAttr : AttrDef<Mesh_Dialect, "Sharding"> {
         "::llvm::ArrayRef<::llvm::SmallVector<::llvm::StringRef>>":$dims,
         CArg<"::llvm::ArrayRef<::llvm::StringRef>", "{}">:$partialAxes,
         CArg<"::mlir::mesh::ReductionKind",
-             "::mlir::mesh::ReductionKind::Sum">:$partialKind)>
+             "::mlir::mesh::ReductionKind::Sum">:$partialKind,
+        CArg<"::llvm::ArrayRef<int64_t>", "{}">:$halo)>
   ];
   let extraClassDeclaration = [{
     /// Number of tensor dimensions this sharding describes.
@@ -231,6 +248,16 @@ def Mesh_ShardingAttr : AttrDef<Mesh_Dialect, "Sharding"> {
     bool isFullyReplicated() const;
     /// True when some axis holds a pending reduction.
     bool isPartial() const { return static_cast<bool>(getPartialAxes()); }
+    /// True when some dim has a halo.
+    bool hasHalo() const { return !getHalo().empty(); }
+    /// The halo widths (lo, hi) of dim `dim` ({0, 0} without halo).
+    std::pair<int64_t, int64_t> getDimHalo(unsigned dim) const {
+      if (getHalo().empty())
+        return {0, 0};
+      return {getHalo()[2 * dim], getHalo()[2 * dim + 1]};
+    }
+    /// This sharding with `halo` (flattened lo, hi pairs; all zero: none).
+    ShardingAttr withHalo(::llvm::ArrayRef<int64_t> halo) const;
   }];
 }
 

@@ -31,14 +31,48 @@ struct ShardingFactor {
   /// A factor that must not be sharded (an index expression that is not a
   /// plain loop dim, a reduction of unknown kind, a loop whose index is read).
   bool blocked = false;
+  /// The widest halo (lo or hi) of a dim mapped to this factor: the factor
+  /// is only split into blocks at least that long (halos come from the
+  /// neighbouring devices).
+  int64_t maxHalo = 0;
+};
+
+/// The halo of a dim whose factor is sharded: each device also holds `lo`
+/// elements before its block and `hi` after it (see #mesh.sharding).
+struct DimHalo {
+  int64_t lo = 0, hi = 0;
+  bool operator==(const DimHalo &o) const { return lo == o.lo && hi == o.hi; }
+  bool operator!=(const DimHalo &o) const { return !(*this == o); }
 };
 
 /// The factors of an op and the factor of each operand and result dim
 /// (-1: the dim belongs to no factor and is never sharded).
+///
+/// Window ops have halos. An operand dim read through a window (a
+/// convolution's `s * oh + kh`) maps to the factor of the output dim it
+/// slides along; when that factor is sharded, the operand needs the halo
+/// `operandHalos` gives, so that each device's block holds its whole window.
+/// A result dim with a halo in `resultHalos` (a padded dim) is made with the
+/// elements of the halo computed as at the ends of the tensor (the padding
+/// value); partitioning fills those that lie inside it from the
+/// neighbouring devices. An empty list (or an empty entry) means no halos.
 struct ShardingRule {
   SmallVector<ShardingFactor> factors;
   SmallVector<SmallVector<int64_t>> operandDims;
   SmallVector<SmallVector<int64_t>> resultDims;
+  SmallVector<SmallVector<DimHalo>> operandHalos;
+  SmallVector<SmallVector<DimHalo>> resultHalos;
+
+  /// The halos of operand `i` (empty: none).
+  ArrayRef<DimHalo> getOperandHalos(unsigned i) const {
+    return i < operandHalos.size() ? ArrayRef<DimHalo>(operandHalos[i])
+                                   : ArrayRef<DimHalo>();
+  }
+  /// The halos of result `i` (empty: none).
+  ArrayRef<DimHalo> getResultHalos(unsigned i) const {
+    return i < resultHalos.size() ? ArrayRef<DimHalo>(resultHalos[i])
+                                  : ArrayRef<DimHalo>();
+  }
 };
 
 } // namespace mesh

@@ -32,11 +32,19 @@ struct ReshardStep {
   ReductionKind reduction = ReductionKind::Sum;
 };
 
-/// The axes of a sharding, as plain strings (dims then partial).
+/// The axes of a sharding, as plain strings (dims then partial), and its
+/// halo widths (flattened lo, hi pairs; empty: none). Plans move layouts
+/// without halos; the partitioner removes and adds halos around them.
 struct ShardingLayout {
   SmallVector<SmallVector<std::string>> dims;
   SmallVector<std::string> partial;
   ReductionKind partialKind = ReductionKind::Sum;
+  SmallVector<int64_t> halo;
+
+  /// lo + hi of dim `d`.
+  int64_t haloWidth(unsigned d) const {
+    return halo.empty() ? 0 : halo[2 * d] + halo[2 * d + 1];
+  }
 
   static ShardingLayout get(ShardingAttr sharding);
   /// The replicated layout of a rank-`rank` tensor.
@@ -49,11 +57,16 @@ struct ShardingLayout {
 /// "replicated, on no mesh in particular".
 
 /// True when `a` and `b` lay a tensor out alike (meshes aside): the same axes
-/// on each dim and the same pending reduction. Null is replicated.
+/// on each dim, the same pending reduction, and halos of the same total
+/// width on each dim (how it splits into lo and hi does not change which
+/// elements a device holds). Null is replicated.
 bool sameLayout(ShardingAttr a, ShardingAttr b);
 
 /// `s` without its pending reduction.
 ShardingAttr withoutPartial(ShardingAttr s);
+
+/// `s` without its halos.
+ShardingAttr withoutHalo(ShardingAttr s);
 
 /// The layout of `s`, or the replicated layout of rank `rank` when null.
 ShardingLayout layoutOf(ShardingAttr s, unsigned rank);
@@ -67,8 +80,9 @@ FailureOr<SmallVector<ReshardStep>> planResharding(const ShardingLayout &src,
                                                    std::string &whyNot);
 
 /// The per-device type of a tensor of global type `global` laid out as
-/// `layout`. Fails, with a reason in `whyNot`, when a static dim does not
-/// divide by the product of its axes' sizes.
+/// `layout`. Fails, with a reason in `whyNot`, when a static dim (less its
+/// halo) does not divide by the product of its axes' sizes, or a halo is
+/// wider than a device's block.
 FailureOr<RankedTensorType> getLocalType(MeshOp mesh, RankedTensorType global,
                                          const ShardingLayout &layout,
                                          std::string &whyNot);

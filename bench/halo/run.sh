@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# bench/halo/run.sh: a 2-D Jacobi with halo exchange against the same
+# program partitioned the way it was before halos (issue 13, "bench/halo").
+#
+# gen.py writes an N x N f32 Jacobi (N = 4096) of STEPS (100) steps on mesh
+# (2, 4), rows over "a", columns over "b", in two forms:
+#   halo    as written: partitioning turns the pad into an exchange of the
+#           block's edges with mesh.permute (MPI_Sendrecv) and splits the
+#           work 8 ways
+#   gather  a mesh.shard asks for the grid whole before the pad: the plan the
+#           partitioner made before halos (padded dims stayed whole): each
+#           step gathers the grid and every device computes all of it
+# Both are compiled with build/bin/mesh-compile -O1 and run on 8 ranks
+# (on 2 cores: oversubscribed, OMPI_MCA_mpi_yield_when_idle=1), each also
+# with 0 steps (setup and the final gather), REPS (5) rounds, order rotated.
+# It prints, from --mesh-report-communication on the step function, the bytes
+# each device sends per step, and the halo minimum (the perimeter of a
+# block: 2 * cols + 2 * rows elements); the per-rank sums (the two forms must
+# print the same, bit for bit: every element is computed by the same
+# expression in the same order); and medians (min-max) of the wall time of
+# mpirun and of the time per step, (t(STEPS) - t(0)) / STEPS.
+# Upstream's shard.update_halo is not run: see docs/performance.md.
+# Usage: bench/halo/run.sh   (env: N, STEPS, REPS, BUILD_DIR, KEEP)
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+BUILD=${BUILD_DIR:-$ROOT/build}
+N=${N:-4096} STEPS=${STEPS:-100} REPS=${REPS:-5}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1
+WORK=$(mktemp -d)
+[[ -n "${KEEP:-}" ]] && echo "keeping $WORK" || trap 'rm -rf "$WORK"' EXIT
+cd "$WORK"
+
+echo "== Jacobi $N x $N f32, $STEPS steps, mesh (2, 4), 8 ranks on $(nproc) cores"
+for form in halo gather; do
+  flag=; [[ $form == gather ]] && flag=--gather
+  for s in "$STEPS" 0; do
+    python3 "$HERE/gen.py" "$N" "$s" $flag > "$form-$s.mlir"
+    "$BUILD/bin/mesh-compile" -O1 "$form-$s.mlir" -o "$form-$s"
+  done
+  "$BUILD/bin/mesh-opt" --mesh-propagate-sharding --mesh-partition \
+    "--mesh-report-communication=output=$form.report" "$form-$STEPS.mlir" -o /dev/null
+  bytes=$(sed -n '/^communication of @step:/,/total:/p' "$form.report" |
+          sed -n 's/.*total: .*, \([0-9]*\) bytes per device/\1/p')
+  echo "$form: $bytes bytes per device per step"
+  sed -n '/^communication of @step:/,/total:/p' "$form.report" | sed 's/^/  /'
+done
+rows=$((N / 2)) cols=$((N / 4))
+minimum=$(( (2 * cols + 2 * rows) * 4 ))
+echo "halo minimum (perimeter of a ${rows}x${cols} block, f32): $minimum bytes per device per step"
+
+declare -A T
+order=(halo-$STEPS gather-$STEPS halo-0 gather-0)
+for ((r = 0; r < REPS; ++r)); do
+  for ((k = 0; k < ${#order[@]}; ++k)); do
+    p=${order[$(( (k + r) % ${#order[@]} ))]}
+    start=$(date +%s.%N)
+    mpirun -n 8 "./$p" | sort > "$p.out.$r"
+    end=$(date +%s.%N)
+    T[$p]+="$(echo "$end - $start" | bc) "
+  done
+done
+for r in $(seq 0 $((REPS - 1))); do
+  if ! cmp -s "halo-$STEPS.out.$r" "gather-$STEPS.out.$r"; then
+    echo "FAIL: round $r: the two forms printed different sums"
+    diff "halo-$STEPS.out.$r" "gather-$STEPS.out.$r" | head
+    exit 1
+  fi
+done
+echo "sums: identical in every round ($(head -1 "halo-$STEPS.out.0"))"
+stats() { # median (min-max) of the numbers on stdin
+  sort -g | awk '{v[NR]=$1} END {printf "%.2f (%.2f-%.2f)", v[int((NR+1)/2)], v[1], v[NR]}'
+}
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+printf "%-7s %-22s %-22s %s\n" form "end to end (s)" "setup, 0 steps (s)" "per step (ms)"
+for form in halo gather; do
+  e2e=$(tr ' ' '\n' <<< "${T[$form-$STEPS]}" | grep . | stats)
+  setup=$(tr ' ' '\n' <<< "${T[$form-0]}" | grep . | stats)
+  step=$(echo "(($(tr ' ' '\n' <<< "${T[$form-$STEPS]}" | grep . | median)) - ($(tr ' ' '\n' <<< "${T[$form-0]}" | grep . | median))) * 1000 / $STEPS" | bc -l)
+  printf "%-7s %-22s %-22s %.1f\n" "$form" "$e2e" "$setup" "$step"
+done
