@@ -1198,7 +1198,8 @@ Comm &Context::getComm(Mesh &M, const std::vector<int64_t> &Axes) {
   std::string Label = axesLabel(M, Axes);
   if (M.Local)
     throw localMeshError(M, Label);
-  std::unique_ptr<Comm> Handle = makeComm(M, M.Layout.modes(Axes), Label);
+  std::unique_ptr<Comm> Handle =
+      makeComm(M, M.Layout.modes(Axes), M.backendOf(Axes), Label);
   Comm *H = Handle.get();
   M.Comms.push_back({Packed, Axes.size(), false, {}, H, std::move(Handle)});
   return *H;
@@ -1216,7 +1217,7 @@ Comm &Context::getComm(Mesh &M, const std::vector<LayoutMode> &Modes,
     }
   if (M.Local)
     throw localMeshError(M, Label);
-  std::unique_ptr<Comm> Handle = makeComm(M, Modes, Label);
+  std::unique_ptr<Comm> Handle = makeComm(M, Modes, M.backendOf(Modes), Label);
   Comm *H = Handle.get();
   M.Comms.push_back({0, 0, true, Modes, H, std::move(Handle)});
   return *H;
@@ -1232,9 +1233,9 @@ void Context::seedComm(Mesh &M, const std::vector<int64_t> &Axes,
 
 std::unique_ptr<Comm> Context::makeComm(Mesh &M,
                                         const std::vector<LayoutMode> &Modes,
+                                        meshrt_backend Kind,
                                         std::string Label) {
   Grouping G = computeGrouping(M.Ranks, M.IndexOf, Modes, WorldSize, WorldRank);
-  meshrt_backend Kind = M.backendOf(Modes);
   auto Handle = std::make_unique<Comm>(*this, M, std::move(Label), G.Pos,
                                        G.Members, G.Member, Kind);
   BackendSlot &Slot = startedBackend(Kind, *Handle);

@@ -500,9 +500,10 @@ private:
       const std::vector<int64_t> &Ranks, const std::string &BackendsText,
       uint64_t Digest, const Describable &Where);
 
-  /// The handle for layout `Modes` of M (cached by the caller).
+  /// The handle for layout `Modes` of M on backend `Kind` (cached by the
+  /// caller).
   std::unique_ptr<Comm> makeComm(Mesh &M, const std::vector<LayoutMode> &Modes,
-                                 std::string Label);
+                                 meshrt_backend Kind, std::string Label);
   /// The communicator of grouping `G` on `Slot` (For.backend()): a split of
   /// that backend's world the first time, null outside the mesh. When
   /// checking, the grouping's check communicator (one per grouping, whatever
