@@ -375,10 +375,12 @@ TEST(DeviceMesh, ErrorsAreThrownOnEveryRankAlike) {
   std::tie(Code, Msg) =
       errorOf([&] { Rt.init_device_mesh(Other, {W}, {"x"}, "other"); });
   if (Other == "cuda" && !cuda_available()) {
-    EXPECT_EQ(Code, MESHRT_ERROR_BACKEND);
+    // MESHRT_ERROR_UNSUPPORTED where meshrt was built without NCCL.
+    EXPECT_TRUE(Code == MESHRT_ERROR_BACKEND ||
+                Code == MESHRT_ERROR_UNSUPPORTED)
+        << Code;
     EXPECT_TRUE(contains(Msg, "cannot start the nccl backend for mesh 'other' "
-                              "axes [x]: on rank 0: no CUDA device is "
-                              "visible: "))
+                              "axes [x]: on rank 0: "))
         << Msg;
   } else {
     EXPECT_EQ(Code, MESHRT_SUCCESS) << Msg;
