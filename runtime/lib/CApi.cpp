@@ -219,12 +219,14 @@ meshrt_status meshrt_get_stats(meshrt_stats *Out) {
 } // extern "C"
 
 namespace {
-/// meshrt_mesh_declare and meshrt_mesh_declare_ranks (`Ranks` null for the
-/// former). Arguments that cannot be read are errors on this rank alone
-/// (nothing to compare); the rest is checked by the collective declaration.
+/// meshrt_mesh_declare, meshrt_mesh_declare_ranks (`Explicit`) and
+/// meshrt_mesh_declare_backends. Arguments that cannot be read are errors on
+/// this rank alone (nothing to compare); the rest is checked by the
+/// collective declaration.
 meshrt_mesh_t declare(const char *Name, int64_t NDims, const int64_t *Sizes,
                       const char *const *AxisNames, bool Explicit,
-                      int64_t NRanks, const int64_t *Ranks) {
+                      int64_t NRanks, const int64_t *Ranks,
+                      const MeshBackends &Backends = {}) {
   need(Name, "name");
   if (NDims < 0 || NDims > MeshLayout::kMaxDims)
     throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
@@ -241,7 +243,7 @@ meshrt_mesh_t declare(const char *Name, int64_t NDims, const int64_t *Sizes,
     A.push_back(AxisNames[I] ? AxisNames[I] : "");
   std::shared_ptr<Context> C = context();
   if (!Explicit)
-    return wrap(&C->declareMesh(Name, S, A));
+    return wrap(&C->declareMesh(Name, S, A, nullptr, std::nullopt, Backends));
   // A bad count fails the collective declaration on every rank.
   std::optional<Error> Bad;
   std::vector<int64_t> R;
@@ -255,7 +257,7 @@ meshrt_mesh_t declare(const char *Name, int64_t NDims, const int64_t *Sizes,
   }
   if (Bad)
     R.push_back(0); // Any rank: the declaration fails with Bad.
-  return wrap(&C->declareMesh(Name, S, A, &R, Bad));
+  return wrap(&C->declareMesh(Name, S, A, &R, Bad, Backends));
 }
 } // namespace
 
@@ -279,6 +281,23 @@ meshrt_status meshrt_mesh_declare_ranks(const char *Name, int64_t NDims,
   return guarded("meshrt_mesh_declare_ranks", [&] {
     need(Out, "out");
     *Out = declare(Name, NDims, Sizes, AxisNames, true, NRanks, Ranks);
+  });
+}
+
+meshrt_status meshrt_mesh_declare_backends(const char *Name, int64_t NDims,
+                                           const int64_t *Sizes,
+                                           const char *const *AxisNames,
+                                           int64_t NRanks, const int64_t *Ranks,
+                                           meshrt_backend Backend,
+                                           const meshrt_backend *AxisBackends,
+                                           meshrt_mesh_t *Out) {
+  return guarded("meshrt_mesh_declare_backends", [&] {
+    need(Out, "out");
+    MeshBackends B{Backend, {}};
+    if (AxisBackends && NDims > 0 && NDims <= MeshLayout::kMaxDims)
+      B.Axes.assign(AxisBackends, AxisBackends + NDims);
+    *Out = declare(Name, NDims, Sizes, AxisNames, Ranks || NRanks != 0, NRanks,
+                   Ranks, B);
   });
 }
 
@@ -436,6 +455,15 @@ meshrt_status meshrt_comm_world_rank(meshrt_comm_t C, int64_t GroupRank,
                       " is out of range for " + R.label() + " of size " +
                       std::to_string(R.size()));
     *Out = R.members()[size_t(GroupRank)];
+  });
+}
+
+meshrt_status meshrt_comm_backend(meshrt_comm_t C, meshrt_backend *Out) {
+  return guarded("meshrt_comm_backend", [&] {
+    need(Out, "out");
+    Comm &R = comm(C);
+    R.mesh().context().checkAlive("get a communicator's backend");
+    *Out = R.backend();
   });
 }
 

@@ -22,22 +22,23 @@ using namespace meshrt;
 using namespace meshrt::detail;
 
 Comm::Comm(Context &Ctx, Mesh &M, std::string LabelIn, GroupPosition Pos,
-           std::vector<int64_t> Members, bool Member)
-    : Ctx(Ctx), TheMesh(M), Pos(Pos), Member(Member),
+           std::vector<int64_t> Members, bool Member, meshrt_backend Kind)
+    : Ctx(Ctx), TheMesh(M), Pos(Pos), Member(Member), Kind(Kind),
       Members(std::move(Members)), Label(std::move(LabelIn)) {
   handles::add(this);
 }
 
 Comm::~Comm() { handles::remove(this); }
 
-void Comm::attach(std::shared_ptr<BackendComm> I, CollectiveCheck *Checker) {
+void Comm::attach(std::shared_ptr<BackendComm> I, CollectiveCheck *Checker,
+                  const uint8_t *Ops) {
   Impl = std::move(I);
   Fast = Impl.get();
   Check = Checker;
   if (Check)
     CheckId = CollectiveCheck::commId(Label);
   Dog = &Ctx.watchdog();
-  std::memcpy(SupportedOps, Ctx.supportedOps(), sizeof(SupportedOps));
+  std::memcpy(SupportedOps, Ops, sizeof(SupportedOps));
   Trace = Ctx.trace();
   if (Trace) {
     TraceGroup = " group=";
@@ -140,7 +141,7 @@ void Comm::checkReductionSlow(const char *Op, meshrt_dtype T,
              "' is not defined for dtype " + dtypeName(T) +
              " (bitwise reductions need i8, i32, i64 or u8)");
   try {
-    Ctx.backend().checkReduction(T, R);
+    Ctx.backend(Kind).checkReduction(T, R);
   } catch (const Error &E) {
     fail(E.status(), Op, E.what());
   }

@@ -250,22 +250,51 @@ std::string joinRanks(const std::vector<int64_t> &Ranks, size_t Most = 16) {
   return S;
 }
 
-std::string describeDecl(const std::string &Name,
-                         const std::vector<int64_t> &Sizes,
+/// " on backend nccl with tp=mpi": the resolved backends `B` of a mesh with
+/// axes `Axes`, or "" when every one is the context's `Default`.
+std::string backendsText(const MeshBackends &B,
                          const std::vector<std::string> &Axes,
-                         const std::vector<int64_t> &Ranks = {}) {
-  std::string S = "'" + Name + "' with shape " +
-                  MeshLayout::formatShape(Sizes) + " and axes (" +
+                         meshrt_backend Default) {
+  bool Custom = B.Mesh != Default;
+  for (meshrt_backend A : B.Axes)
+    Custom |= A != Default;
+  if (!Custom)
+    return "";
+  std::string S = std::string(" on backend ") + backendKindName(B.Mesh);
+  const char *Sep = " with ";
+  for (size_t I = 0; I < B.Axes.size() && I < Axes.size(); ++I)
+    if (B.Axes[I] != B.Mesh) {
+      S += Sep + Axes[I] + "=" + backendKindName(B.Axes[I]);
+      Sep = ", ";
+    }
+  return S;
+}
+
+/// "shape (2, 4) and axes (a, b)", then the ranks and `Backends` (see
+/// backendsText) if any.
+std::string describeShape(const std::vector<int64_t> &Sizes,
+                          const std::vector<std::string> &Axes,
+                          const std::vector<int64_t> &Ranks,
+                          const std::string &Backends) {
+  std::string S = "shape " + MeshLayout::formatShape(Sizes) + " and axes (" +
                   joinNames(Axes) + ")";
   if (!Ranks.empty())
     S += " over world ranks [" + joinRanks(Ranks) + "]";
-  return S;
+  return S + Backends;
+}
+
+std::string describeDecl(const std::string &Name,
+                         const std::vector<int64_t> &Sizes,
+                         const std::vector<std::string> &Axes,
+                         const std::vector<int64_t> &Ranks = {},
+                         const std::string &Backends = {}) {
+  return "'" + Name + "' with " + describeShape(Sizes, Axes, Ranks, Backends);
 }
 
 /// FNV-1a over the declaration.
 uint64_t digest(const std::string &Name, const std::vector<int64_t> &Sizes,
                 const std::vector<std::string> &Axes,
-                const std::vector<int64_t> &Ranks) {
+                const std::vector<int64_t> &Ranks, const MeshBackends &B) {
   uint64_t H = 1469598103934665603ull;
   auto Mix = [&H](const void *P, size_t N) {
     const unsigned char *B = static_cast<const unsigned char *>(P);
@@ -283,6 +312,9 @@ uint64_t digest(const std::string &Name, const std::vector<int64_t> &Sizes,
   Mix(&R, sizeof(R));
   for (int64_t X : Ranks)
     Mix(&X, sizeof(X));
+  Mix(&B.Mesh, sizeof(B.Mesh));
+  for (meshrt_backend A : B.Axes)
+    Mix(&A, sizeof(A));
   return H;
 }
 
@@ -357,6 +389,37 @@ std::vector<int64_t> resolveDeclaration(const std::string &Name,
   return Resolved;
 }
 
+/// `Asked` with every AUTO replaced: the mesh's by `Default`, an axis's by
+/// the mesh's, and one entry per axis of `Axes`. Throws meshrt::Error
+/// (MESHRT_ERROR_INVALID_ARGUMENT) for a value that is not a backend or a
+/// list of the wrong length.
+MeshBackends resolveBackends(const MeshBackends &Asked,
+                             const std::vector<std::string> &Axes,
+                             meshrt_backend Default) {
+  auto Check = [](meshrt_backend B, const std::string &Whose) {
+    if (B != MESHRT_BACKEND_AUTO && B != MESHRT_BACKEND_MPI &&
+        B != MESHRT_BACKEND_NCCL)
+      throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                  "invalid backend " + std::to_string(int(B)) + " for " +
+                      Whose + " (valid: MESHRT_BACKEND_AUTO, _MPI, _NCCL)");
+  };
+  if (!Asked.Axes.empty() && Asked.Axes.size() != Axes.size())
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                std::to_string(Asked.Axes.size()) + " axis backends for " +
+                    std::to_string(Axes.size()) +
+                    " axes; give one per axis, or none");
+  Check(Asked.Mesh, "the mesh");
+  MeshBackends R;
+  R.Mesh = Asked.Mesh == MESHRT_BACKEND_AUTO ? Default : Asked.Mesh;
+  R.Axes.assign(Axes.size(), R.Mesh);
+  for (size_t I = 0; I < Asked.Axes.size(); ++I) {
+    Check(Asked.Axes[I], "axis '" + Axes[I] + "'");
+    if (Asked.Axes[I] != MESHRT_BACKEND_AUTO)
+      R.Axes[I] = Asked.Axes[I];
+  }
+  return R;
+}
+
 /// A description for the watchdog while nothing better exists yet.
 class TextDescribable final : public Describable {
 public:
@@ -373,6 +436,19 @@ std::string bcastString(const std::string &S, int Root, int Me, MPI_Comm C) {
   std::string Out = Me == Root ? S : std::string(size_t(Len), '\0');
   checkMpi(MPI_Bcast(&Out[0], int(Len), MPI_CHAR, Root, C), "MPI_Bcast");
   return Out;
+}
+
+/// Why the NCCL backend cannot start on this rank (it was not built, its
+/// libraries do not load, or no device is visible), or nothing.
+std::optional<Error> ncclMissing() {
+  if (!ncclBackendBuilt())
+    return Error(MESHRT_ERROR_UNSUPPORTED,
+                 "this meshrt was built without the NCCL backend (CUDA and "
+                 "NCCL were not found when it was configured)");
+  std::string Why;
+  if (!cudaDeviceVisible(Why))
+    return Error(MESHRT_ERROR_BACKEND, "no CUDA device is visible: " + Why);
+  return std::nullopt;
 }
 
 meshrt_backend chooseBackend(meshrt_backend Requested) {
@@ -397,23 +473,14 @@ meshrt_backend chooseBackend(meshrt_backend Requested) {
   }
   if (Requested == MESHRT_BACKEND_MPI)
     return MESHRT_BACKEND_MPI;
-  std::string Why;
-  bool Gpu = cudaDeviceVisible(Why);
   if (Requested == MESHRT_BACKEND_NCCL) {
-    if (!ncclBackendBuilt())
-      throw Error(MESHRT_ERROR_UNSUPPORTED,
-                  Source + " asks for the NCCL backend, but this meshrt was "
-                           "built without it (CUDA and NCCL were not found "
-                           "when it was configured)");
-    if (!Gpu)
-      throw Error(MESHRT_ERROR_BACKEND,
-                  Source +
-                      " asks for the NCCL backend, but no CUDA device is "
-                      "visible: " +
-                      Why);
+    if (std::optional<Error> E = ncclMissing())
+      throw Error(E->status(),
+                  Source + " asks for the NCCL backend, but " + E->what());
     return MESHRT_BACKEND_NCCL;
   }
-  return Gpu ? MESHRT_BACKEND_NCCL : MESHRT_BACKEND_MPI;
+  std::string Why;
+  return cudaDeviceVisible(Why) ? MESHRT_BACKEND_NCCL : MESHRT_BACKEND_MPI;
 }
 
 double timeoutFromEnv() {
@@ -434,6 +501,17 @@ double timeoutFromEnv() {
 const char *meshrt::detail::dtypeName(meshrt_dtype T) {
   return unsigned(T) < unsigned(kNumDTypes) ? DTypeNames[T] : "?";
 }
+const char *meshrt::detail::backendKindName(meshrt_backend B) {
+  switch (B) {
+  case MESHRT_BACKEND_AUTO:
+    return "auto";
+  case MESHRT_BACKEND_MPI:
+    return "mpi";
+  case MESHRT_BACKEND_NCCL:
+    return "nccl";
+  }
+  return "?";
+}
 const char *meshrt::detail::reduceOpName(meshrt_reduce_op Op) {
   return unsigned(Op) < unsigned(kNumReduceOps) ? RedOpNames[Op] : "?";
 }
@@ -447,10 +525,11 @@ bool meshrt::detail::isIntegerDType(meshrt_dtype T) {
 
 Mesh::Mesh(Context &Ctx, std::string Name, std::vector<int64_t> Declared,
            std::vector<int64_t> Resolved, std::vector<std::string> AxisNames,
-           std::vector<int64_t> RanksIn, bool Local)
+           std::vector<int64_t> RanksIn, MeshBackends Backends, bool Local)
     : Ctx(Ctx), Name(std::move(Name)), Declared(std::move(Declared)),
       Layout(std::move(Resolved)), AxisNames(std::move(AxisNames)),
-      Ranks(std::move(RanksIn)), Explicit(!Ranks.empty()), Local(Local) {
+      Ranks(std::move(RanksIn)), Explicit(!Ranks.empty()), Local(Local),
+      Backends(std::move(Backends)) {
   if (Ranks.empty())
     for (int64_t R = 0; R < Layout.numRanks(); ++R)
       Ranks.push_back(R);
@@ -476,8 +555,34 @@ std::string Mesh::notMemberMessage(int64_t WorldRank) const {
 Mesh::~Mesh() { handles::remove(this); }
 
 std::string Mesh::describe() const {
-  return "mesh " + describeDecl(Name, Layout.shape(), AxisNames,
-                                Explicit ? Ranks : std::vector<int64_t>());
+  return "mesh " +
+         describeDecl(Name, Layout.shape(), AxisNames,
+                      Explicit ? Ranks : std::vector<int64_t>(),
+                      backendsText(Backends, AxisNames, Ctx.backendKind()));
+}
+
+meshrt_backend Mesh::backendOf(const std::vector<int64_t> &Axes) const {
+  if (Axes.empty())
+    return Backends.Mesh;
+  meshrt_backend First = Backends.Axes[size_t(Axes[0])];
+  for (int64_t A : Axes)
+    if (Backends.Axes[size_t(A)] != First)
+      return Backends.Mesh;
+  return First;
+}
+
+meshrt_backend Mesh::backendOf(const std::vector<LayoutMode> &Modes) const {
+  // The axes a layout spans: those along which some step of a mode moves.
+  std::vector<int64_t> Axes;
+  for (int64_t K = 0; K < Layout.ndims(); ++K) {
+    bool Spans = false;
+    for (const LayoutMode &L : Modes)
+      for (int64_t C = 1; C < L.Size && !Spans; ++C)
+        Spans = Layout.coordinate(C * L.Stride, K) != 0;
+    if (Spans)
+      Axes.push_back(K);
+  }
+  return backendOf(Axes);
 }
 
 std::string Mesh::validNames() const {
@@ -586,14 +691,12 @@ void Context::start(meshrt_backend Requested) {
   TextDescribable Where("the world (runtime start-up)");
   startControl(Timeout, Where);
   agreeOnStart(Kind, Check, LocalFailure, Where);
-  startBackend(Kind, Where);
-  fillSupportedOps();
-  // The world serves every grouping that is the world in world order.
-  std::vector<int64_t> WorldKey;
+  // A backend's world serves every grouping that is the world in world
+  // order.
   for (int64_t R = 0; R < WorldSize; ++R)
     WorldKey.insert(WorldKey.end(), {0, R});
-  Shared[WorldKey] = World;
-  Stats.communicators = 1;
+  Default = Kind;
+  startBackend(Kind, Where);
   if (Check)
     startChecks(WorldKey, Where);
 }
@@ -664,28 +767,101 @@ void Context::agreeOnStart(meshrt_backend Kind, bool Check,
 void Context::synchronizeStream(void *Stream, const char *Op) {
   checkAlive("synchronize a stream");
   WatchScope W(*Dog, Op, nullptr);
-  TheBackend->synchronizeStream(Stream, Op);
+  // NCCL, the default or not, is the backend with work on streams.
+  meshrt_backend Kind =
+      hasBackend(MESHRT_BACKEND_NCCL) ? MESHRT_BACKEND_NCCL : Default;
+  Backends[Kind].Impl->synchronizeStream(Stream, Op);
+}
+
+/// "cannot start the nccl backend for mesh 'm' axes [tp]".
+static std::string backendStartFailure(meshrt_backend Kind,
+                                       const Describable &Where) {
+  return std::string("cannot start the ") + backendKindName(Kind) +
+         " backend for " + Where.describe();
+}
+
+void Context::agreeOrThrow(const std::optional<Error> &Local,
+                           const std::string &What, const Describable &Where) {
+  int64_t Mine = Local ? WorldRank : WorldSize, First = WorldSize;
+  {
+    WatchScope W(*Dog, "start-up", &Where);
+    checkMpi(MPI_Allreduce(&Mine, &First, 1, MPI_INT64_T, MPI_MIN, Control),
+             "MPI_Allreduce (start-up)");
+  }
+  if (First == WorldSize)
+    return;
+  int Status = Local ? int(Local->status()) : 0;
+  checkMpi(MPI_Bcast(&Status, 1, MPI_INT, int(First), Control), "MPI_Bcast");
+  std::string Msg = bcastString(Local ? Local->what() : "", int(First),
+                                int(WorldRank), Control);
+  throw Error(meshrt_status(Status),
+              What + ": on rank " + std::to_string(First) + ": " + Msg);
 }
 
 void Context::startBackend(meshrt_backend Kind, const Describable &Where) {
-  WatchScope W(*Dog, "start-up", &Where);
-  TheBackend = Kind == MESHRT_BACKEND_NCCL ? createNcclBackend(Control)
-                                           : createMpiBackend(Control);
-  World = TheBackend->createWorld();
-}
-
-void Context::fillSupportedOps() {
+  BackendSlot &S = Backends[Kind];
+  std::string What = backendStartFailure(Kind, Where);
+  std::optional<Error> Local;
+  // Each step that can fail on one rank alone is agreed on before the next
+  // collective one, so that no rank waits for a rank that gave up.
+  auto Step = [&](auto &&Body) {
+    try {
+      WatchScope W(*Dog, "start-up", &Where);
+      Body();
+    } catch (const Error &E) {
+      Local = E;
+    }
+    agreeOrThrow(Local, What, Where);
+  };
+  std::unique_ptr<Backend> Impl;
+  std::shared_ptr<BackendComm> World;
+  Step([&] {
+    Impl = Kind == MESHRT_BACKEND_NCCL ? createNcclBackend(Control)
+                                       : createMpiBackend(Control);
+  });
+  Step([&] { World = Impl->createWorld(); });
   for (int T = 0; T < kNumDTypes; ++T)
     for (int R = 0; R < kNumReduceOps; ++R) {
       bool Bitwise = R == MESHRT_BAND || R == MESHRT_BOR || R == MESHRT_BXOR;
       if (Bitwise && !isIntegerDType(meshrt_dtype(T)))
         continue;
       try {
-        TheBackend->checkReduction(meshrt_dtype(T), meshrt_reduce_op(R));
-        SupportedOps[T] |= uint8_t(1u << R);
+        Impl->checkReduction(meshrt_dtype(T), meshrt_reduce_op(R));
+        S.SupportedOps[T] |= uint8_t(1u << R);
       } catch (const Error &) {
       }
     }
+  S.Impl = std::move(Impl);
+  S.World = World;
+  Shared[{Kind, WorldKey}] = std::move(World);
+  ++Stats.communicators;
+}
+
+Context::BackendSlot &Context::startedBackend(meshrt_backend Kind,
+                                              const Comm &For) {
+  BackendSlot &S = Backends[Kind];
+  if (S.Impl)
+    return S;
+  // What this rank lacks (NCCL's libraries, a device) is agreed on first:
+  // starting the backend is collective.
+  TextDescribable Where(For.label());
+  agreeOrThrow(Kind == MESHRT_BACKEND_NCCL ? ncclMissing() : std::nullopt,
+               backendStartFailure(Kind, Where), Where);
+  startBackend(Kind, Where);
+  return S;
+}
+
+bool Context::hasBackend(meshrt_backend Kind) const {
+  return !Finalized && unsigned(Kind) < unsigned(kNumBackendKinds) &&
+         Backends[Kind].Impl;
+}
+
+const Backend &Context::backend(meshrt_backend Kind) const {
+  if (!hasBackend(Kind))
+    throw Error(MESHRT_ERROR_NOT_INITIALIZED, std::string("the ") +
+                                                  backendKindName(Kind) +
+                                                  " backend is not running");
+  return *Backends[Kind].Impl;
 }
 
 Context::~Context() {
@@ -701,20 +877,17 @@ void Context::checkAlive(const char *What) const {
                 std::string("cannot ") + What + ": the runtime was finalized");
 }
 
-meshrt_backend Context::backendKind() const {
-  return TheBackend ? TheBackend->kind() : MESHRT_BACKEND_MPI;
-}
-
-const char *Context::backendName() const {
-  return TheBackend ? TheBackend->name() : "none";
-}
-
 void Context::printStats() const {
+  // The default backend, then any other that a mesh started.
+  std::string Names = backendName();
+  for (int K = 0; K < kNumBackendKinds; ++K)
+    if (K != Default && Backends[K].Impl)
+      Names += std::string("+") + backendKindName(meshrt_backend(K));
   std::fprintf(stderr,
                "meshrt: stats: backend=%s world_size=%lld meshes=%lld "
                "splits=%lld communicators=%lld comm_requests=%lld "
                "comm_reuses=%lld collectives=%lld stream_syncs=%lld\n",
-               backendName(), (long long)WorldSize, (long long)Stats.meshes,
+               Names.c_str(), (long long)WorldSize, (long long)Stats.meshes,
                (long long)Stats.splits, (long long)Stats.communicators,
                (long long)Stats.comm_requests, (long long)Stats.comm_reuses,
                (long long)stats().collectives,
@@ -729,22 +902,25 @@ void Context::finalize() {
   Finalized = true;
   if (Counted)
     contextEnded();
-  if (StatsOnFinalize && WorldRank == 0 && World)
+  if (StatsOnFinalize && WorldRank == 0 && Backends[Default].World)
     printStats();
   // Handles stay (C and C++ objects may point at them) but lose their
   // communicator, so any later use reports "finalized".
   for (auto &M : Meshes)
     for (auto &C : M->Comms)
       C.Handle->detach();
-  // Split communicators first; World holds the last reference to the world.
+  // Split communicators first; a slot's World holds the last reference to
+  // its world, and the backend outlives its communicators.
   Shared.clear();
-  World.reset();
+  for (BackendSlot &S : Backends)
+    S.World.reset();
   WorldCheck = nullptr;
   Checks.clear();
   Stats.communicators = 0;
   if (Dog)
     Dog->stop();
-  TheBackend.reset();
+  for (BackendSlot &S : Backends)
+    S.Impl.reset();
   try {
     detail::gpuReleaseKeptBuffers();
   } catch (const Error &) {
@@ -789,18 +965,26 @@ Mesh &Context::declareMesh(const std::string &Name,
                            const std::vector<int64_t> &Sizes,
                            const std::vector<std::string> &AxisNames,
                            const std::vector<int64_t> *RanksIn,
-                           const std::optional<Error> &LocalCheck) {
+                           const std::optional<Error> &LocalCheck,
+                           const MeshBackends &Asked) {
   checkAlive("declare a mesh");
   std::lock_guard<std::mutex> Lock(Mutex);
   std::vector<int64_t> Ranks = RanksIn ? *RanksIn : std::vector<int64_t>();
   if (RanksIn && Ranks.empty())
     Ranks.push_back(-1); // No ranks at all: reported by the checks below.
-  if (!LocalCheck)
-    if (Mesh *Existing = findRedeclaration(Name, Sizes, AxisNames, Ranks))
-      return *Existing;
   // A local error is only thrown after the agreement step, so that the other
   // ranks do not wait for this one.
   std::optional<Error> LocalFailure;
+  MeshBackends Backends;
+  try {
+    Backends = resolveBackends(Asked, AxisNames, Default);
+  } catch (const Error &E) {
+    LocalFailure = Error(E.status(), "mesh '" + Name + "': " + E.what());
+  }
+  if (!LocalCheck && !LocalFailure)
+    if (Mesh *Existing =
+            findRedeclaration(Name, Sizes, AxisNames, Ranks, Backends))
+      return *Existing;
   std::vector<int64_t> Resolved;
   try {
     if (RanksIn && RanksIn->empty())
@@ -810,11 +994,14 @@ Mesh &Context::declareMesh(const std::string &Name,
       throw *LocalCheck;
     Resolved = resolveDeclaration(Name, Sizes, AxisNames, Ranks, WorldSize);
   } catch (const Error &E) {
-    LocalFailure = Error(E.status(), "mesh '" + Name + "': " + E.what());
+    if (!LocalFailure)
+      LocalFailure = Error(E.status(), "mesh '" + Name + "': " + E.what());
   }
-  agreeOnDeclaration(Name, Sizes, Resolved, AxisNames, Ranks, LocalFailure);
+  agreeOnDeclaration(Name, Sizes, Resolved, AxisNames, Ranks, Backends,
+                     LocalFailure);
   Meshes.push_back(std::make_unique<Mesh>(*this, Name, Sizes, Resolved,
-                                          AxisNames, Ranks, /*Local=*/false));
+                                          AxisNames, Ranks, Backends,
+                                          /*Local=*/false));
   ++Stats.meshes;
   return *Meshes.back();
 }
@@ -822,13 +1009,16 @@ Mesh &Context::declareMesh(const std::string &Name,
 Mesh &Context::localMesh(const std::string &Name,
                          const std::vector<int64_t> &Sizes,
                          const std::vector<std::string> &AxisNames,
-                         const std::vector<int64_t> &Ranks) {
+                         const std::vector<int64_t> &Ranks,
+                         meshrt_backend Kind) {
   checkAlive("make a mesh");
   std::lock_guard<std::mutex> Lock(Mutex);
   std::vector<int64_t> Resolved =
       resolveDeclaration(Name, Sizes, AxisNames, Ranks, WorldSize);
+  MeshBackends Backends = resolveBackends({Kind, {}}, AxisNames, Default);
   Meshes.push_back(std::make_unique<Mesh>(*this, Name, Sizes, Resolved,
-                                          AxisNames, Ranks, /*Local=*/true));
+                                          AxisNames, Ranks, Backends,
+                                          /*Local=*/true));
   ++Stats.meshes;
   return *Meshes.back();
 }
@@ -836,25 +1026,24 @@ Mesh &Context::localMesh(const std::string &Name,
 Mesh *Context::findRedeclaration(const std::string &Name,
                                  const std::vector<int64_t> &Sizes,
                                  const std::vector<std::string> &AxisNames,
-                                 const std::vector<int64_t> &Ranks) {
+                                 const std::vector<int64_t> &Ranks,
+                                 const MeshBackends &Backends) {
   for (auto &M : Meshes) {
     if (M->Name != Name)
       continue;
     if (M->Declared == Sizes && M->AxisNames == AxisNames && !M->Local &&
-        (M->Explicit ? M->Ranks : std::vector<int64_t>()) == Ranks)
+        (M->Explicit ? M->Ranks : std::vector<int64_t>()) == Ranks &&
+        M->Backends.Mesh == Backends.Mesh && M->Backends.Axes == Backends.Axes)
       return M.get();
     throw Error(
         MESHRT_ERROR_MESH_MISMATCH,
-        "mesh '" + Name + "' is already declared with shape " +
-            MeshLayout::formatShape(M->Declared) + " and axes (" +
-            joinNames(M->AxisNames) + ")" +
-            (M->Explicit ? " over world ranks [" + joinRanks(M->Ranks) + "]"
-                         : std::string()) +
-            "; it cannot be declared again with shape " +
-            MeshLayout::formatShape(Sizes) + " and axes (" +
-            joinNames(AxisNames) + ")" +
-            (Ranks.empty() ? std::string()
-                           : " over world ranks [" + joinRanks(Ranks) + "]"));
+        "mesh '" + Name + "' is already declared with " +
+            describeShape(M->Declared, M->AxisNames,
+                          M->Explicit ? M->Ranks : std::vector<int64_t>(),
+                          backendsText(M->Backends, M->AxisNames, Default)) +
+            "; it cannot be declared again with " +
+            describeShape(Sizes, AxisNames, Ranks,
+                          backendsText(Backends, AxisNames, Default)));
   }
   return nullptr;
 }
@@ -864,13 +1053,17 @@ void Context::agreeOnDeclaration(const std::string &Name,
                                  const std::vector<int64_t> &Resolved,
                                  const std::vector<std::string> &AxisNames,
                                  const std::vector<int64_t> &Ranks,
+                                 const MeshBackends &Backends,
                                  const std::optional<Error> &LocalFailure) {
   // Every rank contributes its digest (and whether it failed locally); the
   // max of h and of ~h give max and ~min, equal iff all digests are equal.
-  uint64_t H = LocalFailure ? 0 : digest(Name, Resolved, AxisNames, Ranks);
+  uint64_t H =
+      LocalFailure ? 0 : digest(Name, Resolved, AxisNames, Ranks, Backends);
   int64_t Mine[3] = {LocalFailure ? 1 : 0, int64_t(H), int64_t(~H)};
   int64_t All[3];
-  TextDescribable Where("mesh " + describeDecl(Name, Sizes, AxisNames, Ranks));
+  std::string Text = backendsText(Backends, AxisNames, Default);
+  TextDescribable Where("mesh " +
+                        describeDecl(Name, Sizes, AxisNames, Ranks, Text));
   {
     WatchScope W(*Dog, "mesh declaration", &Where);
     checkMpi(MPI_Allreduce(Mine, All, 3, MPI_INT64_T, MPI_MAX, Control),
@@ -884,14 +1077,14 @@ void Context::agreeOnDeclaration(const std::string &Name,
                     "' could not be declared on another rank (see its "
                     "message)");
   if (All[1] != ~All[2])
-    reportDeclarationMismatch(Name, Sizes, AxisNames, Ranks, H, Where);
+    reportDeclarationMismatch(Name, Sizes, AxisNames, Ranks, Text, H, Where);
 }
 
 void Context::reportDeclarationMismatch(
     const std::string &Name, const std::vector<int64_t> &Sizes,
     const std::vector<std::string> &AxisNames,
-    const std::vector<int64_t> &Ranks, uint64_t Digest,
-    const Describable &Where) {
+    const std::vector<int64_t> &Ranks, const std::string &BackendsText,
+    uint64_t Digest, const Describable &Where) {
   WatchScope W(*Dog, "mesh declaration", &Where);
   std::vector<uint64_t> Digests(static_cast<size_t>(WorldSize));
   checkMpi(MPI_Allgather(&Digest, 1, MPI_UINT64_T, Digests.data(), 1,
@@ -900,7 +1093,7 @@ void Context::reportDeclarationMismatch(
   int Other = 1;
   while (Other < WorldSize && Digests[size_t(Other)] == Digests[0])
     ++Other;
-  std::string Mine = describeDecl(Name, Sizes, AxisNames, Ranks);
+  std::string Mine = describeDecl(Name, Sizes, AxisNames, Ranks, BackendsText);
   std::string First = bcastString(Mine, 0, int(WorldRank), Control);
   std::string Second = bcastString(Mine, Other, int(WorldRank), Control);
   throw Error(MESHRT_ERROR_MESH_MISMATCH,
@@ -1005,7 +1198,8 @@ Comm &Context::getComm(Mesh &M, const std::vector<int64_t> &Axes) {
   std::string Label = axesLabel(M, Axes);
   if (M.Local)
     throw localMeshError(M, Label);
-  std::unique_ptr<Comm> Handle = makeComm(M, M.Layout.modes(Axes), Label);
+  std::unique_ptr<Comm> Handle =
+      makeComm(M, M.Layout.modes(Axes), M.backendOf(Axes), Label);
   Comm *H = Handle.get();
   M.Comms.push_back({Packed, Axes.size(), false, {}, H, std::move(Handle)});
   return *H;
@@ -1023,7 +1217,7 @@ Comm &Context::getComm(Mesh &M, const std::vector<LayoutMode> &Modes,
     }
   if (M.Local)
     throw localMeshError(M, Label);
-  std::unique_ptr<Comm> Handle = makeComm(M, Modes, Label);
+  std::unique_ptr<Comm> Handle = makeComm(M, Modes, M.backendOf(Modes), Label);
   Comm *H = Handle.get();
   M.Comms.push_back({0, 0, true, Modes, H, std::move(Handle)});
   return *H;
@@ -1039,20 +1233,22 @@ void Context::seedComm(Mesh &M, const std::vector<int64_t> &Axes,
 
 std::unique_ptr<Comm> Context::makeComm(Mesh &M,
                                         const std::vector<LayoutMode> &Modes,
+                                        meshrt_backend Kind,
                                         std::string Label) {
   Grouping G = computeGrouping(M.Ranks, M.IndexOf, Modes, WorldSize, WorldRank);
   auto Handle = std::make_unique<Comm>(*this, M, std::move(Label), G.Pos,
-                                       G.Members, G.Member);
+                                       G.Members, G.Member, Kind);
+  BackendSlot &Slot = startedBackend(Kind, *Handle);
   CollectiveCheck *Checker = nullptr;
-  std::shared_ptr<BackendComm> Impl = backendCommFor(G, *Handle, Checker);
-  Handle->attach(std::move(Impl), Checker);
+  std::shared_ptr<BackendComm> Impl = backendCommFor(G, *Handle, Slot, Checker);
+  Handle->attach(std::move(Impl), Checker, Slot.SupportedOps);
   return Handle;
 }
 
 std::shared_ptr<BackendComm>
-Context::backendCommFor(const Grouping &G, const Comm &For,
+Context::backendCommFor(const Grouping &G, const Comm &For, BackendSlot &Slot,
                         CollectiveCheck *&Checker) {
-  auto It = Shared.find(G.Key);
+  auto It = Shared.find({For.backend(), G.Key});
   if (It != Shared.end()) {
     ++Stats.comm_reuses;
     if (CheckCollectives && G.Member)
@@ -1074,8 +1270,11 @@ Context::backendCommFor(const Grouping &G, const Comm &For,
         throw Error(MESHRT_ERROR_COLLECTIVE_MISMATCH,
                     "communicator creation for " + For.label() + ": " + *Msg);
     }
-    New = TheBackend->split(*World, Color, Key, For.label());
-    if (CheckCollectives) {
+    New = Slot.Impl->split(*Slot.World, Color, Key, For.label());
+    // One check communicator per grouping, made with its first split.
+    if (CheckCollectives && Checks.count(G.Key))
+      Checker = G.Member ? Checks.at(G.Key).get() : nullptr;
+    else if (CheckCollectives) {
       MPI_Comm C;
       checkMpi(MPI_Comm_split(WorldCheck->comm(),
                               Color < 0 ? MPI_UNDEFINED : int(Color), int(Key),
@@ -1099,7 +1298,7 @@ Context::backendCommFor(const Grouping &G, const Comm &For,
   ++Stats.splits;
   if (New)
     ++Stats.communicators;
-  Shared[G.Key] = New;
+  Shared[{For.backend(), G.Key}] = New;
   return New;
 }
 
@@ -1164,7 +1363,7 @@ void Context::send(const void *Buf, int64_t Count, meshrt_dtype T, int64_t Peer,
     return;
   PointToPoint Where("send", WorldRank, Peer, Count, T, Tag);
   WatchScope W(*Dog, "send", &Where);
-  World->send(Buf, Count, T, Peer, Tag);
+  Backends[Default].World->send(Buf, Count, T, Peer, Tag);
 }
 
 void Context::recv(void *Buf, int64_t Count, meshrt_dtype T, int64_t Peer,
@@ -1174,7 +1373,7 @@ void Context::recv(void *Buf, int64_t Count, meshrt_dtype T, int64_t Peer,
     return;
   PointToPoint Where("recv", Peer, WorldRank, Count, T, Tag);
   WatchScope W(*Dog, "recv", &Where);
-  World->recv(Buf, Count, T, Peer, Tag);
+  Backends[Default].World->recv(Buf, Count, T, Peer, Tag);
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,8 +1,9 @@
 //===- Context.h - Meshes, communicator cache and collectives ---*- C++ -*-===//
 //
 // A Context is one instance of the runtime: a private duplicate of
-// MPI_COMM_WORLD for control traffic, a backend (MPI or NCCL) with its world
-// communicator, the declared meshes, the communicator cache and the watchdog.
+// MPI_COMM_WORLD for control traffic, its default backend (MPI or NCCL) with
+// its world communicator, the other backend and its world once a mesh asks
+// for it, the declared meshes, the communicator cache and the watchdog.
 // Nothing here is process-global: two contexts (or two meshes in one) do not
 // see each other. The C ABI uses one default context; the C++ API uses the
 // same default context unless given another.
@@ -46,6 +47,8 @@ inline int64_t dtypeSize(meshrt_dtype T) {
 }
 /// "f16", ... ("?" if invalid).
 const char *dtypeName(meshrt_dtype T);
+/// "mpi" or "nccl" ("auto" for MESHRT_BACKEND_AUTO, "?" if invalid).
+const char *backendKindName(meshrt_backend B);
 /// "sum", ... ("?" if invalid).
 const char *reduceOpName(meshrt_reduce_op Op);
 /// True for i8, i32, i64, u8.
@@ -66,8 +69,9 @@ class Comm final : public Describable {
 public:
   /// Used by Context::getComm only. `Member` is false on a process outside
   /// the mesh: then the handle has rank -1, size 0 and no communicator.
+  /// `Kind` is the backend its communicator runs on.
   Comm(Context &Ctx, Mesh &M, std::string Label, GroupPosition Pos,
-       std::vector<int64_t> Members, bool Member);
+       std::vector<int64_t> Members, bool Member, meshrt_backend Kind);
   ~Comm() override;
 
   /// "mesh 'm' axes [shard] (group rank 1 of 4: world ranks 4, 5, 6, 7)".
@@ -90,6 +94,9 @@ public:
   const std::vector<int64_t> &members() const { return Members; }
   /// The mesh.
   Mesh &mesh() const { return TheMesh; }
+  /// The backend the communicator runs on (also outside the mesh, where
+  /// there is no communicator).
+  meshrt_backend backend() const { return Kind; }
   /// The backend communicator (shared); call requireUsable first.
   BackendComm &impl() const { return *Fast; }
   /// Collectives run on this handle.
@@ -168,8 +175,10 @@ private:
 
   /// Makes the handle usable: `Impl` is the (shared) backend communicator,
   /// `Checker` the grouping's check communicator (null unless
-  /// MESHRT_CHECK_COLLECTIVES is on).
-  void attach(std::shared_ptr<BackendComm> Impl, CollectiveCheck *Checker);
+  /// MESHRT_CHECK_COLLECTIVES is on), `Ops` the table of reductions its
+  /// backend runs (see Context::supportedOps).
+  void attach(std::shared_ptr<BackendComm> Impl, CollectiveCheck *Checker,
+              const uint8_t *Ops);
   /// Makes every later use report "finalized".
   void detach();
 
@@ -186,6 +195,7 @@ private:
   Mesh &TheMesh;
   GroupPosition Pos;
   bool Member = true;
+  meshrt_backend Kind;
   std::vector<int64_t> Members;
   std::string Label;
   std::string TraceGroup; // " group=0,1,2,3" when tracing.
@@ -193,17 +203,28 @@ private:
   std::shared_ptr<BackendComm> Impl;
 };
 
-/// A declared mesh: its name, resolved layout, axis names, the aliases that
-/// flatten() added, and the handles requested on it.
+/// The backends a mesh declaration asks for. MESHRT_BACKEND_AUTO means the
+/// default: the context's for `Mesh`, the mesh's for an entry of `Axes`.
+struct MeshBackends {
+  /// The mesh's backend: what a group gets whose axes were given different
+  /// backends, or none.
+  meshrt_backend Mesh = MESHRT_BACKEND_AUTO;
+  /// One per axis, or empty (every axis on the mesh's backend).
+  std::vector<meshrt_backend> Axes;
+};
+
+/// A declared mesh: its name, resolved layout, axis names, backends, the
+/// aliases that flatten() added, and the handles requested on it.
 class Mesh final : public Describable {
 public:
   /// Used by Context::declareMesh only. `Ranks` are the world ranks at the
-  /// row-major positions (empty: 0, 1, ..., the world). A `Local` mesh was
-  /// made on this rank alone (DeviceMesh::from_group of one group): it was
-  /// not compared across ranks, and no new communicator can be made on it.
+  /// row-major positions (empty: 0, 1, ..., the world). `Backends` are
+  /// resolved (no AUTO, one per axis). A `Local` mesh was made on this rank
+  /// alone (DeviceMesh::from_group of one group): it was not compared across
+  /// ranks, and no new communicator can be made on it.
   Mesh(Context &Ctx, std::string Name, std::vector<int64_t> Declared,
        std::vector<int64_t> Resolved, std::vector<std::string> AxisNames,
-       std::vector<int64_t> Ranks, bool Local);
+       std::vector<int64_t> Ranks, MeshBackends Backends, bool Local);
   ~Mesh() override;
 
   /// "mesh 'm' of shape (2, 4) axes (replicate, shard)".
@@ -233,6 +254,13 @@ public:
   bool hasExplicitRanks() const { return Explicit; }
   /// See the constructor.
   bool isLocal() const { return Local; }
+  /// The mesh's backend and each axis's (resolved).
+  const MeshBackends &backends() const { return Backends; }
+  /// The backend of the group along `Axes` (or of the layout `Modes`): the
+  /// one every mesh axis it spans was given, else (axes on different
+  /// backends, or a group of one) the mesh's.
+  meshrt_backend backendOf(const std::vector<int64_t> &Axes) const;
+  meshrt_backend backendOf(const std::vector<LayoutMode> &Modes) const;
   /// "rank 5 is not in mesh 'm' (world ranks 0, 1, 2, 3)" for messages.
   std::string notMemberMessage(int64_t WorldRank) const;
 
@@ -285,6 +313,7 @@ private:
   int64_t MyIndex = -1;
   bool Explicit = false;
   bool Local = false;
+  MeshBackends Backends;
   std::vector<int64_t> Coords;
   std::vector<Alias> Aliases;
   std::vector<CachedComm> Comms;
@@ -331,10 +360,13 @@ public:
   /// Throws MESHRT_ERROR_NOT_INITIALIZED if finalized.
   void checkAlive(const char *What) const;
 
-  /// The backend kind.
-  meshrt_backend backendKind() const;
+  /// The default backend's kind: the one chosen at start-up.
+  meshrt_backend backendKind() const { return Default; }
   /// "mpi" or "nccl".
-  const char *backendName() const;
+  const char *backendName() const { return backendKindName(Default); }
+  /// True if backend `Kind` runs (the default, or another one a mesh asked
+  /// for) and the context is not finalized.
+  bool hasBackend(meshrt_backend Kind) const;
   /// This process's world rank.
   int64_t worldRank() const { return WorldRank; }
   /// Number of processes.
@@ -347,17 +379,21 @@ public:
   void synchronizeStream(void *Stream, const char *Op);
 
   /// Declares a mesh (see meshrt_mesh_declare and, with `Ranks`,
-  /// meshrt_mesh_declare_ranks). Collective unless the same declaration
-  /// exists already. `LocalCheck` is an error found by the caller on this
-  /// rank: it fails the declaration on every rank.
+  /// meshrt_mesh_declare_ranks; with `Backends`, meshrt_mesh_declare_
+  /// backends). Collective unless the same declaration exists already; the
+  /// backends are part of the declaration compared across ranks.
+  /// `LocalCheck` is an error found by the caller on this rank: it fails the
+  /// declaration on every rank.
   Mesh &declareMesh(const std::string &Name, const std::vector<int64_t> &Sizes,
                     const std::vector<std::string> &AxisNames,
                     const std::vector<int64_t> *Ranks = nullptr,
-                    const std::optional<Error> &LocalCheck = std::nullopt);
-  /// A mesh made on this rank alone, not compared (see Mesh::isLocal).
+                    const std::optional<Error> &LocalCheck = std::nullopt,
+                    const MeshBackends &Backends = {});
+  /// A mesh made on this rank alone, not compared (see Mesh::isLocal), on
+  /// backend `Kind`.
   Mesh &localMesh(const std::string &Name, const std::vector<int64_t> &Sizes,
                   const std::vector<std::string> &AxisNames,
-                  const std::vector<int64_t> &Ranks);
+                  const std::vector<int64_t> &Ranks, meshrt_backend Kind);
   /// The mesh called `Name`, or null.
   Mesh *findMesh(std::string_view Name);
   /// A name no mesh of this context has yet ("mesh0", "mesh1", ...): the same
@@ -365,9 +401,11 @@ public:
   std::string freshMeshName();
 
   /// The handle for (M, Axes): cached per mesh; the backend communicator is
-  /// shared by every request with the same grouping of the world (the
-  /// world itself serves the groups that are the world in world order).
-  /// Creating one is collective over the world, members of M or not.
+  /// shared by every request with the same grouping of the world on the
+  /// same backend (Mesh::backendOf; the backend's world itself serves the
+  /// groups that are the world in world order). Creating one is collective
+  /// over the world, members of M or not; so is starting a backend other
+  /// than the default, which the first group on it does.
   Comm &getComm(Mesh &M, const std::vector<int64_t> &Axes);
   /// The same for a layout `Modes` over M's rank array (dimensions made by
   /// unflatten); `Label` names it ("mesh 'm' dims [dp, tp]").
@@ -385,17 +423,21 @@ public:
 
   /// Counters.
   meshrt_stats stats() const;
-  /// Backend-specific reduction check.
-  const Backend &backend() const { return *TheBackend; }
-  /// True if reduction `R` on dtype `T` (both valid) runs on this context's
-  /// backend: one table lookup, filled at start-up.
-  bool supports(meshrt_dtype T, meshrt_reduce_op R) const {
-    return (SupportedOps[T] >> R) & 1u;
-  }
-  /// The table behind supports(): bit R of entry T.
-  const uint8_t *supportedOps() const { return SupportedOps; }
+  /// Backend `Kind` (started; see hasBackend), for its reduction check.
+  const Backend &backend(meshrt_backend Kind) const;
 
 private:
+  /// A backend of the context, its world communicator, and the reductions
+  /// it runs (bit R of entry T: reduction R on dtype T), filled when it
+  /// starts and copied into every handle on it.
+  struct BackendSlot {
+    std::unique_ptr<Backend> Impl;
+    std::shared_ptr<BackendComm> World;
+    uint8_t SupportedOps[kNumDTypes] = {};
+  };
+  /// One slot per meshrt_backend value (AUTO unused).
+  static constexpr int kNumBackendKinds = 3;
+
   Context() = default;
   /// Starts the context: MPI, the control communicator, the watchdog, the
   /// backend and its world communicator. Collective over MPI_COMM_WORLD.
@@ -413,10 +455,22 @@ private:
   /// With MESHRT_CHECK_COLLECTIVES: the check communicator of the world.
   void startChecks(const std::vector<int64_t> &WorldKey,
                    const Describable &Where);
-  /// Creates the backend of kind `Kind` and its world communicator.
+  /// Creates the backend of kind `Kind` and its world communicator, and
+  /// registers that world as the communicator of the world's grouping on
+  /// it. Collective over the control communicator; a failure on any rank
+  /// fails it on every rank (see agreeOrThrow).
   void startBackend(meshrt_backend Kind, const Describable &Where);
-  /// Fills SupportedOps from what the backend accepts.
-  void fillSupportedOps();
+  /// Backend `Kind`, started on first use: the first group of a mesh that
+  /// asks for a backend other than the default starts it (collective; a
+  /// backend that cannot start on some rank, e.g. NCCL without its
+  /// libraries or a GPU, fails on every rank with that rank's reason).
+  /// Called with Mutex held.
+  BackendSlot &startedBackend(meshrt_backend Kind, const Comm &For);
+  /// Throws, on every rank, the error of the lowest rank whose `Local` is
+  /// set, prefixed with `What` and that rank's number (its status too).
+  /// Collective over the control communicator.
+  void agreeOrThrow(const std::optional<Error> &Local, const std::string &What,
+                    const Describable &Where);
 
   /// The mesh already declared as `Name` if its shape and axis names are the
   /// same, null if there is none; throws if it was declared differently.
@@ -424,33 +478,40 @@ private:
   Mesh *findRedeclaration(const std::string &Name,
                           const std::vector<int64_t> &Sizes,
                           const std::vector<std::string> &AxisNames,
-                          const std::vector<int64_t> &Ranks);
-  /// Compares the declaration (resolved to `Resolved`) across ranks with one
-  /// digest allreduce; throws `LocalFailure` first, then a mismatch or a
-  /// failure seen elsewhere. Collective. Called with Mutex held.
+                          const std::vector<int64_t> &Ranks,
+                          const MeshBackends &Backends);
+  /// Compares the declaration (resolved to `Resolved` and `Backends`)
+  /// across ranks with one digest allreduce; throws `LocalFailure` first,
+  /// then a mismatch or a failure seen elsewhere. Collective. Called with
+  /// Mutex held.
   void agreeOnDeclaration(const std::string &Name,
                           const std::vector<int64_t> &Sizes,
                           const std::vector<int64_t> &Resolved,
                           const std::vector<std::string> &AxisNames,
                           const std::vector<int64_t> &Ranks,
+                          const MeshBackends &Backends,
                           const std::optional<Error> &LocalFailure);
   /// Finds the first rank whose declaration digest differs from rank 0's
-  /// and throws an error quoting both declarations. Collective.
-  [[noreturn]] void
-  reportDeclarationMismatch(const std::string &Name,
-                            const std::vector<int64_t> &Sizes,
-                            const std::vector<std::string> &AxisNames,
-                            const std::vector<int64_t> &Ranks, uint64_t Digest,
-                            const Describable &Where);
+  /// and throws an error quoting both declarations (`BackendsText`: this
+  /// rank's backends, see backendsText). Collective.
+  [[noreturn]] void reportDeclarationMismatch(
+      const std::string &Name, const std::vector<int64_t> &Sizes,
+      const std::vector<std::string> &AxisNames,
+      const std::vector<int64_t> &Ranks, const std::string &BackendsText,
+      uint64_t Digest, const Describable &Where);
 
-  /// The handle for layout `Modes` of M (cached by the caller).
+  /// The handle for layout `Modes` of M on backend `Kind` (cached by the
+  /// caller).
   std::unique_ptr<Comm> makeComm(Mesh &M, const std::vector<LayoutMode> &Modes,
-                                 std::string Label);
-  /// The backend communicator of grouping `G` (a split of the world the
-  /// first time; null outside the mesh) and, when checking, its check
-  /// communicator in `Checker`.
-  std::shared_ptr<BackendComm>
-  backendCommFor(const Grouping &G, const Comm &For, CollectiveCheck *&Checker);
+                                 meshrt_backend Kind, std::string Label);
+  /// The communicator of grouping `G` on `Slot` (For.backend()): a split of
+  /// that backend's world the first time, null outside the mesh. When
+  /// checking, the grouping's check communicator (one per grouping, whatever
+  /// the backend) goes to `Checker`.
+  std::shared_ptr<BackendComm> backendCommFor(const Grouping &G,
+                                              const Comm &For,
+                                              BackendSlot &Slot,
+                                              CollectiveCheck *&Checker);
   /// Checks a point-to-point call; returns the byte count.
   void checkPointToPoint(const char *Op, const void *Buf, int64_t Count,
                          meshrt_dtype T, int64_t Peer, int64_t Tag) const;
@@ -463,11 +524,16 @@ private:
   bool Finalized = false;
   bool Counted = false; // Counted as live by startMpi (see finalize).
   bool StatsOnFinalize = false;
-  std::unique_ptr<Backend> TheBackend;
+  meshrt_backend Default = MESHRT_BACKEND_MPI;
+  BackendSlot Backends[kNumBackendKinds];
   std::unique_ptr<Watchdog> Dog;
   CollectiveTrace *Trace = nullptr; // Process-wide, not owned.
-  std::shared_ptr<BackendComm> World;
-  std::map<std::vector<int64_t>, std::shared_ptr<BackendComm>> Shared;
+  // Communicators by (backend, grouping key): a grouping has one
+  // communicator per backend asked for it.
+  std::vector<int64_t> WorldKey; // The grouping of the world in world order.
+  std::map<std::pair<meshrt_backend, std::vector<int64_t>>,
+           std::shared_ptr<BackendComm>>
+      Shared;
   // MESHRT_CHECK_COLLECTIVES: one check communicator per grouping (null
   // outside the mesh).
   bool CheckCollectives = false;
@@ -476,7 +542,6 @@ private:
   std::vector<std::unique_ptr<Mesh>> Meshes;
   int64_t NextMeshName = 0;
   meshrt_stats Stats{};
-  uint8_t SupportedOps[kNumDTypes] = {}; // Bit R set: reduction R works.
 };
 
 inline void Comm::checkReduction(const char *Op, meshrt_dtype T,

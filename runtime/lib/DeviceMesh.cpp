@@ -46,6 +46,7 @@ int64_t Group::rank() const { return comm().rank(); }
 int64_t Group::size() const { return comm().size(); }
 std::vector<int64_t> Group::members() const { return comm().members(); }
 std::string Group::name() const { return comm().label(); }
+Backend Group::backend() const { return Backend(comm().backend()); }
 meshrt_comm_t Group::handle() const {
   return reinterpret_cast<meshrt_comm_t>(&comm());
 }
@@ -786,20 +787,62 @@ static meshrt_backend backendForDevice(std::string_view Device) {
 
 Runtime::Runtime(Backend B) : Ctx(Context::create(meshrt_backend(B))) {}
 
-/// The device type of meshes on `Ctx`, after checking that `DeviceType`
-/// fits its backend.
-static std::string deviceFor(const Context &Ctx, std::string_view DeviceType,
-                             const char *Op) {
-  meshrt_backend Wanted = backendForDevice(DeviceType);
-  if (Wanted != MESHRT_BACKEND_AUTO && Wanted != Ctx.backendKind())
-    throw Error(
-        MESHRT_ERROR_INVALID_ARGUMENT,
-        std::string(Op) + "('" + std::string(DeviceType) +
-            "'): the runtime runs on the " + Ctx.backendName() +
-            " backend (chosen when it started); use device '" +
-            (Ctx.backendKind() == MESHRT_BACKEND_NCCL ? "cuda" : "cpu") +
-            "' or 'auto'");
-  return Ctx.backendKind() == MESHRT_BACKEND_NCCL ? "cuda" : "cpu";
+/// The device type of a mesh on backend `B`.
+static const char *deviceOf(meshrt_backend B) {
+  return B == MESHRT_BACKEND_NCCL ? "cuda" : "cpu";
+}
+
+/// The backends of a mesh of device type `DeviceType` on `Ctx` with
+/// dimensions `Names`: the device type's (the context's for "auto"), and
+/// `Override`'s for the dimensions it names. What is wrong with `Override`
+/// goes to `Bad`, to fail the declaration on every rank.
+static detail::MeshBackends meshBackends(const Context &Ctx,
+                                         std::string_view DeviceType,
+                                         const std::vector<std::string> &Names,
+                                         const BackendOverride &Override,
+                                         std::optional<Error> &Bad) {
+  detail::MeshBackends B;
+  B.Mesh = backendForDevice(DeviceType);
+  if (B.Mesh == MESHRT_BACKEND_AUTO)
+    B.Mesh = Ctx.backendKind();
+  if (Override.empty())
+    return B;
+  B.Axes.assign(Names.size(), MESHRT_BACKEND_AUTO);
+  std::vector<bool> Given(Names.size());
+  auto Fail = [&](meshrt_status S, const std::string &Msg) {
+    if (!Bad)
+      Bad = Error(S, "backend_override: " + Msg);
+  };
+  int N = int(Names.size());
+  for (const auto &[Dim, Kind] : Override) {
+    int I = Dim.index() < 0 ? Dim.index() + N : Dim.index();
+    if (Dim.byName()) {
+      auto It = std::find(Names.begin(), Names.end(), Dim.name());
+      I = int(It - Names.begin());
+      if (It == Names.end()) {
+        std::string Valid;
+        for (const std::string &Name : Names)
+          Valid += (Valid.empty() ? "" : ", ") + Name;
+        Fail(MESHRT_ERROR_UNKNOWN_AXIS, "the mesh has no dimension '" +
+                                            Dim.name() +
+                                            "'; valid dimensions: " + Valid);
+        continue;
+      }
+    } else if (I < 0 || I >= N) {
+      Fail(MESHRT_ERROR_INVALID_ARGUMENT,
+           "dimension " + std::to_string(Dim.index()) +
+               " is out of range for a " + std::to_string(N) +
+               "-D mesh (valid: " + std::to_string(-N) + " to " +
+               std::to_string(N - 1) + ")");
+      continue;
+    }
+    if (Given[size_t(I)])
+      Fail(MESHRT_ERROR_INVALID_ARGUMENT,
+           "dimension '" + Names[size_t(I)] + "' is given twice");
+    Given[size_t(I)] = true;
+    B.Axes[size_t(I)] = meshrt_backend(Kind);
+  }
+  return B;
 }
 
 static std::vector<std::string>
@@ -816,7 +859,7 @@ DeviceMesh DeviceMesh::over(std::shared_ptr<Context> Ctx, Mesh &Declared,
   DeviceMesh DM;
   DM.Ctx = std::move(Ctx);
   DM.M = &Declared;
-  DM.Device = DM.Ctx->backendKind() == MESHRT_BACKEND_NCCL ? "cuda" : "cpu";
+  DM.Device = deviceOf(Declared.backends().Mesh);
   for (int64_t I = 0; I < Declared.layout().ndims(); ++I) {
     DM.Dims.push_back(axesDim(Declared, Names[size_t(I)], {I}));
     // Like torch, every dimension's group exists once the mesh does, so
@@ -831,11 +874,21 @@ DeviceMesh Runtime::init_device_mesh(std::string_view DeviceType,
                                      const std::vector<int64_t> &Shape,
                                      const std::vector<std::string> &DimNames,
                                      const std::string &Name) const {
+  return init_device_mesh(DeviceType, Shape, DimNames, {}, Name);
+}
+
+DeviceMesh Runtime::init_device_mesh(std::string_view DeviceType,
+                                     const std::vector<int64_t> &Shape,
+                                     const std::vector<std::string> &DimNames,
+                                     const BackendOverride &Override,
+                                     const std::string &Name) const {
   Ctx->checkAlive("create a DeviceMesh");
-  deviceFor(*Ctx, DeviceType, "init_device_mesh");
   std::vector<std::string> Names = namesOrDefault(DimNames, Shape.size());
+  std::optional<Error> Bad;
+  detail::MeshBackends B = meshBackends(*Ctx, DeviceType, Names, Override, Bad);
   std::string MeshName = Name.empty() ? Ctx->freshMeshName() : Name;
-  return DeviceMesh::over(Ctx, Ctx->declareMesh(MeshName, Shape, Names), Names);
+  return DeviceMesh::over(
+      Ctx, Ctx->declareMesh(MeshName, Shape, Names, nullptr, Bad, B), Names);
 }
 
 DeviceMesh Runtime::device_mesh(std::string_view DeviceType,
@@ -843,23 +896,41 @@ DeviceMesh Runtime::device_mesh(std::string_view DeviceType,
                                 const std::vector<int64_t> &Shape,
                                 const std::vector<std::string> &DimNames,
                                 const std::string &Name) const {
+  return device_mesh(DeviceType, Ranks, Shape, DimNames, {}, Name);
+}
+
+DeviceMesh Runtime::device_mesh(std::string_view DeviceType,
+                                const std::vector<int64_t> &Ranks,
+                                const std::vector<int64_t> &Shape,
+                                const std::vector<std::string> &DimNames,
+                                const BackendOverride &Override,
+                                const std::string &Name) const {
   Ctx->checkAlive("create a DeviceMesh");
-  deviceFor(*Ctx, DeviceType, "DeviceMesh");
   std::vector<std::string> Names = namesOrDefault(DimNames, Shape.size());
+  std::optional<Error> Bad;
+  detail::MeshBackends B = meshBackends(*Ctx, DeviceType, Names, Override, Bad);
   std::string MeshName = Name.empty() ? Ctx->freshMeshName() : Name;
-  return DeviceMesh::over(Ctx, Ctx->declareMesh(MeshName, Shape, Names, &Ranks),
-                          Names);
+  return DeviceMesh::over(
+      Ctx, Ctx->declareMesh(MeshName, Shape, Names, &Ranks, Bad, B), Names);
 }
 
 DeviceMesh::DeviceMesh(std::string_view DeviceType,
                        const std::vector<int64_t> &Ranks,
                        const std::vector<int64_t> &Shape,
                        const std::vector<std::string> &Names,
+                       const std::string &Name)
+    : DeviceMesh(DeviceType, Ranks, Shape, Names, {}, Name) {}
+
+DeviceMesh::DeviceMesh(std::string_view DeviceType,
+                       const std::vector<int64_t> &Ranks,
+                       const std::vector<int64_t> &Shape,
+                       const std::vector<std::string> &Names,
+                       const BackendOverride &Override,
                        const std::string &Name) {
   Backend Wanted =
       defaultContext() ? Backend::Auto : Backend(backendForDevice(DeviceType));
   *this = default_runtime(Wanted).device_mesh(DeviceType, Ranks, Shape, Names,
-                                              Name);
+                                              Override, Name);
 }
 
 DeviceMesh DeviceMesh::from_group(const Group &G, std::string_view DeviceType,
@@ -867,7 +938,14 @@ DeviceMesh DeviceMesh::from_group(const Group &G, std::string_view DeviceType,
                                   const std::vector<int64_t> &Ranks) {
   Comm &C = G.comm(); // Throws for an empty Group.
   G.Ctx->checkAlive("create a DeviceMesh");
-  deviceFor(*G.Ctx, DeviceType, "DeviceMesh::from_group");
+  meshrt_backend Wanted = backendForDevice(DeviceType);
+  if (Wanted != MESHRT_BACKEND_AUTO && Wanted != C.backend())
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                "DeviceMesh::from_group('" + std::string(DeviceType) +
+                    "'): the group runs on the " +
+                    detail::backendKindName(C.backend()) +
+                    " backend; use device '" + deviceOf(C.backend()) +
+                    "' or 'auto'");
   if (DimNames.size() > 1)
     throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
                 "DeviceMesh::from_group: one group makes a 1-D mesh, but " +
@@ -882,12 +960,12 @@ DeviceMesh DeviceMesh::from_group(const Group &G, std::string_view DeviceType,
       "from_group" + std::to_string(Made++) + "(" + C.label() + ")";
   std::vector<std::string> Names = namesOrDefault(DimNames, 1);
   Mesh &L = G.Ctx->localMesh(Name, {C.size()}, Names,
-                             std::vector<int64_t>(C.members()));
+                             std::vector<int64_t>(C.members()), C.backend());
   G.Ctx->seedComm(L, {0}, C);
   DeviceMesh DM;
   DM.Ctx = G.Ctx;
   DM.M = &L;
-  DM.Device = G.Ctx->backendKind() == MESHRT_BACKEND_NCCL ? "cuda" : "cpu";
+  DM.Device = deviceOf(C.backend());
   DM.Dims.push_back(axesDim(L, Names[0], {0}));
   return DM;
 }
@@ -915,10 +993,11 @@ DeviceMesh DeviceMesh::from_group(const std::vector<Group> &Groups,
   if (!Ctx || Ctx->finalized())
     throw Error(MESHRT_ERROR_NOT_INITIALIZED,
                 "DeviceMesh::from_group: the runtime is not initialized");
-  std::string Device = deviceFor(*Ctx, DeviceType, "DeviceMesh::from_group");
   std::vector<std::string> Names = namesOrDefault(DimNames, Shape.size());
   // What this rank can check alone fails the declaration on every rank.
   std::optional<Error> Bad;
+  detail::MeshBackends Backends =
+      meshBackends(*Ctx, DeviceType, Names, {}, Bad);
   auto Check = [&](const std::string &Msg) {
     if (!Bad)
       Bad = Error(MESHRT_ERROR_INVALID_ARGUMENT,
@@ -975,11 +1054,12 @@ DeviceMesh DeviceMesh::from_group(const std::vector<Group> &Groups,
     }
   }
   std::string MeshName = Name.empty() ? Ctx->freshMeshName() : Name;
-  Mesh &Declared = Ctx->declareMesh(MeshName, Shape, Names, &Ranks, Bad);
+  Mesh &Declared =
+      Ctx->declareMesh(MeshName, Shape, Names, &Ranks, Bad, Backends);
   DeviceMesh DM;
   DM.Ctx = Ctx;
   DM.M = &Declared;
-  DM.Device = Device;
+  DM.Device = deviceOf(Backends.Mesh);
   for (int64_t K = 0; K < Declared.layout().ndims(); ++K) {
     DM.Dims.push_back(axesDim(Declared, Names[size_t(K)], {K}));
     if (Groups[size_t(K)].C)
@@ -1002,12 +1082,21 @@ DeviceMesh meshrt::init_device_mesh(std::string_view DeviceType,
                                     const std::vector<int64_t> &Shape,
                                     const std::vector<std::string> &DimNames,
                                     const std::string &Name) {
-  // The device type picks the backend only if the default runtime does not
-  // exist yet; otherwise Runtime::init_device_mesh checks that they agree.
+  return init_device_mesh(DeviceType, Shape, DimNames, {}, Name);
+}
+
+DeviceMesh meshrt::init_device_mesh(std::string_view DeviceType,
+                                    const std::vector<int64_t> &Shape,
+                                    const std::vector<std::string> &DimNames,
+                                    const BackendOverride &Override,
+                                    const std::string &Name) {
+  // The device type picks the default runtime's backend if it does not
+  // exist yet; otherwise it picks the mesh's, started next to the default
+  // if it is the other one.
   Backend Wanted =
       defaultContext() ? Backend::Auto : Backend(backendForDevice(DeviceType));
   return default_runtime(Wanted).init_device_mesh(DeviceType, Shape, DimNames,
-                                                  Name);
+                                                  Override, Name);
 }
 
 bool meshrt::cuda_available() {

@@ -666,7 +666,7 @@ void meshrt::detail::gpuSynchronize(void *Stream, const char *Op) {
   StreamSynchronizations.fetch_add(1, std::memory_order_relaxed);
   void *S = Stream ? Stream : gpuSharedStream();
   std::shared_ptr<Context> C = defaultContext();
-  if (C && !C->finalized() && C->backendKind() == MESHRT_BACKEND_NCCL) {
+  if (C && C->hasBackend(MESHRT_BACKEND_NCCL)) {
     C->synchronizeStream(S, Op);
     return;
   }

@@ -72,6 +72,8 @@ TEST_F(CApi, InitNestsAndCanRestart) {
   EXPECT_TRUE(contains(meshrt_last_error(), "finalized"));
   int64_t N;
   EXPECT_EQ(meshrt_mesh_ndims(M, &N), MESHRT_ERROR_NOT_INITIALIZED);
+  meshrt_backend B;
+  EXPECT_EQ(meshrt_comm_backend(C, &B), MESHRT_ERROR_NOT_INITIALIZED);
 
   // A new start is a new context: nothing declared, counters at zero.
   ASSERT_EQ(meshrt_init(MESHRT_BACKEND_MPI), MESHRT_SUCCESS);
@@ -140,6 +142,37 @@ TEST_F(CApi, ArgumentChecks) {
   void *Native = nullptr;
   EXPECT_EQ(meshrt_comm_native_handle(C, &Native), MESHRT_SUCCESS);
   EXPECT_NE(Native, nullptr);
+  meshrt_backend B = MESHRT_BACKEND_AUTO;
+  EXPECT_EQ(meshrt_comm_backend(C, &B), MESHRT_SUCCESS);
+  EXPECT_EQ(B, MESHRT_BACKEND_MPI);
+  EXPECT_EQ(meshrt_comm_backend(C, nullptr), MESHRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(meshrt_comm_backend(nullptr, &B), MESHRT_ERROR_INVALID_ARGUMENT);
+
+  // Backends per mesh: AUTO everywhere is meshrt_mesh_declare; a value that
+  // is not a backend, or ranks without a count, are errors.
+  ASSERT_EQ(meshrt_mesh_declare_backends("auto", 1, Sizes, Names, 0, nullptr,
+                                         MESHRT_BACKEND_AUTO, nullptr, &M),
+            MESHRT_SUCCESS)
+      << meshrt_last_error();
+  const int64_t First[] = {0};
+  ASSERT_EQ(meshrt_comm_get(M, 1, First, &C), MESHRT_SUCCESS)
+      << meshrt_last_error();
+  EXPECT_EQ(meshrt_comm_backend(C, &B), MESHRT_SUCCESS);
+  EXPECT_EQ(B, MESHRT_BACKEND_MPI);
+  EXPECT_EQ(meshrt_mesh_declare_backends("bad", 1, Sizes, Names, 0, nullptr,
+                                         meshrt_backend(9), nullptr, &M),
+            MESHRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(meshrt_last_error(), "invalid backend 9 for the mesh"))
+      << meshrt_last_error();
+  const int64_t Rank0[] = {0};
+  EXPECT_EQ(meshrt_mesh_declare_backends("no-count", 1, Sizes, Names, 0, Rank0,
+                                         MESHRT_BACKEND_MPI, nullptr, &M),
+            MESHRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(meshrt_last_error(), "nranks 0 is not in [1, 1]"))
+      << meshrt_last_error();
+  EXPECT_EQ(meshrt_mesh_declare_backends("m", 1, Sizes, Names, 0, nullptr,
+                                         MESHRT_BACKEND_MPI, nullptr, nullptr),
+            MESHRT_ERROR_INVALID_ARGUMENT);
 }
 
 TEST_F(CApi, AutoBackendFollowsTheMachine) {

@@ -368,10 +368,23 @@ TEST(DeviceMesh, ErrorsAreThrownOnEveryRankAlike) {
             MESHRT_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(errorOf([&] { Mesh.get_group(Null); }).first,
             MESHRT_ERROR_INVALID_ARGUMENT);
-  // Device type that does not match the backend.
+  // A device type other than the runtime's backend asks for the other
+  // backend: a mesh on it, or, where NCCL cannot start, an error on every
+  // rank naming what is missing.
   std::string Other = Mesh.device_type() == "cpu" ? "cuda" : "cpu";
-  EXPECT_EQ(errorOf([&] { Rt.init_device_mesh(Other, {W}, {"x"}); }).first,
-            MESHRT_ERROR_INVALID_ARGUMENT);
+  std::tie(Code, Msg) =
+      errorOf([&] { Rt.init_device_mesh(Other, {W}, {"x"}, "other"); });
+  if (Other == "cuda" && !cuda_available()) {
+    // MESHRT_ERROR_UNSUPPORTED where meshrt was built without NCCL.
+    EXPECT_TRUE(Code == MESHRT_ERROR_BACKEND ||
+                Code == MESHRT_ERROR_UNSUPPORTED)
+        << Code;
+    EXPECT_TRUE(contains(Msg, "cannot start the nccl backend for mesh 'other' "
+                              "axes [x]: on rank 0: "))
+        << Msg;
+  } else {
+    EXPECT_EQ(Code, MESHRT_SUCCESS) << Msg;
+  }
   EXPECT_EQ(errorOf([&] { Rt.init_device_mesh("tpu", {W}, {"x"}); }).first,
             MESHRT_ERROR_INVALID_ARGUMENT);
 

@@ -59,7 +59,9 @@ inline void cudaCheck(cudaError_t E, const char *What) {
 /// A buffer in host or device memory.
 class Buffer {
 public:
-  explicit Buffer(size_t Bytes) : Bytes(Bytes), Device(useDeviceMemory()) {
+  explicit Buffer(size_t Bytes) : Buffer(Bytes, useDeviceMemory()) {}
+  /// A buffer in device memory if `Device` (CUDA build only), else host.
+  Buffer(size_t Bytes, bool Device) : Bytes(Bytes), Device(Device) {
     size_t N = Bytes ? Bytes : 1;
 #if MESHRT_TEST_CUDA
     if (Device) {

@@ -12,6 +12,11 @@
 //   auto both = mesh[{"replicate", "shard"}];              // no new comm
 //   auto dp = mesh.flatten("dp", {"replicate", "shard"});  // all 8 ranks
 //
+//   // PyTorch's backend_override: "shard" on NCCL, "replicate" on MPI.
+//   auto mixed = meshrt::init_device_mesh("cpu", {2, 4},
+//                                         {"replicate", "shard"},
+//                                         {{"shard", meshrt::Backend::NCCL}});
+//
 // Errors are thrown as meshrt::Error. Rank layout, group order and caching
 // are described in MeshLayout.h and docs/runtime.md.
 //
@@ -30,6 +35,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace meshrt {
@@ -70,6 +76,35 @@ enum class Backend : int32_t {
   MPI = MESHRT_BACKEND_MPI,
   NCCL = MESHRT_BACKEND_NCCL
 };
+
+/// A dimension of a mesh, by name or by number (negative from the end), as
+/// the keys of PyTorch's backend_override are.
+class MeshDim {
+public:
+  /// The dimension called `Name`.
+  MeshDim(const char *Name) : ByName(true), Name(Name ? Name : "") {}
+  /// The dimension called `Name`.
+  MeshDim(std::string Name) : ByName(true), Name(std::move(Name)) {}
+  /// Dimension number `Index`; negative counts from the end.
+  MeshDim(int Index) : Index(Index) {}
+  /// True if given by name.
+  bool byName() const { return ByName; }
+  /// The name (byName()).
+  const std::string &name() const { return Name; }
+  /// The number (!byName()).
+  int index() const { return Index; }
+
+private:
+  bool ByName = false;
+  std::string Name;
+  int Index = 0;
+};
+
+/// Backends for some dimensions of a mesh, PyTorch's backend_override (dim
+/// name or number -> backend): {{"shard", Backend::NCCL}, {0, Backend::MPI}}.
+/// A dimension not listed, or listed with Backend::Auto, runs on the mesh's
+/// backend (that of its device type).
+using BackendOverride = std::vector<std::pair<MeshDim, Backend>>;
 
 /// The DType of a C++ element type.
 template <typename T> struct DTypeOf;
@@ -117,6 +152,9 @@ public:
   std::vector<int64_t> members() const;
   /// "mesh 'mesh0' axes [replicate, shard]".
   std::string name() const;
+  /// The backend the group's communicator runs on: the one its dimensions
+  /// were given (see BackendOverride), else its mesh's.
+  Backend backend() const;
   /// The C ABI handle, for compiled code.
   meshrt_comm_t handle() const;
   /// MPI_Comm* (MPI backend) or ncclComm_t (NCCL backend).
@@ -227,8 +265,16 @@ public:
              const std::vector<int64_t> &MeshShape,
              const std::vector<std::string> &MeshDimNames = {},
              const std::string &Name = "");
+  /// The same, with backends for some dimensions (see
+  /// meshrt::init_device_mesh with a BackendOverride).
+  DeviceMesh(std::string_view DeviceType, const std::vector<int64_t> &Ranks,
+             const std::vector<int64_t> &MeshShape,
+             const std::vector<std::string> &MeshDimNames,
+             const BackendOverride &Override, const std::string &Name = "");
 
-  /// "cpu" or "cuda".
+  /// "cpu" (the mesh runs on MPI) or "cuda" (on NCCL), as its device type
+  /// chose ("auto": the runtime's backend). Dimensions may run elsewhere
+  /// (BackendOverride); Group::backend() tells.
   const std::string &device_type() const { return Device; }
   /// Sizes of the dimensions.
   std::vector<int64_t> shape() const;
@@ -421,12 +467,25 @@ public:
                               const std::vector<int64_t> &MeshShape,
                               const std::vector<std::string> &MeshDimNames = {},
                               const std::string &Name = "") const;
+  /// The same, with backends for some dimensions.
+  DeviceMesh init_device_mesh(std::string_view DeviceType,
+                              const std::vector<int64_t> &MeshShape,
+                              const std::vector<std::string> &MeshDimNames,
+                              const BackendOverride &Override,
+                              const std::string &Name = "") const;
   /// Creates a mesh over world ranks `Ranks` in this runtime (see the
   /// DeviceMesh constructor of the same arguments).
   DeviceMesh device_mesh(std::string_view DeviceType,
                          const std::vector<int64_t> &Ranks,
                          const std::vector<int64_t> &MeshShape,
                          const std::vector<std::string> &MeshDimNames = {},
+                         const std::string &Name = "") const;
+  /// The same, with backends for some dimensions.
+  DeviceMesh device_mesh(std::string_view DeviceType,
+                         const std::vector<int64_t> &Ranks,
+                         const std::vector<int64_t> &MeshShape,
+                         const std::vector<std::string> &MeshDimNames,
+                         const BackendOverride &Override,
                          const std::string &Name = "") const;
   /// Sends `Count` elements to world rank `Peer` (see meshrt_send).
   void send(const void *Buf, int64_t Count, DType T, int64_t Peer,
@@ -444,7 +503,8 @@ public:
   void recv(std::vector<T> &Data, int64_t Peer, int64_t Tag = 0) const {
     recv(Data.data(), int64_t(Data.size()), DTypeOf<T>::value, Peer, Tag);
   }
-  /// The backend in use.
+  /// The default backend (chosen when the runtime started; meshes may ask
+  /// for the other one, see BackendOverride).
   Backend backend() const;
   /// World rank.
   int64_t rank() const;
@@ -468,15 +528,34 @@ private:
 MESHRT_API Runtime default_runtime(Backend B = Backend::Auto);
 
 /// Creates a mesh on the default runtime, like torch's init_device_mesh.
-/// `DeviceType` is "cpu" (MPI backend), "cuda" (NCCL backend) or "auto".
-/// `MeshShape` may hold one -1, resolved from the world size. Dimension names
-/// default to "dim0", "dim1", ...; the mesh name defaults to "mesh<N>".
-/// Collective: declares the mesh (checked across ranks) and creates one
-/// communicator per dimension (none where the world serves).
+/// `DeviceType` is "cpu" (MPI backend), "cuda" (NCCL backend) or "auto" (the
+/// runtime's backend); the first call starts the default runtime on that
+/// backend, and a mesh whose device type asks for the other backend starts
+/// it in the same runtime. `MeshShape` may hold one -1, resolved from the
+/// world size. Dimension names default to "dim0", "dim1", ...; the mesh name
+/// defaults to "mesh<N>". Collective: declares the mesh (checked across
+/// ranks) and creates one communicator per dimension (none where the world
+/// serves).
 MESHRT_API DeviceMesh init_device_mesh(
     std::string_view DeviceType, const std::vector<int64_t> &MeshShape,
     const std::vector<std::string> &MeshDimNames = {},
     const std::string &Name = "");
+
+/// The same with PyTorch's backend_override: the dimensions in `Override`
+/// run on the backend given there, the others on the device type's. A group
+/// along several dimensions (get_group of a list, flatten, unflatten) runs
+/// on the backend they all have, else on the device type's. The backends
+/// are part of the declaration checked across ranks (ranks that disagree
+/// get MESHRT_ERROR_MESH_MISMATCH); an unknown dimension name is
+/// MESHRT_ERROR_UNKNOWN_AXIS, a number out of range or a dimension given
+/// twice MESHRT_ERROR_INVALID_ARGUMENT, on every rank. The first group on a
+/// backend other than the runtime's starts it (collective); NCCL where it
+/// cannot start is MESHRT_ERROR_BACKEND on every rank, naming what is
+/// missing on which rank.
+MESHRT_API DeviceMesh init_device_mesh(
+    std::string_view DeviceType, const std::vector<int64_t> &MeshShape,
+    const std::vector<std::string> &MeshDimNames,
+    const BackendOverride &Override, const std::string &Name = "");
 
 /// Point to point on the default runtime (see meshrt_send / meshrt_recv).
 MESHRT_API void send(const void *Buf, int64_t Count, DType T, int64_t Peer,

@@ -161,7 +161,7 @@ typedef struct meshrt_stats {
   /// ncclCommSplit). Grows with the distinct (mesh, axes) used, never with
   /// the number of groups.
   int64_t splits;
-  /// Live communicators, the world included.
+  /// Live communicators, the world of each started backend included.
   int64_t communicators;
   /// Communicator requests (meshrt_comm_get*, get_group, ...).
   int64_t comm_requests;
@@ -202,7 +202,9 @@ MESHRT_API meshrt_status meshrt_finalize(void);
 /// 1 if the default context is initialised, 0 otherwise.
 MESHRT_API int meshrt_is_initialized(void);
 
-/// The backend the default context runs on.
+/// The backend the default context runs on: its default, chosen by
+/// meshrt_init (meshes may ask for the other one, see
+/// meshrt_mesh_declare_backends).
 MESHRT_API meshrt_status meshrt_get_backend(meshrt_backend *out);
 
 /// This process's rank in the world.
@@ -263,6 +265,30 @@ MESHRT_API meshrt_status
 meshrt_mesh_declare_ranks(const char *name, int64_t ndims, const int64_t *sizes,
                           const char *const *axis_names, int64_t nranks,
                           const int64_t *ranks, meshrt_mesh_t *out);
+
+/// Declares the mesh `name` and chooses its backends, like PyTorch's
+/// init_device_mesh(..., backend_override=...). With `ranks` null and
+/// `nranks` 0 the mesh covers the world, as with meshrt_mesh_declare;
+/// otherwise it is over `ranks`, as with meshrt_mesh_declare_ranks.
+/// `backend` is the mesh's (MESHRT_BACKEND_AUTO: the runtime's, see
+/// meshrt_get_backend); `axis_backends` is null (every axis on the mesh's
+/// backend) or holds one entry per axis (MESHRT_BACKEND_AUTO: the mesh's).
+/// The communicator of a group along axes that all have one backend runs on
+/// it; any other group (axes on different backends, or naxes 0) on the
+/// mesh's. Groupings are shared per backend: the same grouping on MPI and
+/// on NCCL is two communicators. The backends are part of the declaration
+/// compared across ranks: ranks that disagree get MESHRT_ERROR_MESH_MISMATCH
+/// with both declarations. A backend other than the runtime's starts with
+/// the first meshrt_comm_get that needs it (collective, as that call is), and
+/// is freed by meshrt_finalize; where NCCL cannot start (not built, libnccl
+/// or libcudart missing, no device) that call fails on every rank, naming
+/// the rank and what it lacks (MESHRT_ERROR_BACKEND; MESHRT_ERROR_UNSUPPORTED
+/// when not built).
+MESHRT_API meshrt_status meshrt_mesh_declare_backends(
+    const char *name, int64_t ndims, const int64_t *sizes,
+    const char *const *axis_names, int64_t nranks, const int64_t *ranks,
+    meshrt_backend backend, const meshrt_backend *axis_backends,
+    meshrt_mesh_t *out);
 
 /// 1 if this process is in the mesh, 0 if not (a mesh over a rank array).
 MESHRT_API meshrt_status meshrt_mesh_is_member(meshrt_mesh_t mesh,
@@ -335,6 +361,12 @@ MESHRT_API meshrt_status meshrt_comm_expect_size(meshrt_comm_t comm,
 MESHRT_API meshrt_status meshrt_comm_world_rank(meshrt_comm_t comm,
                                                 int64_t group_rank,
                                                 int64_t *out);
+
+/// The backend the communicator runs on (see meshrt_mesh_declare_backends;
+/// without it, the runtime's). Also on a handle of a process outside the
+/// mesh, which has no communicator.
+MESHRT_API meshrt_status meshrt_comm_backend(meshrt_comm_t comm,
+                                             meshrt_backend *out);
 
 /// The backend's own handle: a pointer to the MPI_Comm on the MPI backend,
 /// the ncclComm_t on the NCCL backend. Owned by the runtime.
