@@ -13,6 +13,9 @@
 # Both are compiled with build/bin/mesh-compile -O1 and run on 8 ranks
 # (on 2 cores: oversubscribed, OMPI_MCA_mpi_yield_when_idle=1), each also
 # with 0 steps (setup and the final gather), REPS (5) rounds, order rotated.
+# The gather form runs GATHER_STEPS (10) steps: at 4096 a step of it takes
+# seconds on 2 cores, so the default run gives it 10; the halo form is also
+# built and run once at GATHER_STEPS so that the two forms' sums compare.
 # It prints, from --mesh-report-communication on the step function, the bytes
 # each device sends per step, and the halo minimum (the perimeter of a
 # block: 2 * cols + 2 * rows elements); the per-rank sums (the two forms must
@@ -20,27 +23,31 @@
 # expression in the same order); and medians (min-max) of the wall time of
 # mpirun and of the time per step, (t(STEPS) - t(0)) / STEPS.
 # Upstream's shard.update_halo is not run: see docs/performance.md.
-# Usage: bench/halo/run.sh   (env: N, STEPS, REPS, BUILD_DIR, KEEP)
+# Usage: bench/halo/run.sh   (env: N, STEPS, GATHER_STEPS, REPS, BUILD_DIR, KEEP)
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 BUILD=${BUILD_DIR:-$ROOT/build}
 N=${N:-4096} STEPS=${STEPS:-100} REPS=${REPS:-5}
+GSTEPS=${GATHER_STEPS:-10}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1
 WORK=$(mktemp -d)
 [[ -n "${KEEP:-}" ]] && echo "keeping $WORK" || trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
 
-echo "== Jacobi $N x $N f32, $STEPS steps, mesh (2, 4), 8 ranks on $(nproc) cores"
+echo "== Jacobi $N x $N f32, $STEPS steps (gather form: $GSTEPS), mesh (2, 4), 8 ranks on $(nproc) cores"
+declare -A S=([halo]=$STEPS [gather]=$GSTEPS)
 for form in halo gather; do
   flag=; [[ $form == gather ]] && flag=--gather
-  for s in "$STEPS" 0; do
+  steps=("${S[$form]}" 0)
+  [[ $form == halo && $GSTEPS != "$STEPS" ]] && steps+=("$GSTEPS")
+  for s in "${steps[@]}"; do
     python3 "$HERE/gen.py" "$N" "$s" $flag > "$form-$s.mlir"
     "$BUILD/bin/mesh-compile" -O1 "$form-$s.mlir" -o "$form-$s"
   done
   "$BUILD/bin/mesh-opt" --mesh-propagate-sharding --mesh-partition \
-    "--mesh-report-communication=output=$form.report" "$form-$STEPS.mlir" -o /dev/null
+    "--mesh-report-communication=output=$form.report" "$form-${S[$form]}.mlir" -o /dev/null
   bytes=$(sed -n '/^communication of @step:/,/total:/p' "$form.report" |
           sed -n 's/.*total: .*, \([0-9]*\) bytes per device/\1/p')
   echo "$form: $bytes bytes per device per step"
@@ -51,7 +58,7 @@ minimum=$(( (2 * cols + 2 * rows) * 4 ))
 echo "halo minimum (perimeter of a ${rows}x${cols} block, f32): $minimum bytes per device per step"
 
 declare -A T
-order=(halo-$STEPS gather-$STEPS halo-0 gather-0)
+order=(halo-$STEPS gather-$GSTEPS halo-0 gather-0)
 for ((r = 0; r < REPS; ++r)); do
   for ((k = 0; k < ${#order[@]}; ++k)); do
     p=${order[$(( (k + r) % ${#order[@]} ))]}
@@ -61,22 +68,25 @@ for ((r = 0; r < REPS; ++r)); do
     T[$p]+="$(echo "$end - $start" | bc) "
   done
 done
+[[ $GSTEPS != "$STEPS" ]] && mpirun -n 8 "./halo-$GSTEPS" | sort > "halo-$GSTEPS.out.0"
 for r in $(seq 0 $((REPS - 1))); do
-  if ! cmp -s "halo-$STEPS.out.$r" "gather-$STEPS.out.$r"; then
-    echo "FAIL: round $r: the two forms printed different sums"
-    diff "halo-$STEPS.out.$r" "gather-$STEPS.out.$r" | head
+  if ! cmp -s "halo-$GSTEPS.out.0" "gather-$GSTEPS.out.$r"; then
+    echo "FAIL: round $r: the two forms printed different sums after $GSTEPS steps"
+    diff "halo-$GSTEPS.out.0" "gather-$GSTEPS.out.$r" | head
     exit 1
   fi
 done
-echo "sums: identical in every round ($(head -1 "halo-$STEPS.out.0"))"
+echo "sums after $GSTEPS steps: identical in every round ($(head -1 "halo-$GSTEPS.out.0"))"
+echo "halo form after $STEPS steps: $(head -1 "halo-$STEPS.out.0")"
 stats() { # median (min-max) of the numbers on stdin
   sort -g | awk '{v[NR]=$1} END {printf "%.2f (%.2f-%.2f)", v[int((NR+1)/2)], v[1], v[NR]}'
 }
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-printf "%-7s %-22s %-22s %s\n" form "end to end (s)" "setup, 0 steps (s)" "per step (ms)"
+printf "%-7s %-6s %-22s %-22s %s\n" form steps "end to end (s)" "setup, 0 steps (s)" "per step (ms)"
 for form in halo gather; do
-  e2e=$(tr ' ' '\n' <<< "${T[$form-$STEPS]}" | grep . | stats)
+  n=${S[$form]}
+  e2e=$(tr ' ' '\n' <<< "${T[$form-$n]}" | grep . | stats)
   setup=$(tr ' ' '\n' <<< "${T[$form-0]}" | grep . | stats)
-  step=$(echo "(($(tr ' ' '\n' <<< "${T[$form-$STEPS]}" | grep . | median)) - ($(tr ' ' '\n' <<< "${T[$form-0]}" | grep . | median))) * 1000 / $STEPS" | bc -l)
-  printf "%-7s %-22s %-22s %.1f\n" "$form" "$e2e" "$setup" "$step"
+  step=$(echo "(($(tr ' ' '\n' <<< "${T[$form-$n]}" | grep . | median)) - ($(tr ' ' '\n' <<< "${T[$form-0]}" | grep . | median))) * 1000 / $n" | bc -l)
+  printf "%-7s %-6s %-22s %-22s %.1f\n" "$form" "$n" "$e2e" "$setup" "$step"
 done
