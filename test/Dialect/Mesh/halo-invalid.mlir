@@ -7,7 +7,7 @@ mesh.mesh @d(["x" = ?])
 // known only at run time.
 func.func @dynamic_axis(%u: tensor<18xf32> {mesh.sharding = #mesh.sharding<@d, [["x"]], halo = [[1, 1]]>})
     -> (tensor<18xf32> {mesh.sharding = #mesh.sharding<@d, [[]]>}) {
-  // expected-error @+1 {{cannot reshard result 0 to or from #mesh.sharding<@d, [["x"]], halo = [[1, 1]]>: dim 0 has a halo and is split over axes of unknown size}}
+  // expected-error @+1 {{cannot move result 0 laid out as #mesh.sharding<@d, [["x"]], halo = [[1, 1]]>: dim 0 has a halo and is split over axes of unknown size}}
   return %u : tensor<18xf32>
 }
 

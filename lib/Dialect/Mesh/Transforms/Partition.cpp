@@ -374,6 +374,49 @@ RankedTensorType FunctionPartitioner::globalTypeOf(Value v, ShardingAttr from,
   return local.clone(shape);
 }
 
+namespace {
+/// The offsets, sizes and strides of the slab of a tensor of type `type`
+/// that is [offset, offset + size) along dim `dim` and whole along the
+/// others.
+struct Slab {
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+  Slab(OpBuilder &b, RankedTensorType type, unsigned dim, OpFoldResult offset,
+       int64_t size)
+      : offsets(type.getRank(), b.getIndexAttr(0)),
+        strides(type.getRank(), b.getIndexAttr(1)) {
+    for (int64_t k = 0; k < type.getRank(); ++k)
+      sizes.push_back(b.getIndexAttr(k == dim ? size : type.getDimSize(k)));
+    offsets[dim] = offset;
+  }
+  Value extract(OpBuilder &b, Location loc, Value from) const {
+    return tensor::ExtractSliceOp::create(b, loc, from, offsets, sizes,
+                                          strides);
+  }
+  Value insert(OpBuilder &b, Location loc, Value part, Value into) const {
+    return tensor::InsertSliceOp::create(b, loc, part, into, offsets, sizes,
+                                         strides);
+  }
+};
+} // namespace
+
+/// The number of devices along dim `dim` of `local` (a per-device value
+/// laid out as `s`, whose dim has a halo), or an error at `where` when it
+/// or the dim's size is not static: halos move in blocks of known size.
+static FailureOr<int64_t> haloGroupSize(MeshOp mesh, ShardingAttr s,
+                                        unsigned dim, Value local,
+                                        Operation *where, const Twine &what) {
+  int64_t n = mesh.getGroupSize(s.getDimAxes(dim).getNames());
+  if (ShapedType::isDynamic(n) ||
+      cast<RankedTensorType>(local.getType()).isDynamicDim(dim))
+    return where->emitError() << "cannot move " << what << " laid out as " << s
+                              << ": dim " << dim << " has a halo and "
+                              << (ShapedType::isDynamic(n)
+                                      ? "is split over axes of unknown size"
+                                      : "a dynamic size"),
+           failure();
+  return n;
+}
+
 /// `v` resharded from `from` to `target` when either has halos: the halos of
 /// `from` are dropped by gathering their dims (each device's block, then the
 /// last device's trailing halo), the plan takes the rest to `target` with
@@ -389,72 +432,44 @@ FailureOr<Value> FunctionPartitioner::reshardHalos(Value v, ShardingAttr from,
   OpBuilder b(where);
   Location loc = where->getLoc();
   FlatSymbolRefAttr ref = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
-  auto staticGroup = [&](ShardingAttr s, unsigned d) -> FailureOr<int64_t> {
-    SmallVector<StringRef> axes = s.getDimAxes(d).getNames();
-    int64_t n = mesh.getGroupSize(axes);
-    if (ShapedType::isDynamic(n))
-      return where->emitError()
-                 << "cannot reshard " << what << " to or from " << s << ": dim "
-                 << d << " has a halo and is split over axes of "
-                 << "unknown size",
-             failure();
-    return n;
+  AxisListAttr none = AxisListAttr::get(b.getContext(), ArrayRef<StringAttr>());
+  // `s` with its halo dims whole and no halos.
+  auto wholeHaloDims = [&](ShardingAttr s) {
+    SmallVector<AxisListAttr> dims(s.getDims());
+    for (unsigned d = 0; d < s.getRank(); ++d)
+      if (s.getDimHalo(d) != std::pair<int64_t, int64_t>(0, 0))
+        dims[d] = none;
+    return ShardingAttr::get(b.getContext(), s.getMesh(), dims,
+                             s.getPartialAxes(), s.getPartialKind(), {});
   };
   Value cur = v;
-  ShardingAttr curS = from;
   if (from && from.hasHalo()) {
-    SmallVector<AxisListAttr> dims(from.getDims());
-    AxisListAttr none =
-        AxisListAttr::get(b.getContext(), ArrayRef<StringAttr>());
     for (unsigned d = 0; d < from.getRank(); ++d) {
       auto [lo, hi] = from.getDimHalo(d);
       if (!lo && !hi)
         continue;
-      FailureOr<int64_t> n = staticGroup(from, d);
+      FailureOr<int64_t> n = haloGroupSize(mesh, from, d, cur, where, what);
       if (failed(n))
         return failure();
       auto type = cast<RankedTensorType>(cur.getType());
-      if (type.isDynamicDim(d))
-        return where->emitError()
-                   << "cannot reshard " << what << " from " << from << ": dim "
-                   << d << " has a halo and a dynamic size",
-               failure();
       int64_t block = type.getDimSize(d) - lo - hi;
       ArrayAttr axes = b.getStrArrayAttr(from.getDimAxes(d).getNames());
-      auto slab = [&](int64_t offset, int64_t size) {
-        SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0)),
-            sizes, strides(type.getRank(), b.getIndexAttr(1));
-        for (int64_t k = 0; k < type.getRank(); ++k)
-          sizes.push_back(b.getIndexAttr(k == d ? size : type.getDimSize(k)));
-        offsets[d] = b.getIndexAttr(offset);
-        return tensor::ExtractSliceOp::create(b, loc, cur, offsets, sizes,
-                                              strides)
-            .getResult();
-      };
       SmallVector<int64_t> shape(type.getShape());
       shape[d] = block * *n;
-      Value whole =
-          AllGatherOp::create(b, loc, type.clone(shape), slab(0, block), ref,
-                              axes, b.getI64IntegerAttr(d));
-      Value tail = slab(block, lo + hi);
+      Value blocks =
+          Slab(b, type, d, b.getIndexAttr(0), block).extract(b, loc, cur);
+      Value whole = AllGatherOp::create(b, loc, type.clone(shape), blocks, ref,
+                                        axes, b.getI64IntegerAttr(d));
+      Value tail =
+          Slab(b, type, d, b.getIndexAttr(block), lo + hi).extract(b, loc, cur);
       tail = BroadcastOp::create(b, loc, tail.getType(), tail, ref, axes,
                                  b.getI64IntegerAttr(*n - 1), UnitAttr());
       cur = tensor::ConcatOp::create(b, loc, d, ValueRange{whole, tail});
-      dims[d] = none;
     }
-    curS = ShardingAttr::get(b.getContext(), from.getMesh(), dims,
-                             from.getPartialAxes(), from.getPartialKind(), {});
   }
-  ShardingAttr mid = withoutHalo(target);
-  if (target && target.hasHalo()) {
-    SmallVector<AxisListAttr> dims(target.getDims());
-    for (unsigned d = 0; d < target.getRank(); ++d)
-      if (target.getDimHalo(d) != std::pair<int64_t, int64_t>(0, 0))
-        dims[d] = AxisListAttr::get(b.getContext(), ArrayRef<StringAttr>());
-    mid =
-        ShardingAttr::get(b.getContext(), target.getMesh(), dims,
-                          target.getPartialAxes(), target.getPartialKind(), {});
-  }
+  ShardingAttr curS = from && from.hasHalo() ? wholeHaloDims(from) : from;
+  ShardingAttr mid =
+      target && target.hasHalo() ? wholeHaloDims(target) : target;
   unsigned rank = cast<RankedTensorType>(cur.getType()).getRank();
   FailureOr<ArrayRef<ReshardStep>> plan =
       getPlan(mesh, curS, mid, rank, where, what);
@@ -468,26 +483,15 @@ FailureOr<Value> FunctionPartitioner::reshardHalos(Value v, ShardingAttr from,
     auto [lo, hi] = target.getDimHalo(d);
     if (!lo && !hi)
       continue;
-    FailureOr<int64_t> n = staticGroup(target, d);
+    FailureOr<int64_t> n = haloGroupSize(mesh, target, d, cur, where, what);
     if (failed(n))
       return failure();
     auto type = cast<RankedTensorType>(cur.getType());
-    if (type.isDynamicDim(d))
-      return where->emitError()
-                 << "cannot reshard " << what << " to " << target << ": dim "
-                 << d << " has a halo and a dynamic size",
-             failure();
     int64_t block = (type.getDimSize(d) - lo - hi) / *n;
     Value index = groupIndex(b, loc, mesh, target.getDimAxes(d).getNames());
     Value offset = arith::MulIOp::create(
         b, loc, index, arith::ConstantIndexOp::create(b, loc, block));
-    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0)), sizes,
-        strides(type.getRank(), b.getIndexAttr(1));
-    for (int64_t k = 0; k < type.getRank(); ++k)
-      sizes.push_back(
-          b.getIndexAttr(k == d ? block + lo + hi : type.getDimSize(k)));
-    offsets[d] = offset;
-    cur = tensor::ExtractSliceOp::create(b, loc, cur, offsets, sizes, strides);
+    cur = Slab(b, type, d, offset, block + lo + hi).extract(b, loc, cur);
   }
   return cur;
 }
@@ -510,50 +514,38 @@ FailureOr<Value> FunctionPartitioner::fillHalos(OpBuilder &b, Operation *op,
     auto [lo, hi] = s.getDimHalo(d);
     if (!lo && !hi)
       continue;
+    FailureOr<int64_t> n =
+        haloGroupSize(mesh, s, d, local, op,
+                      "the result of '" + op->getName().getStringRef() + "'");
+    if (failed(n))
+      return failure();
     SmallVector<StringRef> axisNames = s.getDimAxes(d).getNames();
-    int64_t n = mesh.getGroupSize(axisNames);
-    if (type.isDynamicDim(d) || ShapedType::isDynamic(n))
-      return op->emitError()
-                 << "cannot exchange the halo of dim " << d << " of " << type
-                 << ": halos need a static size and axes of known size",
-             failure();
     int64_t block = type.getDimSize(d) - lo - hi;
     ArrayAttr axes = b.getStrArrayAttr(axisNames);
-    auto range = [&](int64_t offset, int64_t size) {
-      SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0)),
-          sizes, strides(type.getRank(), b.getIndexAttr(1));
-      for (int64_t k = 0; k < type.getRank(); ++k)
-        sizes.push_back(b.getIndexAttr(k == d ? size : type.getDimSize(k)));
-      offsets[d] = b.getIndexAttr(offset);
-      return std::make_tuple(offsets, sizes, strides);
-    };
     Value index = groupIndex(b, loc, mesh, axisNames);
     // The halo at [at, at + size) comes from the neighbour `offset` away,
     // out of its block at [from, from + size); the device at `edge` keeps
     // what the op made.
     auto exchange = [&](int64_t at, int64_t from, int64_t size, int64_t offset,
                         int64_t edge) {
-      auto [srcOffsets, sizes, strides] = range(from, size);
-      Value slab = tensor::ExtractSliceOp::create(b, loc, local, srcOffsets,
-                                                  sizes, strides);
+      Value slab =
+          Slab(b, type, d, b.getIndexAttr(from), size).extract(b, loc, local);
       Value got = PermuteOp::create(b, loc, slab.getType(), slab, ref, axes,
                                     b.getI64IntegerAttr(offset), UnitAttr());
-      auto [dstOffsets, dstSizes, dstStrides] = range(at, size);
-      Value made = tensor::ExtractSliceOp::create(b, loc, local, dstOffsets,
-                                                  dstSizes, dstStrides);
+      Slab dst(b, type, d, b.getIndexAttr(at), size);
+      Value made = dst.extract(b, loc, local);
       Value atEdge =
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, index,
                                 arith::ConstantIndexOp::create(b, loc, edge));
       Value halo = arith::SelectOp::create(b, loc, atEdge, made, got);
-      local = tensor::InsertSliceOp::create(b, loc, halo, local, dstOffsets,
-                                            dstSizes, dstStrides);
+      local = dst.insert(b, loc, halo, local);
     };
     // The low halo: the last `lo` of the previous device's block.
     if (lo)
       exchange(0, block, lo, 1, 0);
     // The high halo: the first `hi` of the next device's block.
     if (hi)
-      exchange(lo + block, lo, hi, -1, n - 1);
+      exchange(lo + block, lo, hi, -1, *n - 1);
   }
   return local;
 }
