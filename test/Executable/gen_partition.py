@@ -187,6 +187,46 @@ def model_suite():
         c.result = (out, [hh, sq, dd])
         c.result_dims = q_dims
         cases.append(c)
+    # Masks (i1) that need collectives: gathered whole, and or-reduced over
+    # a split dim (a pending "or" on i1, all_reduced as i8).
+    for name, dims in [("mask_gather", [["a"], ["b"]]), ("mask_any", [[], ["a", "b"]])]:
+        c = Case(name, "m24")
+        t, t1 = ttype([16, 16]), "tensor<16x16xi1>"
+        c.args = [([16, 16], dims)]
+        z, m = c.fresh(), c.fresh()
+        c.body += [f"{z} = arith.constant dense<0> : {t}",
+                   f"{m} = arith.cmpi sgt, %arg0, {z} : {t}"]
+        if name == "mask_gather":
+            w, r = c.fresh(), c.fresh()
+            c.body += [f"SHARD {w} {m} {t1} [[], []]",
+                       f"{r} = arith.extui {w} : {t1} to {t}"]
+            c.result, c.result_dims = (r, [16, 16]), [[], []]
+        else:
+            e, f, a, r = c.fresh(), c.fresh(), c.fresh(), c.fresh()
+            c.body += [f"{e} = tensor.empty() : tensor<16xi1>",
+                       f"{f} = linalg.fill ins(%false : i1) outs({e} : tensor<16xi1>) -> tensor<16xi1>",
+                       f"{a} = linalg.reduce ins({m} : {t1}) outs({f} : tensor<16xi1>) dimensions = [1]",
+                       "  (%x: i1, %acc: i1) {",
+                       "    %o = arith.ori %x, %acc : i1",
+                       "    linalg.yield %o : i1",
+                       "  }",
+                       f"{r} = arith.extui {a} : tensor<16xi1> to {ttype([16])}"]
+            c.result, c.result_dims = (r, [16]), [[]]
+        cases.append(c)
+    # linalg.softmax along the columns with the rows split (its rule keeps
+    # the normalised dim whole); compared as round(1000 * p).
+    c = Case("softmax_rows", "m24")
+    t, tf = ttype([8, 16]), "tensor<8x16xf32>"
+    c.args = [([8, 16], [["a", "b"], []])]
+    x, e, p, k, q, r = (c.fresh() for _ in range(6))
+    c.body += [f"{x} = arith.sitofp %arg0 : {t} to {tf}",
+               f"{e} = tensor.empty() : {tf}",
+               f"{p} = linalg.softmax dimension(1) ins({x} : {tf}) outs({e} : {tf}) -> {tf}",
+               f"{k} = arith.constant dense<1000.0> : {tf}",
+               f"{q} = arith.mulf {p}, {k} : {tf}",
+               f"{r} = arith.fptosi {q} : {tf} to {t}"]
+    c.result, c.result_dims = (r, [8, 16]), [["a", "b"], []]
+    cases.append(c)
     return cases
 
 

@@ -31,3 +31,33 @@ func.func private @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
 // LOWERED-LABEL: llvm.func @kernel
 // LOWERED: llvm.call @malloc
 // LOWERED: llvm.fneg
+
+// Masks move as i8 through collectives: sign-extended (true is all ones),
+// so that "or" (and every other kind) keeps its meaning, truncated after.
+// CHECK-LABEL: func.func @mask
+// CHECK: %[[W:.*]] = arith.extsi %{{.*}} : tensor<8xi1> to tensor<8xi8>
+// CHECK: %[[R:.*]] = mesh.all_reduce %[[W]] on @m axes = ["tp"] reduction = or : tensor<8xi8> -> tensor<8xi8>
+// CHECK: %[[N:.*]] = arith.trunci %[[R]] : tensor<8xi8> to tensor<8xi1>
+// CHECK: return %[[N]]
+// LOWERED-LABEL: llvm.func @mask
+// LOWERED: llvm.call @meshrt_all_reduce
+func.func @mask(%m: tensor<8xi1>) -> tensor<8xi1> {
+  %r = mesh.all_reduce %m on @m axes = ["tp"] reduction = or : tensor<8xi1> -> tensor<8xi1>
+  return %r : tensor<8xi1>
+}
+
+// linalg.softmax, which the lowering has no pattern for, becomes the linalg
+// ops it aggregates (max, exp of the difference, sum, division).
+// CHECK-LABEL: func.func @softmax
+// CHECK-NOT: linalg.softmax
+// CHECK: linalg.generic
+// CHECK: arith.maxnumf
+// CHECK: math.exp
+// CHECK: arith.divf
+// LOWERED-LABEL: llvm.func @softmax
+// LOWERED-NOT: linalg.softmax
+func.func @softmax(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %e = tensor.empty() : tensor<2x8xf32>
+  %s = linalg.softmax dimension(1) ins(%x : tensor<2x8xf32>) outs(%e : tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %s : tensor<2x8xf32>
+}

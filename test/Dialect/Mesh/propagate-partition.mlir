@@ -82,3 +82,24 @@ func.func @loop(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["
 // on it.
 // CHECK: llvm.func @printf(!llvm.ptr, ...) -> i32
 llvm.func @printf(!llvm.ptr, ...) -> i32
+
+// linalg.softmax along dim 1: rows split, the normalised dim stays whole.
+// CHECK-LABEL: func.func @softmax_rows
+// CHECK-SAME: (%[[X:.*]]: tensor<2x8xf32>) -> tensor<2x8xf32>
+// CHECK-NOT: mesh.all_gather
+// CHECK: linalg.softmax dimension(1) ins(%[[X]] : tensor<2x8xf32>)
+func.func @softmax_rows(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>}) -> tensor<8x8xf32> {
+  %e = tensor.empty() : tensor<8x8xf32>
+  %s = linalg.softmax dimension(1) ins(%x : tensor<8x8xf32>) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %s : tensor<8x8xf32>
+}
+
+// Split along the normalised dim, the rows are gathered first.
+// CHECK-LABEL: func.func @softmax_cols
+// CHECK: mesh.all_gather %{{.*}} on @m axes = ["b"] gather_dim = 1 : tensor<8x2xf32> -> tensor<8x8xf32>
+// CHECK: linalg.softmax dimension(1)
+func.func @softmax_cols(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["b"]]>}) -> tensor<8x8xf32> {
+  %e = tensor.empty() : tensor<8x8xf32>
+  %s = linalg.softmax dimension(1) ins(%x : tensor<8x8xf32>) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %s : tensor<8x8xf32>
+}

@@ -4,15 +4,19 @@
 // partitioned) and makes public functions' tensor arguments read-only for
 // bufferization, so that compiled kernels do not overwrite their callers'
 // buffers. In the compile pipelines, also refuses memref.dealloc, which
-// their buffer deallocation cannot take.
+// their buffer deallocation cannot take. Collectives of i1 tensors move i8;
+// aggregates of linalg ops (linalg.softmax) are decomposed.
 //
 //===----------------------------------------------------------------------===//
 
 #include "mesh/Dialect/Mesh/IR/MeshDialect.h"
+#include "mesh/Dialect/Mesh/IR/MeshOps.h"
 #include "mesh/Dialect/Mesh/Transforms/FunctionAttrs.h"
 #include "mesh/Dialect/Mesh/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -58,6 +62,9 @@ struct PrepareForBufferizationPass
       if (freed.wasInterrupted())
         return signalPassFailure();
     }
+    widenMasks();
+    if (failed(decomposeAggregates()))
+      return signalPassFailure();
     if (writableArguments)
       return;
     getOperation().walk([&](FunctionOpInterface fn) {
@@ -68,6 +75,52 @@ struct PrepareForBufferizationPass
           attrs.set(bufferization::BufferizationDialect::kWritableAttrName,
                     BoolAttr::get(fn.getContext(), false));
       });
+    });
+  }
+
+  /// Ops that are aggregates of linalg ops (linalg.softmax) become those
+  /// ops: bufferization and the lowering to loops take them.
+  LogicalResult decomposeAggregates() {
+    SmallVector<linalg::AggregatedOpInterface> aggregates;
+    getOperation().walk([&](linalg::AggregatedOpInterface op) {
+      if (llvm::all_of(op->getOperandTypes(),
+                       [](Type t) { return isa<RankedTensorType>(t); }))
+        aggregates.push_back(op);
+    });
+    for (linalg::AggregatedOpInterface op : aggregates) {
+      OpBuilder b(op);
+      FailureOr<SmallVector<Value>> parts = op.decomposeOperation(b);
+      if (failed(parts))
+        return op->emitOpError() << "cannot be decomposed into linalg ops "
+                                    "for the lowering";
+      op->replaceAllUsesWith(*parts);
+      op->erase();
+    }
+    return success();
+  }
+
+  /// A collective of an i1 tensor moves it as i8: sign-extended, so that
+  /// true is all ones and each reduction, done bitwise or on signed bytes,
+  /// keeps its meaning on i1; truncated back after.
+  void widenMasks() {
+    getOperation().walk([](mesh::CollectiveOpInterface op) {
+      Operation *raw = op.getOperation();
+      if (raw->getNumOperands() != 1 || raw->getNumResults() != 1)
+        return;
+      auto type = dyn_cast<RankedTensorType>(raw->getOperand(0).getType());
+      auto resultType = dyn_cast<RankedTensorType>(raw->getResult(0).getType());
+      if (!type || !resultType || !type.getElementType().isInteger(1))
+        return;
+      OpBuilder b(raw);
+      Type i8 = b.getI8Type();
+      Value wide = arith::ExtSIOp::create(b, raw->getLoc(), type.clone(i8),
+                                          raw->getOperand(0));
+      raw->setOperand(0, wide);
+      raw->getResult(0).setType(resultType.clone(i8));
+      b.setInsertionPointAfter(raw);
+      auto narrow = arith::TruncIOp::create(b, raw->getLoc(), resultType,
+                                            raw->getResult(0));
+      raw->getResult(0).replaceAllUsesExcept(narrow, narrow);
     });
   }
 };

@@ -727,6 +727,25 @@ struct PadRuleModel
   }
 };
 
+/// linalg.softmax: one factor per dim; the dim it normalises along stays
+/// whole (each row's maximum and sum need all of it), the others split.
+struct SoftmaxRuleModel
+    : public ShardingRuleOpInterface::ExternalModel<SoftmaxRuleModel,
+                                                    linalg::SoftmaxOp> {
+  FailureOr<ShardingRule> getShardingRule(Operation *op) const {
+    auto softmax = cast<linalg::SoftmaxOp>(op);
+    auto type = dyn_cast<RankedTensorType>(softmax.getInput().getType());
+    if (!type || !isa<RankedTensorType>(softmax.getOutput().getType()))
+      return failure();
+    auto [rule, identity] = factorPerDim(type);
+    rule.factors[softmax.getDimension()].blocked = true;
+    rule.operandDims.assign(op->getNumOperands(), identity);
+    rule.resultDims.assign(op->getNumResults(), identity);
+    return rule;
+  }
+  bool isRuleFixedByTypes(Operation *) const { return false; }
+};
+
 struct ConcatRuleModel
     : public ShardingRuleOpInterface::ExternalModel<ConcatRuleModel,
                                                     tensor::ConcatOp> {
@@ -740,6 +759,7 @@ struct ConcatRuleModel
 void mlir::mesh::registerShardingRuleModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, linalg::LinalgDialect *linalg) {
     linalg::FillOp::attachInterface<FillRuleModel>(*ctx);
+    linalg::SoftmaxOp::attachInterface<SoftmaxRuleModel>(*ctx);
     // Every structured op of the dialect, named or generic, present or added
     // later to upstream: they all describe themselves through LinalgOp.
     for (RegisteredOperationName name : ctx->getRegisteredOperations())

@@ -29,7 +29,14 @@ def PrepareForBufferization
       buffer deallocation frees every buffer itself and cannot take a program
       that already frees some), fails on each `memref.dealloc` in the input,
       naming it, instead of the deallocation pass's "memory free side-effect
-      on MemRef value not supported!".
+      on MemRef value not supported!";
+    - decomposes ops that are aggregates of linalg ops (`linalg.softmax`,
+      through `AggregatedOpInterface`) into those ops, which the lowering
+      takes;
+    - moves `i1` tensors (masks) through collectives as `i8`: each is
+      sign-extended before and truncated after, which keeps every reduction's
+      meaning on `i1` (sum is xor, prod and max are and, min is or); the
+      runtime has no 1-bit type.
 
     ```mlir
     func.func @k(%a: tensor<4xf32>) -> tensor<4xf32> {
