@@ -213,6 +213,20 @@ def model_suite():
                        f"{r} = arith.extui {a} : tensor<16xi1> to {ttype([16])}"]
             c.result, c.result_dims = (r, [16]), [[]]
         cases.append(c)
+    # Rank-reducing slices: a row taken out of a tensor split both ways
+    # (its columns stay split), and a row put into one split by columns.
+    c = Case("row_extract", "m24")
+    c.args = [([16, 16], [["a"], ["b"]])]
+    r = c.fresh()
+    c.body.append(f"{r} = tensor.extract_slice %arg0[3, 0] [1, 16] [1, 1] : {ttype([16, 16])} to {ttype([16])}")
+    c.result, c.result_dims = (r, [16]), [["b"]]
+    cases.append(c)
+    c = Case("row_insert", "m24")
+    c.args = [([16, 16], [[], ["a", "b"]]), ([16], [["a", "b"]])]
+    r = c.fresh()
+    c.body.append(f"{r} = tensor.insert_slice %arg1 into %arg0[5, 0] [1, 16] [1, 1] : {ttype([16])} into {ttype([16, 16])}")
+    c.result, c.result_dims = (r, [16, 16]), [[], ["a", "b"]]
+    cases.append(c)
     # linalg.softmax along the columns with the rows split (its rule keeps
     # the normalised dim whole); compared as round(1000 * p).
     c = Case("softmax_rows", "m24")

@@ -103,3 +103,23 @@ func.func @softmax_cols(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, 
   %s = linalg.softmax dimension(1) ins(%x : tensor<8x8xf32>) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
   return %s : tensor<8x8xf32>
 }
+
+// Rank-reducing slices: the dims they keep keep their factors (the row's
+// columns stay split over "b"); the dim a row is taken from stays whole.
+// CHECK-LABEL: func.func @row_of_split
+// CHECK-SAME: (%[[A:.*]]: tensor<4x4xf32>) -> tensor<4xf32>
+// CHECK: %[[G:.*]] = mesh.all_gather %[[A]] on @m axes = ["a"] gather_dim = 0 : tensor<4x4xf32> -> tensor<8x4xf32>
+// CHECK: tensor.extract_slice %[[G]][2, 0] [1, 4] [1, 1] : tensor<8x4xf32> to tensor<4xf32>
+func.func @row_of_split(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [["a"], ["b"]]>}) -> tensor<16xf32> {
+  %r = tensor.extract_slice %x[2, 0] [1, 16] [1, 1] : tensor<8x16xf32> to tensor<16xf32>
+  return %r : tensor<16xf32>
+}
+
+// CHECK-LABEL: func.func @row_into_split
+// CHECK-SAME: (%[[A:.*]]: tensor<8x4xf32>, %[[R:.*]]: tensor<4xf32>) -> tensor<8x4xf32>
+// CHECK: tensor.insert_slice %[[R]] into %[[A]][2, 0] [1, 4] [1, 1] : tensor<4xf32> into tensor<8x4xf32>
+func.func @row_into_split(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["b"]]>},
+                          %r: tensor<16xf32> {mesh.sharding = #mesh.sharding<@m, [["b"]]>}) -> tensor<8x16xf32> {
+  %y = tensor.insert_slice %r into %x[2, 0] [1, 16] [1, 1] : tensor<16xf32> into tensor<8x16xf32>
+  return %y : tensor<8x16xf32>
+}

@@ -342,43 +342,51 @@ getReshapeRule(RankedTensorType wide, RankedTensorType narrow,
 /// with static offset, size and stride keeps it as a window (a shifted
 /// slice of a padded tensor, a stencil's neighbour): the source then needs
 /// the halo of that window. Any other sliced dim belongs to no factor and
-/// stays unsharded. Rank-reducing slices have no rule.
-static FailureOr<ShardingRule> getSliceRule(OffsetSizeAndStrideOpInterface op,
-                                            RankedTensorType full,
-                                            RankedTensorType part) {
-  if (full.getRank() != part.getRank())
-    return failure();
+/// stays unsharded, and so does a dim a rank-reducing slice drops.
+static FailureOr<ShardingRule>
+getSliceRule(OffsetSizeAndStrideOpInterface op, RankedTensorType full,
+             RankedTensorType part, const llvm::SmallBitVector &dropped) {
   auto extract = dyn_cast<tensor::ExtractSliceOp>(op.getOperation());
   ShardingRule rule;
-  SmallVector<int64_t> dims;
+  SmallVector<int64_t> fullDims, partDims;
   SmallVector<DimHalo> halos;
   for (int64_t d = 0; d < full.getRank(); ++d) {
+    if (dropped.test(d)) {
+      fullDims.push_back(-1);
+      continue;
+    }
+    int64_t k = partDims.size();
     bool whole = op.isDynamicOffset(d) == false && op.getStaticOffset(d) == 0 &&
                  !op.isDynamicSize(d) &&
                  op.getStaticSize(d) == full.getDimSize(d) &&
                  !full.isDynamicDim(d) && !op.isDynamicStride(d) &&
                  op.getStaticStride(d) == 1;
     std::optional<Window> window;
-    if (!whole && extract)
+    if (!whole && extract && !dropped.any())
       window = getWindow(extract, d);
     if (!whole && !window) {
-      dims.push_back(-1);
+      fullDims.push_back(-1);
+      partDims.push_back(-1);
       continue;
     }
     if (window) {
       halos.resize(full.getRank());
       halos[d] = window->split();
     }
-    dims.push_back(rule.factors.size());
-    rule.factors.push_back({part.getDimSize(d), std::nullopt, false,
+    fullDims.push_back(rule.factors.size());
+    partDims.push_back(rule.factors.size());
+    rule.factors.push_back({part.getDimSize(k), std::nullopt, false,
                             window ? window->split().hi : 0});
   }
-  Operation *raw = op.getOperation();
-  for (Value operand : raw->getOperands())
-    rule.operandDims.push_back(isa<RankedTensorType>(operand.getType())
-                                   ? dims
-                                   : SmallVector<int64_t>());
-  rule.resultDims.push_back(dims);
+  // extract_slice(source: full); insert_slice(source: part, dest: full);
+  // then index operands.
+  for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+    if (!isa<RankedTensorType>(operand.getType()))
+      rule.operandDims.emplace_back();
+    else
+      rule.operandDims.push_back(!extract && i == 0 ? partDims : fullDims);
+  }
+  rule.resultDims.push_back(extract ? partDims : fullDims);
   if (!halos.empty())
     rule.operandHalos.push_back(std::move(halos));
   return rule;
@@ -534,7 +542,7 @@ localSize(OpBuilder &b, Operation *op, int64_t globalSize, unsigned result,
 /// that dim is dynamic. Sizes that were operands stay.
 static void setLocalSliceSizes(
     OffsetSizeAndStrideOpInterface slice, RankedTensorType part,
-    MutableOperandRange sizeOperands,
+    const llvm::SmallBitVector &dropped, MutableOperandRange sizeOperands,
     function_ref<void(ArrayRef<int64_t>)> setStatic,
     function_ref<Value(OpBuilder &, unsigned, unsigned)> devicesAlong) {
   OpBuilder b(slice);
@@ -542,19 +550,26 @@ static void setLocalSliceSizes(
   SmallVector<Value> dynamic;
   ValueRange old = slice.getSizes();
   unsigned k = 0;
-  for (int64_t d = 0; d < static_cast<int64_t>(sizes.size()); ++d) {
+  // `p`: the dim of `part` that dim `d` of the full side becomes (a
+  // rank-reducing slice drops some, whose size stays 1).
+  for (int64_t d = 0, p = 0; d < static_cast<int64_t>(sizes.size()); ++d) {
+    bool kept = !dropped.test(d);
+    int64_t partDim = kept ? p++ : -1;
     if (ShapedType::isDynamic(sizes[d])) {
       dynamic.push_back(old[k++]);
       continue;
     }
-    if (d >= part.getRank() || sizes[d] == part.getDimSize(d))
+    if (!kept || sizes[d] == part.getDimSize(partDim))
       continue;
-    if (!part.isDynamicDim(d)) {
-      sizes[d] = part.getDimSize(d);
+    if (!part.isDynamicDim(partDim)) {
+      sizes[d] = part.getDimSize(partDim);
       continue;
     }
-    dynamic.push_back(
-        localSize(b, slice.getOperation(), sizes[d], 0, d, devicesAlong));
+    // devicesAlong names a dim of the result: the part for extract_slice.
+    int64_t resultDim =
+        isa<tensor::ExtractSliceOp>(slice.getOperation()) ? partDim : d;
+    dynamic.push_back(localSize(b, slice.getOperation(), sizes[d], 0, resultDim,
+                                devicesAlong));
     sizes[d] = ShapedType::kDynamic;
   }
   setStatic(sizes);
@@ -690,14 +705,16 @@ struct ExtractSliceRuleModel
                                                     tensor::ExtractSliceOp> {
   FailureOr<ShardingRule> getShardingRule(Operation *op) const {
     auto extract = cast<tensor::ExtractSliceOp>(op);
-    return getSliceRule(extract, extract.getSourceType(), extract.getType());
+    return getSliceRule(extract, extract.getSourceType(), extract.getType(),
+                        extract.getDroppedDims());
   }
   void updateSizesForLocalTypes(
       Operation *op, TypeRange,
       function_ref<Value(OpBuilder &, unsigned, unsigned)> devicesAlong) const {
     auto extract = cast<tensor::ExtractSliceOp>(op);
     setLocalSliceSizes(
-        extract, extract.getType(), extract.getSizesMutable(),
+        extract, extract.getType(), extract.getDroppedDims(),
+        extract.getSizesMutable(),
         [&](ArrayRef<int64_t> s) { extract.setStaticSizes(s); }, devicesAlong);
   }
 };
@@ -707,14 +724,16 @@ struct InsertSliceRuleModel
                                                     tensor::InsertSliceOp> {
   FailureOr<ShardingRule> getShardingRule(Operation *op) const {
     auto insert = cast<tensor::InsertSliceOp>(op);
-    return getSliceRule(insert, insert.getDestType(), insert.getSourceType());
+    return getSliceRule(insert, insert.getDestType(), insert.getSourceType(),
+                        insert.getDroppedDims());
   }
   void updateSizesForLocalTypes(
       Operation *op, TypeRange,
       function_ref<Value(OpBuilder &, unsigned, unsigned)> devicesAlong) const {
     auto insert = cast<tensor::InsertSliceOp>(op);
     setLocalSliceSizes(
-        insert, insert.getSourceType(), insert.getSizesMutable(),
+        insert, insert.getSourceType(), insert.getDroppedDims(),
+        insert.getSizesMutable(),
         [&](ArrayRef<int64_t> s) { insert.setStaticSizes(s); }, devicesAlong);
   }
 };
