@@ -123,3 +123,16 @@ func.func @row_into_split(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@
   %y = tensor.insert_slice %r into %x[2, 0] [1, 16] [1, 1] : tensor<16xf32> into tensor<8x16xf32>
   return %y : tensor<8x16xf32>
 }
+
+// A splat constant used split is made again at the per-device shape, not
+// sliced out of the whole one (nor gathered where it is used whole).
+// CHECK-LABEL: func.func @splat_split
+// CHECK-NOT: mesh.all_slice
+// CHECK: %[[C:.*]] = arith.constant dense<2.500000e-01> : tensor<4x4xf32>
+// CHECK-NOT: mesh.all_slice
+// CHECK: arith.mulf %{{.*}}, %[[C]] : tensor<4x4xf32>
+func.func @splat_split(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [["a"], ["b"]]>}) -> tensor<8x16xf32> {
+  %q = arith.constant dense<0.25> : tensor<8x16xf32>
+  %y = arith.mulf %x, %q : tensor<8x16xf32>
+  return %y : tensor<8x16xf32>
+}

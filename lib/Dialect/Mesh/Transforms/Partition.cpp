@@ -25,6 +25,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h" // A dependent dialect.
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -550,9 +551,19 @@ FailureOr<Value> FunctionPartitioner::fillHalos(OpBuilder &b, Operation *op,
   return local;
 }
 
+/// The value of a constant-like op (null for any other op).
+static Attribute constantValueOf(Operation *op) {
+  Attribute value;
+  if (op->hasTrait<OpTrait::ConstantLike>() &&
+      matchPattern(op->getResult(0), m_Constant(&value)))
+    return value;
+  return {};
+}
+
 /// `v` made again in the layout `target`, before `where`, when its op needs
 /// no data (ShardingRuleOpInterface::needsNoData): a clone of the op on its
-/// tensor operands made again, with the per-device result type. Moving such
+/// tensor operands made again, with the per-device result type (a splat
+/// constant: the splat of that type). Moving such
 /// a value would only move garbage or copies of a scalar. Null when `v` is
 /// not such a value, or `target` has a pending reduction (every device's
 /// copy would count).
@@ -579,6 +590,13 @@ Value FunctionPartitioner::remake(Value v, ShardingAttr target,
   if (failed(local))
     return {};
   OpBuilder b(where);
+  // A splat constant: the same splat, of the per-device type.
+  if (auto splat =
+          dyn_cast_if_present<SplatElementsAttr>(constantValueOf(def))) {
+    Operation *made = def->getDialect()->materializeConstant(
+        b, splat.resizeSplat(*local), *local, def->getLoc());
+    return made ? made->getResult(0) : Value();
+  }
   Operation *clone = b.clone(*def, operands);
   clone->removeDiscardableAttr(shardingName);
   clone->getResult(0).setType(*local);

@@ -657,6 +657,14 @@ struct ConstantRuleModel
     return getConstantRule(cast<arith::ConstantOp>(op));
   }
   bool isRuleFixedByTypes(Operation *) const { return true; }
+  /// A splat of static shape is made again in any layout (the same value
+  /// everywhere), never sliced or gathered.
+  bool needsNoData(Operation *op) const {
+    auto constant = cast<arith::ConstantOp>(op);
+    auto type = dyn_cast<RankedTensorType>(constant.getType());
+    return type && type.hasStaticShape() &&
+           isa<SplatElementsAttr>(constant.getValue());
+  }
 };
 
 struct CollapseShapeRuleModel
