@@ -143,3 +143,39 @@ func.func @not_only_windows(%u: tensor<16xf32> {mesh.sharding = #mesh.sharding<@
   %d = arith.addf %p, %p : tensor<18xf32>
   return %l, %d : tensor<16xf32>, tensor<18xf32>
 }
+
+// -----
+
+mesh.mesh @m(["x" = 8])
+
+// Two projections that once shared a cache key (a halo [2, 0] on an
+// unsplit dim 1, and [1, 2] on dim 0 split over "x"): each pad keeps its
+// own layout.
+// PROP-LABEL: func.func @halo_on_unsplit_dim
+// PROP: } {mesh.sharding = #mesh.sharding<@m, {{\[\[}}"x"], []]>} : tensor<16x16xf32> to tensor<16x18xf32>
+// PROP-LABEL: func.func @halo_on_split_dim
+// PROP: } {mesh.sharding = #mesh.sharding<@m, {{\[\[}}"x"], []], halo = {{\[\[}}1, 2], [0, 0]]>} : tensor<16x16xf32> to tensor<19x16xf32>
+// CHECK-LABEL: func.func @halo_on_split_dim
+// CHECK: } : tensor<2x16xf32> to tensor<5x16xf32>
+func.func @halo_on_unsplit_dim(%u: tensor<16x16xf32> {mesh.sharding = #mesh.sharding<@m, [["x"], []]>}) -> tensor<16x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %u low[0, 2] high[0, 0] {
+  ^bb0(%a: index, %b: index):
+    tensor.yield %zero : f32
+  } : tensor<16x16xf32> to tensor<16x18xf32>
+  %l = tensor.extract_slice %p[0, 0] [16, 16] [1, 1] : tensor<16x18xf32> to tensor<16x16xf32>
+  %r = tensor.extract_slice %p[0, 2] [16, 16] [1, 1] : tensor<16x18xf32> to tensor<16x16xf32>
+  %s = arith.addf %l, %r : tensor<16x16xf32>
+  return %s : tensor<16x16xf32>
+}
+func.func @halo_on_split_dim(%u: tensor<16x16xf32> {mesh.sharding = #mesh.sharding<@m, [["x"], []]>}) -> tensor<16x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %u low[1, 0] high[2, 0] {
+  ^bb0(%a: index, %b: index):
+    tensor.yield %zero : f32
+  } : tensor<16x16xf32> to tensor<19x16xf32>
+  %l = tensor.extract_slice %p[0, 0] [16, 16] [1, 1] : tensor<19x16xf32> to tensor<16x16xf32>
+  %r = tensor.extract_slice %p[3, 0] [16, 16] [1, 1] : tensor<19x16xf32> to tensor<16x16xf32>
+  %s = arith.addf %l, %r : tensor<16x16xf32>
+  return %s : tensor<16x16xf32>
+}

@@ -231,18 +231,28 @@ ShardingAttr ShardingProjector::get(FlatSymbolRefAttr mesh,
                                     ArrayRef<AxisListAttr> factors,
                                     ArrayRef<int64_t> dims,
                                     ArrayRef<DimHalo> halos) {
-  // The key: the mesh, then each dim's axes, then its halo if it has one,
-  // then (for a result) the axes and kinds of the sharded reduction factors.
+  // The key: the mesh, the rank, each dim's axes; then, when a sharded dim
+  // has a halo, a mark that no pointer or kind equals and every dim's
+  // widths; then (for a result) the kinds and axes of the sharded reduction
+  // factors. Each part has a fixed length or an unambiguous start, so two
+  // different projections never share a key.
   SmallVector<const void *, 8> key;
-  key.push_back(mesh.getAsOpaquePointer());
   auto number = [](int64_t v) {
     return reinterpret_cast<const void *>(static_cast<uintptr_t>(v));
   };
+  key.append({mesh.getAsOpaquePointer(), number(dims.size())});
+  bool halo = false;
   for (auto [d, f] : llvm::enumerate(dims)) {
-    key.push_back(f >= 0 && factors[f] ? factors[f].getAsOpaquePointer()
-                                       : nullptr);
-    if (d < halos.size() && halos[d] != DimHalo())
-      key.append({number(d), number(halos[d].lo), number(halos[d].hi)});
+    bool sharded = f >= 0 && factors[f];
+    key.push_back(sharded ? factors[f].getAsOpaquePointer() : nullptr);
+    halo |= sharded && d < halos.size() && halos[d] != DimHalo();
+  }
+  if (halo) {
+    key.push_back(number(-1));
+    for (unsigned d = 0; d < dims.size(); ++d) {
+      DimHalo h = d < halos.size() ? halos[d] : DimHalo();
+      key.append({number(h.lo), number(h.hi)});
+    }
   }
   if (rule)
     for (auto [f, factor] : llvm::enumerate(rule->factors))
