@@ -882,13 +882,7 @@ DeviceMesh Runtime::init_device_mesh(std::string_view DeviceType,
                                      const std::vector<std::string> &DimNames,
                                      const BackendOverride &Override,
                                      const std::string &Name) const {
-  Ctx->checkAlive("create a DeviceMesh");
-  std::vector<std::string> Names = namesOrDefault(DimNames, Shape.size());
-  std::optional<Error> Bad;
-  detail::MeshBackends B = meshBackends(*Ctx, DeviceType, Names, Override, Bad);
-  std::string MeshName = Name.empty() ? Ctx->freshMeshName() : Name;
-  return DeviceMesh::over(
-      Ctx, Ctx->declareMesh(MeshName, Shape, Names, nullptr, Bad, B), Names);
+  return declareMesh(DeviceType, nullptr, Shape, DimNames, Override, Name);
 }
 
 DeviceMesh Runtime::device_mesh(std::string_view DeviceType,
@@ -905,13 +899,22 @@ DeviceMesh Runtime::device_mesh(std::string_view DeviceType,
                                 const std::vector<std::string> &DimNames,
                                 const BackendOverride &Override,
                                 const std::string &Name) const {
+  return declareMesh(DeviceType, &Ranks, Shape, DimNames, Override, Name);
+}
+
+DeviceMesh Runtime::declareMesh(std::string_view DeviceType,
+                                const std::vector<int64_t> *Ranks,
+                                const std::vector<int64_t> &Shape,
+                                const std::vector<std::string> &DimNames,
+                                const BackendOverride &Override,
+                                const std::string &Name) const {
   Ctx->checkAlive("create a DeviceMesh");
   std::vector<std::string> Names = namesOrDefault(DimNames, Shape.size());
   std::optional<Error> Bad;
   detail::MeshBackends B = meshBackends(*Ctx, DeviceType, Names, Override, Bad);
   std::string MeshName = Name.empty() ? Ctx->freshMeshName() : Name;
   return DeviceMesh::over(
-      Ctx, Ctx->declareMesh(MeshName, Shape, Names, &Ranks, Bad, B), Names);
+      Ctx, Ctx->declareMesh(MeshName, Shape, Names, Ranks, Bad, B), Names);
 }
 
 DeviceMesh::DeviceMesh(std::string_view DeviceType,

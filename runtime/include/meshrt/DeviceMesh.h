@@ -518,6 +518,13 @@ public:
 private:
   friend Runtime default_runtime(Backend);
   explicit Runtime(std::shared_ptr<detail::Context> C) : Ctx(std::move(C)) {}
+  /// init_device_mesh (`Ranks` null: the whole world) and device_mesh.
+  DeviceMesh declareMesh(std::string_view DeviceType,
+                         const std::vector<int64_t> *Ranks,
+                         const std::vector<int64_t> &Shape,
+                         const std::vector<std::string> &DimNames,
+                         const BackendOverride &Override,
+                         const std::string &Name) const;
   std::shared_ptr<detail::Context> Ctx;
 };
 

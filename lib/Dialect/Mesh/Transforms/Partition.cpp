@@ -114,8 +114,7 @@ private:
                                 MeshOp mesh, Operation *where,
                                 const Twine &what);
   FailureOr<Value> fillHalos(OpBuilder &b, Operation *op, Value local,
-                             ShardingAttr s, ArrayRef<DimHalo> halos,
-                             MeshOp mesh);
+                             ShardingAttr s, MeshOp mesh);
 
   // Ops, by role.
   LogicalResult partitionBlock(Block &block);
@@ -498,7 +497,7 @@ FailureOr<Value> FunctionPartitioner::reshardHalos(Value v, ShardingAttr from,
 }
 
 /// Fills the halos of `local`, the per-device result of `op` laid out as
-/// `s`, whose rule gives its dims the halos `halos`: `op` made each halo as
+/// `s` (whose halos its rule gives): `op` made each halo as
 /// at the ends of the tensor; each device but the first along a dim's axes
 /// takes its low halo from the end of the previous device's block, each but
 /// the last its high halo from the start of the next one's. Dims go one
@@ -506,12 +505,11 @@ FailureOr<Value> FunctionPartitioner::reshardHalos(Value v, ShardingAttr from,
 /// so corners arrive in two steps.
 FailureOr<Value> FunctionPartitioner::fillHalos(OpBuilder &b, Operation *op,
                                                 Value local, ShardingAttr s,
-                                                ArrayRef<DimHalo> halos,
                                                 MeshOp mesh) {
   Location loc = op->getLoc();
   FlatSymbolRefAttr ref = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
   auto type = cast<RankedTensorType>(local.getType());
-  for (unsigned d = 0; d < halos.size(); ++d) {
+  for (unsigned d = 0; d < s.getRank(); ++d) {
     auto [lo, hi] = s.getDimHalo(d);
     if (!lo && !hi)
       continue;
@@ -1009,15 +1007,14 @@ FunctionPartitioner::typeResults(Operation *op, const ShardingRule *rule,
     placed[result] = produced;
     // The value users see: the result, or it with its halos filled.
     Value value = result;
-    if (produced && produced.hasHalo() && rule) {
+    if (produced && produced.hasHalo()) {
       SmallVector<OpOperand *> uses;
       for (OpOperand &use : result.getUses())
         uses.push_back(&use);
       OpBuilder b(op->getContext());
       b.setInsertionPointAfter(op);
       FailureOr<Value> filled =
-          fillHalos(b, op, result, produced, rule->getResultHalos(r),
-                    meshFor(op, produced.getMesh()));
+          fillHalos(b, op, result, produced, meshFor(op, produced.getMesh()));
       if (failed(filled))
         return failure();
       for (OpOperand *use : uses)

@@ -300,11 +300,12 @@ inline void FactorAssignment::takeDims(ShardingAttr s, ArrayRef<int64_t> dims) {
     std::optional<int64_t> n = meshes.getGroupSize(meshOp, axes);
     if (!n)
       continue;
-    if (!ShapedType::isDynamic(factor.size) && !ShapedType::isDynamic(*n) &&
-        (factor.size % *n != 0 || factor.size / *n < factor.maxHalo))
-      continue;
-    if (factor.maxHalo &&
-        (ShapedType::isDynamic(factor.size) || ShapedType::isDynamic(*n)))
+    // Unknown sizes are taken on trust, but not for a factor with halos,
+    // whose blocks must be long enough to hold them.
+    bool known =
+        !ShapedType::isDynamic(factor.size) && !ShapedType::isDynamic(*n);
+    if (known ? factor.size % *n != 0 || factor.size / *n < factor.maxHalo
+              : factor.maxHalo != 0)
       continue;
     assign(f, axes);
   }

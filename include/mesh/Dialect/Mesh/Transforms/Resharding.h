@@ -41,11 +41,6 @@ struct ShardingLayout {
   ReductionKind partialKind = ReductionKind::Sum;
   SmallVector<int64_t> halo;
 
-  /// lo + hi of dim `d`.
-  int64_t haloWidth(unsigned d) const {
-    return halo.empty() ? 0 : halo[2 * d] + halo[2 * d + 1];
-  }
-
   static ShardingLayout get(ShardingAttr sharding);
   /// The replicated layout of a rank-`rank` tensor.
   static ShardingLayout replicated(unsigned rank);
