@@ -13,7 +13,7 @@ Cases: a fixed suite (a matmul with every sharding of its three dims on the
 (2, 4) mesh, the examples' models, stencils and convolutions with halos)
 followed by random programs (elementwise chains, matmuls,
 transposes, reductions, loops (scf.for, scf.while), branches, pads,
-stencils (a pad and shifted windows of it),
+stencils (a pad, zero or circular, and shifted windows of it),
 tensor.generate (a region op with no rule), constraints)
 on the meshes (8), (2, 4), (2, 2, 2).
 
@@ -244,10 +244,16 @@ def model_suite():
     return cases
 
 
-def pad(case, src, shape, lo, hi):
-    """tensor.pad of `src` by `lo`/`hi` per dim with zeros."""
+def pad(case, src, shape, lo, hi, circular=False):
+    """tensor.pad of `src` by `lo`/`hi` per dim with zeros, or, `circular`,
+    mesh.circular_pad (the other end of each dim: a torus)."""
     out = case.fresh()
     padded = [d + a + b for d, a, b in zip(shape, lo, hi)]
+    if circular:
+        case.body.append(
+            f"{out} = mesh.circular_pad {src} low = {lo} high = {hi} : "
+            f"{ttype(shape)} -> {ttype(padded)}")
+        return out, padded
     idx = ", ".join(f"%i{k}: index" for k in range(len(shape)))
     case.body += [
         f"{out} = tensor.pad {src} low[{', '.join(map(str, lo))}] high[{', '.join(map(str, hi))}] {{",
@@ -267,17 +273,18 @@ def shifted(case, src, padded, offsets, shape):
     return out
 
 
-def stencil(case, shape, steps):
+def stencil(case, shape, steps, periodic=False):
     """`steps` Jacobi steps in an scf.for: each point becomes the mean of
-    its 2 * rank neighbours (zero outside the grid) plus a source term
-    (%arg1), on a tensor padded by one on every side."""
+    its 2 * rank neighbours (zero outside the grid, or, `periodic`, those
+    across the other end: a torus) plus a source term (%arg1), on a tensor
+    padded by one on every side."""
     rank = len(shape)
     t = ttype(shape)
     loop, u, steps_c, n_c = case.fresh(), case.fresh(), case.fresh(), case.fresh()
     case.body += [f"{steps_c} = arith.constant {steps} : index",
                   f"{n_c} = arith.constant dense<{2 * rank}> : {t}",
                   f"{loop} = scf.for %it = %c0 to {steps_c} step %c1 iter_args({u} = %arg0) -> ({t}) {{"]
-    p, padded = pad(case, u, shape, [1] * rank, [1] * rank)
+    p, padded = pad(case, u, shape, [1] * rank, [1] * rank, periodic)
     total = None
     for d in range(rank):
         for off in (0, 2):
@@ -315,15 +322,23 @@ def halo_suite():
     with the neighbours (issue 13), and the general path that gathers and
     slices when a layout with halos meets one without."""
     cases = []
-    # Jacobi, 100 steps: 2-D on (2, 4), 3-D on (2, 2, 2), 1-D on (8).
-    for name, mesh, shape, dims in [
-            ("jacobi2d", "m24", [16, 16], [["a"], ["b"]]),
-            ("jacobi2d_ab", "m24", [16, 8], [["a", "b"], []]),
-            ("heat3d", "m222", [8, 8, 8], [["p"], ["q"], ["r"]]),
-            ("jacobi1d", "m8", [32], [["x"]])]:
+    # Jacobi, 100 steps: 2-D on (2, 4), 3-D on (2, 2, 2), 1-D on (8); with
+    # walls (zero padding) and on a torus (periodic: mesh.circular_pad).
+    for name, mesh, shape, dims, periodic in [
+            ("jacobi2d", "m24", [16, 16], [["a"], ["b"]], False),
+            ("jacobi2d_ab", "m24", [16, 8], [["a", "b"], []], False),
+            ("heat3d", "m222", [8, 8, 8], [["p"], ["q"], ["r"]], False),
+            ("jacobi1d", "m8", [32], [["x"]], False),
+            ("torus2d", "m24", [16, 16], [["a"], ["b"]], True),
+            ("torus2d_ba", "m24", [16, 8], [["b", "a"], []], True),
+            ("torus3d", "m222", [8, 8, 8], [["p"], ["q"], ["r"]], True),
+            ("ring1d", "m8", [32], [["x"]], True),
+            # One device per block row along "a" and the whole of dim 1:
+            # dim 1 wraps on each device, dim 0 across two.
+            ("torus2d_rows", "m24", [16, 16], [["a"], []], True)]:
         c = Case(name, mesh)
         c.args = [(shape, dims), (shape, dims)]
-        c.result = (stencil(c, shape, 100), shape)
+        c.result = (stencil(c, shape, 100, periodic), shape)
         c.result_dims = dims
         cases.append(c)
     # conv_2d_nhwc_hwcf on a zero-padded input: H (and W) sharded, strides
@@ -352,6 +367,21 @@ def halo_suite():
     out = [n, 16, w - 2, co]
     c.result = (conv(c, "%arg0", [n, 18, w, ci], [3, 3, ci, co], out, 1, 1), out)
     c.result_dims = [[], ["a"], [], []]
+    cases.append(c)
+    # A periodic window of 4 (reach 2 left, 1 right) on a ring of 8 blocks
+    # of 4: the halos are as wide as asked, not one.
+    c = Case("ring_wide", "m8")
+    c.args = [([32, 4], [["x"], []])]
+    p, padded = pad(c, "%arg0", [32, 4], [2, 0], [1, 0], circular=True)
+    total = None
+    for off in (0, 1, 3):
+        w = shifted(c, p, padded, [off, 0], [32, 4])
+        if total is not None:
+            nxt = c.fresh()
+            c.body.append(f"{nxt} = arith.addi {total}, {w} : {ttype([32, 4])}")
+            w = nxt
+        total = w
+    c.result, c.result_dims = (total, [32, 4]), [["x"], []]
     cases.append(c)
     # Shifted slices of a padded tensor, one of them wanted whole.
     c = Case("halo_gathered", "m24")
@@ -493,7 +523,7 @@ def random_case(rng, index):
             padded_dims = rng.choice([[0], [1], [0, 1]])
             lo = [rng.randint(1, 2) if d in padded_dims else 0 for d in range(2)]
             hi = [rng.randint(0, 2) if d in padded_dims else 0 for d in range(2)]
-            p, padded = pad(c, v, s, lo, hi)
+            p, padded = pad(c, v, s, lo, hi, circular=rng.random() < 0.4)
             total = None
             for _ in range(rng.randint(1, 3)):
                 offsets = [rng.randint(0, lo[d] + hi[d]) for d in range(2)]

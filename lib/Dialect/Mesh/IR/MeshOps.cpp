@@ -9,6 +9,7 @@
 
 #include "mesh/Dialect/Mesh/IR/MeshOps.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/SmallSet.h"
@@ -782,3 +783,83 @@ void BarrierOp::getEffects(
 
 #define GET_OP_CLASSES
 #include "mesh/Dialect/Mesh/IR/MeshOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// mesh.circular_pad
+//===----------------------------------------------------------------------===//
+
+LogicalResult CircularPadOp::verify() {
+  RankedTensorType source = getSource().getType(),
+                   result = getResult().getType();
+  ArrayRef<int64_t> low = getLow(), high = getHigh();
+  int64_t rank = source.getRank();
+  if (static_cast<int64_t>(low.size()) != rank ||
+      static_cast<int64_t>(high.size()) != rank)
+    return emitOpError() << "has " << low.size() << " low and " << high.size()
+                         << " high widths for a tensor of rank " << rank
+                         << " (W1)";
+  if (result.getRank() != rank ||
+      result.getElementType() != source.getElementType())
+    return emitOpError() << "result " << result
+                         << " is not the source's rank and element type "
+                         << source << " (W3)";
+  for (int64_t d = 0; d < rank; ++d) {
+    if (low[d] < 0 || high[d] < 0)
+      return emitOpError() << "dim " << d << " has a negative width [" << low[d]
+                           << ", " << high[d] << "] (W1)";
+    int64_t n = source.getDimSize(d);
+    if ((low[d] || high[d]) &&
+        (ShapedType::isDynamic(n) || low[d] > n || high[d] > n))
+      return emitOpError() << "dim " << d << " of size "
+                           << (ShapedType::isDynamic(n) ? "?"
+                                                        : std::to_string(n))
+                           << " cannot wrap widths [" << low[d] << ", "
+                           << high[d]
+                           << "]: a padded dim is static and at least as "
+                              "long as its widths (W2)";
+    int64_t expected = ShapedType::isDynamic(n) ? n : n + low[d] + high[d];
+    if (result.getDimSize(d) != expected)
+      return emitOpError() << "result " << result << " has dim " << d
+                           << " of size "
+                           << (result.isDynamicDim(d)
+                                   ? "?"
+                                   : std::to_string(result.getDimSize(d)))
+                           << ", expected "
+                           << (ShapedType::isDynamic(expected)
+                                   ? "?"
+                                   : std::to_string(expected))
+                           << " (W3)";
+  }
+  return success();
+}
+
+/// One concat per padded dim: the source's last `low` elements, the source,
+/// its first `high` elements.
+FailureOr<SmallVector<Value>> CircularPadOp::decomposeOperation(OpBuilder &b) {
+  Location loc = getLoc();
+  Value cur = getSource();
+  for (int64_t d = 0, e = getLow().size(); d < e; ++d) {
+    int64_t lo = getLow()[d], hi = getHigh()[d];
+    if (!lo && !hi)
+      continue;
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, cur);
+    int64_t n = cast<RankedTensorType>(cur.getType()).getDimSize(d);
+    auto slab = [&](int64_t offset, int64_t size) {
+      SmallVector<OpFoldResult> offsets(sizes.size(), b.getIndexAttr(0)),
+          slabSizes(sizes), strides(sizes.size(), b.getIndexAttr(1));
+      offsets[d] = b.getIndexAttr(offset);
+      slabSizes[d] = b.getIndexAttr(size);
+      return tensor::ExtractSliceOp::create(b, loc, cur, offsets, slabSizes,
+                                            strides)
+          .getResult();
+    };
+    SmallVector<Value> parts;
+    if (lo)
+      parts.push_back(slab(n - lo, lo));
+    parts.push_back(cur);
+    if (hi)
+      parts.push_back(slab(0, hi));
+    cur = tensor::ConcatOp::create(b, loc, d, parts);
+  }
+  return SmallVector<Value>{cur};
+}

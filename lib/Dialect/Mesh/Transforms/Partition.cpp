@@ -500,15 +500,18 @@ FailureOr<Value> FunctionPartitioner::reshardHalos(Value v, ShardingAttr from,
 /// `s` (whose halos its rule gives): `op` made each halo as
 /// at the ends of the tensor; each device but the first along a dim's axes
 /// takes its low halo from the end of the previous device's block, each but
-/// the last its high halo from the start of the next one's. Dims go one
-/// after the other, each moving whole slabs of the others (halos included),
-/// so corners arrive in two steps.
+/// the last its high halo from the start of the next one's. A periodic pad
+/// (mesh.circular_pad) wraps: the first and last devices are neighbours too,
+/// and every device takes both halos. Dims go one after the other, each
+/// moving whole slabs of the others (halos included), so corners arrive in
+/// two steps.
 FailureOr<Value> FunctionPartitioner::fillHalos(OpBuilder &b, Operation *op,
                                                 Value local, ShardingAttr s,
                                                 MeshOp mesh) {
   Location loc = op->getLoc();
   FlatSymbolRefAttr ref = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
   auto type = cast<RankedTensorType>(local.getType());
+  bool periodic = isa<CircularPadOp>(op);
   for (unsigned d = 0; d < s.getRank(); ++d) {
     auto [lo, hi] = s.getDimHalo(d);
     if (!lo && !hi)
@@ -521,17 +524,22 @@ FailureOr<Value> FunctionPartitioner::fillHalos(OpBuilder &b, Operation *op,
     SmallVector<StringRef> axisNames = s.getDimAxes(d).getNames();
     int64_t block = type.getDimSize(d) - lo - hi;
     ArrayAttr axes = b.getStrArrayAttr(axisNames);
-    Value index = groupIndex(b, loc, mesh, axisNames);
+    Value index = periodic ? Value() : groupIndex(b, loc, mesh, axisNames);
     // The halo at [at, at + size) comes from the neighbour `offset` away,
-    // out of its block at [from, from + size); the device at `edge` keeps
-    // what the op made.
+    // out of its block at [from, from + size); unless periodic, the device
+    // at `edge` keeps what the op made.
     auto exchange = [&](int64_t at, int64_t from, int64_t size, int64_t offset,
                         int64_t edge) {
       Value slab =
           Slab(b, type, d, b.getIndexAttr(from), size).extract(b, loc, local);
       Value got = PermuteOp::create(b, loc, slab.getType(), slab, ref, axes,
-                                    b.getI64IntegerAttr(offset), UnitAttr());
+                                    b.getI64IntegerAttr(offset),
+                                    periodic ? b.getUnitAttr() : UnitAttr());
       Slab dst(b, type, d, b.getIndexAttr(at), size);
+      if (periodic) {
+        local = dst.insert(b, loc, got, local);
+        return;
+      }
       Value made = dst.extract(b, loc, local);
       Value atEdge =
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, index,

@@ -24,7 +24,9 @@
 // widths, with a padding value that does not depend on the position, keeps
 // its factor too when every user reads it through a window that takes it
 // whole: the padded dim then has a halo of the padding widths, which the
-// devices at the ends pad and the others receive from their neighbours.
+// devices at the ends pad and the others receive from their neighbours. So
+// does a dim that mesh.circular_pad pads, whose devices at the ends are
+// neighbours.
 //
 //===----------------------------------------------------------------------===//
 
@@ -457,24 +459,26 @@ static bool readThroughWindows(Value v, unsigned dim, int64_t halo) {
   return true;
 }
 
-/// A dim the pad leaves alone (static zero low and high) keeps one factor on
-/// both sides. A dim padded by static widths keeps it too, with the widths
-/// as its halo, when the padding value is the same everywhere and every user
-/// reads the dim through a window that needs that halo (see the file
-/// comment); any other padded dim belongs to no factor. The padding value
-/// is a scalar.
-static FailureOr<ShardingRule> getPadRule(tensor::PadOp pad) {
-  RankedTensorType type = pad.getSourceType();
+/// The rule of a pad of `type` by `low` and `high` into `result`
+/// (tensor.pad, mesh.circular_pad): a dim left alone (static zero widths)
+/// keeps one factor on both sides. A dim padded by static widths keeps it
+/// too, with the widths as its halo, when `haloable` (the padding can be
+/// made on each device: a uniform value, or the wrapped-around ends, which
+/// the neighbours send) and every user reads the dim through a window that
+/// needs that halo (see the file comment); any other padded dim belongs to
+/// no factor. Operands past the first (a padding value, dynamic widths) have
+/// no dims.
+static ShardingRule getPaddingRule(RankedTensorType type, ArrayRef<int64_t> low,
+                                   ArrayRef<int64_t> high, bool haloable,
+                                   Value result, unsigned numOperands) {
   ShardingRule rule;
   SmallVector<int64_t> dims;
   SmallVector<DimHalo> halos;
-  ArrayRef<int64_t> low = pad.getStaticLow(), high = pad.getStaticHigh();
-  bool uniform = static_cast<bool>(pad.getConstantPaddingValue());
   for (int64_t d = 0; d < type.getRank(); ++d) {
     if (low[d] != 0 || high[d] != 0) { // Padded, or padded by a dynamic amount.
-      bool halo = uniform && !ShapedType::isDynamic(low[d]) &&
+      bool halo = haloable && !ShapedType::isDynamic(low[d]) &&
                   !ShapedType::isDynamic(high[d]) && !type.isDynamicDim(d) &&
-                  readThroughWindows(pad.getResult(), d, low[d] + high[d]);
+                  readThroughWindows(result, d, low[d] + high[d]);
       if (!halo) {
         dims.push_back(-1);
         continue;
@@ -489,8 +493,7 @@ static FailureOr<ShardingRule> getPadRule(tensor::PadOp pad) {
   rule.operandDims.push_back(dims);
   if (!halos.empty())
     rule.resultHalos.push_back(std::move(halos));
-  // Dynamic low and high sizes are index operands: no dims.
-  rule.operandDims.resize(pad->getNumOperands());
+  rule.operandDims.resize(numOperands);
   rule.resultDims.push_back(dims);
   return rule;
 }
@@ -746,11 +749,29 @@ struct InsertSliceRuleModel
   }
 };
 
+/// A pad by a value that is the same everywhere.
 struct PadRuleModel
     : public ShardingRuleOpInterface::ExternalModel<PadRuleModel,
                                                     tensor::PadOp> {
   FailureOr<ShardingRule> getShardingRule(Operation *op) const {
-    return getPadRule(cast<tensor::PadOp>(op));
+    auto pad = cast<tensor::PadOp>(op);
+    return getPaddingRule(pad.getSourceType(), pad.getStaticLow(),
+                          pad.getStaticHigh(),
+                          static_cast<bool>(pad.getConstantPaddingValue()),
+                          pad.getResult(), op->getNumOperands());
+  }
+};
+
+/// A periodic pad: its halos wrap around the devices (partitioning's
+/// fillHalos rotates).
+struct CircularPadRuleModel
+    : public ShardingRuleOpInterface::ExternalModel<CircularPadRuleModel,
+                                                    CircularPadOp> {
+  FailureOr<ShardingRule> getShardingRule(Operation *op) const {
+    auto pad = cast<CircularPadOp>(op);
+    return getPaddingRule(pad.getSource().getType(), pad.getLow(),
+                          pad.getHigh(), /*haloable=*/true, pad.getResult(),
+                          op->getNumOperands());
   }
 };
 
@@ -803,6 +824,9 @@ void mlir::mesh::registerShardingRuleModels(DialectRegistry &registry) {
     tensor::InsertSliceOp::attachInterface<InsertSliceRuleModel>(*ctx);
     tensor::ConcatOp::attachInterface<ConcatRuleModel>(*ctx);
     tensor::PadOp::attachInterface<PadRuleModel>(*ctx);
+  });
+  registry.addExtension(+[](MLIRContext *ctx, MeshDialect *) {
+    CircularPadOp::attachInterface<CircularPadRuleModel>(*ctx);
   });
   registry.addExtension(+[](MLIRContext *ctx, arith::ArithDialect *) {
     arith::ConstantOp::attachInterface<ConstantRuleModel>(*ctx);

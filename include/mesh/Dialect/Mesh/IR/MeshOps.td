@@ -15,6 +15,7 @@ include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Dialect/Linalg/IR/LinalgInterfaces.td"
 
 class Mesh_Op<string mnemonic, list<Trait> traits = []>
     : Op<Mesh_Dialect, mnemonic, traits>;
@@ -474,6 +475,41 @@ def Mesh_AxisSizeOp : Mesh_AxisQueryOp<"axis_size"> {
     %n = mesh.axis_size @world "shard" : index
     ```
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// mesh.circular_pad
+//===----------------------------------------------------------------------===//
+
+def Mesh_CircularPadOp : Mesh_Op<"circular_pad", [
+    Pure, DeclareOpInterfaceMethods<AggregatedOpInterface, ["decomposeOperation"]>]> {
+  let summary = "Pads a tensor with its own wrapped-around ends (a torus)";
+  let description = [{
+    Pads each dim `d` of `source` with `low[d]` elements before and `high[d]`
+    after, taken from the other end of the dim, as PyTorch's
+    `pad(mode="circular")` does: element `i` of the result along `d` is
+    element `(i - low[d]) mod n` of the source, `n` its size. A stencil on a
+    periodic domain reads it through a window. Sharded on a padded dim, its
+    halos come from the neighbouring devices, the first and last devices
+    being neighbours (docs/partitioning.md); elsewhere it is decomposed into
+    slices and a concat. There is one width per dim, none negative `(W1)`; a
+    padded dim is static and at least as long as its widths `(W2)`; the
+    result has the source's element type and each dim `n + low + high`
+    `(W3)`.
+
+    ```mlir
+    %p = mesh.circular_pad %x low = [1, 1] high = [1, 1]
+        : tensor<64x64xf32> -> tensor<66x66xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$source, DenseI64ArrayAttr:$low,
+                       DenseI64ArrayAttr:$high);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $source `low` `=` $low `high` `=` $high attr-dict `:` type($source) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // MESH_DIALECT_MESH_IR_MESHOPS_TD

@@ -30,9 +30,9 @@ def PrepareForBufferization
       that already frees some), fails on each `memref.dealloc` in the input,
       naming it, instead of the deallocation pass's "memory free side-effect
       on MemRef value not supported!";
-    - decomposes ops that are aggregates of linalg ops (`linalg.softmax`,
-      through `AggregatedOpInterface`) into those ops, which the lowering
-      takes;
+    - decomposes aggregate ops (`linalg.softmax`, `mesh.circular_pad`,
+      through `AggregatedOpInterface`) into the linalg and tensor ops they
+      stand for, which the lowering takes;
     - moves `i1` tensors (masks) through collectives as `i8`: each is
       sign-extended before and truncated after, which keeps every reduction's
       meaning on `i1` (sum is xor, prod and max are and, min is or); the
@@ -57,6 +57,8 @@ def PrepareForBufferization
            "Refuse memref.dealloc in the input: the pipeline frees buffers "
            "itself">
   ];
+  // mesh.circular_pad becomes tensor slices and concats.
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
 
 def PropagateSharding : Pass<"mesh-propagate-sharding", "::mlir::ModuleOp"> {
