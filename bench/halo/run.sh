@@ -22,7 +22,15 @@
 # print the same, bit for bit: every element is computed by the same
 # expression in the same order); and medians (min-max) of the wall time of
 # mpirun and of the time per step, (t(STEPS) - t(0)) / STEPS.
-# Upstream's shard.update_halo is not run: see docs/performance.md.
+# Upstream: gen.py --upstream writes the program for LLVM 22's shard dialect,
+# per device by hand (its partitioner derives no halos), each step one
+# shard.update_halo; built as bench/lowering builds upstream programs:
+# mlir-opt convert-shard-to-mpi then the passes of our --mesh-to-llvm,
+# mlir-translate, clang with Open MPI and libmlir_c_runner_utils (memrefCopy),
+# its LLVM IR patched by bench/lowering/fix_upstream_openmpi.py (without the
+# third patch, the element counts, its halo rows move 1 float of 1024 and
+# the sums are garbage). It runs STEPS and 0 steps like the halo form and
+# must print the halo form's sums.
 # Usage: bench/halo/run.sh   (env: N, STEPS, GATHER_STEPS, REPS, BUILD_DIR, KEEP)
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -53,12 +61,25 @@ for form in halo gather; do
   echo "$form: $bytes bytes per device per step"
   sed -n '/^communication of @step:/,/total:/p' "$form.report" | sed 's/^/  /'
 done
+LLVM=${LLVM_BIN:-/usr/lib/llvm-22/bin}
+UP_PASSES='convert-shard-to-mpi,func.func(convert-elementwise-to-linalg),canonicalize,one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map allow-return-allocs-from-loops},func.func(convert-linalg-to-loops),convert-bufferization-to-memref,canonicalize,expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-to-llvm,reconcile-unrealized-casts'
+for s in "$STEPS" 0; do
+  python3 "$HERE/gen.py" "$N" "$s" --upstream > "upstream-$s.mlir"
+  "$LLVM/mlir-opt" "upstream-$s.mlir" --pass-pipeline="builtin.module($UP_PASSES)" |
+    grep -v '^ *shard\.grid ' > "upstream-$s.llvm.mlir"  # mlir-translate rejects the grid
+  "$LLVM/mlir-translate" --mlir-to-llvmir "upstream-$s.llvm.mlir" -o "upstream-$s.raw.ll"
+  python3 "$ROOT/bench/lowering/fix_upstream_openmpi.py" "upstream-$s.raw.ll" "upstream-$s.ll" | sed 's/^/  /'
+  # shellcheck disable=SC2046
+  "$LLVM/clang-22" -O2 -Wno-override-module "upstream-$s.ll" -o "upstream-$s" \
+    $(mpicc --showme:link) -L"$LLVM/../lib" -lmlir_c_runner_utils -Wl,-rpath,"$LLVM/../lib" -lm
+done
+echo "upstream: per step, in the LLVM IR: $(grep -c 'call i32 @MPI_Send(' "upstream-$STEPS.ll") MPI_Send then MPI_Recv pairs (blocking, on MPI_COMM_WORLD), $(grep -c 'call i32 @MPI_Sendrecv(' "upstream-$STEPS.ll") MPI_Sendrecv"
 rows=$((N / 2)) cols=$((N / 4))
 minimum=$(( (2 * cols + 2 * rows) * 4 ))
 echo "halo minimum (perimeter of a ${rows}x${cols} block, f32): $minimum bytes per device per step"
 
 declare -A T
-order=(halo-$STEPS gather-$GSTEPS halo-0 gather-0)
+order=(halo-$STEPS gather-$GSTEPS upstream-$STEPS halo-0 gather-0 upstream-0)
 for ((r = 0; r < REPS; ++r)); do
   for ((k = 0; k < ${#order[@]}; ++k)); do
     p=${order[$(( (k + r) % ${#order[@]} ))]}
@@ -77,13 +98,22 @@ for r in $(seq 0 $((REPS - 1))); do
   fi
 done
 echo "sums after $GSTEPS steps: identical in every round ($(head -1 "halo-$GSTEPS.out.0"))"
+for r in $(seq 0 $((REPS - 1))); do
+  if ! cmp -s "halo-$STEPS.out.0" "upstream-$STEPS.out.$r"; then
+    echo "FAIL: round $r: upstream printed other sums than the halo form after $STEPS steps"
+    diff "halo-$STEPS.out.0" "upstream-$STEPS.out.$r" | head
+    exit 1
+  fi
+done
+echo "upstream's sums after $STEPS steps: the halo form's, in every round"
 echo "halo form after $STEPS steps: $(head -1 "halo-$STEPS.out.0")"
 stats() { # median (min-max) of the numbers on stdin
   sort -g | awk '{v[NR]=$1} END {printf "%.2f (%.2f-%.2f)", v[int((NR+1)/2)], v[1], v[NR]}'
 }
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 printf "%-7s %-6s %-22s %-22s %s\n" form steps "end to end (s)" "setup, 0 steps (s)" "per step (ms)"
-for form in halo gather; do
+S[upstream]=$STEPS
+for form in halo gather upstream; do
   n=${S[$form]}
   e2e=$(tr ' ' '\n' <<< "${T[$form-$n]}" | grep . | stats)
   setup=$(tr ' ' '\n' <<< "${T[$form-0]}" | grep . | stats)

@@ -9,6 +9,12 @@ textual LLVM IR file, so that upstream's program can run at all:
    so the handle is truncated and the next call on it segfaults. We load the
    whole 64-bit pointer instead.
 
+3. mpi.send and mpi.recv pass the size of the buffer's first dim as the
+   element count (MPIToLLVM reads sizes[0] only): a memref<1x18xf32>, the
+   row halo that shard.update_halo's lowering allocates, moves 1 float, and
+   the receiver reads 17 uninitialised ones. We pass the product of the
+   sizes (the buffers are fresh, contiguous allocations).
+
 Usage: fix_upstream_openmpi.py IN.ll OUT.ll   (prints what it changed)
 """
 import re
@@ -45,12 +51,43 @@ def main(src_path, dst_path):
                     fixed += 1
                     break
             break
+    counts = 0
+    for i, line in enumerate(lines):
+        m = re.search(r"call i32 @MPI_(?:Send|Recv)\(ptr %[\w.]+, i32 (%[\w.]+),", line)
+        if not m:
+            continue
+        count = m.group(1)
+        for j in range(i - 1, max(i - 8, -1), -1):
+            tr = re.match(rf"(\s*){re.escape(count)} = trunc i64 (%[\w.]+) to i32$", lines[j])
+            if not tr:
+                continue
+            size0 = tr.group(2)
+            for k in range(j - 1, max(j - 8, -1), -1):
+                ev = re.match(rf"(\s*){re.escape(size0)} = extractvalue (\{{ ptr, ptr, i64, \[(\d+) x i64\], "
+                              rf"\[\d+ x i64\] \}}) (%[\w.]+), 3, 0$", lines[k])
+                if not ev:
+                    continue
+                indent, ty, rank, desc = ev.groups()
+                prod = size0
+                extra = []
+                for d in range(1, int(rank)):
+                    dim, mul = f"%mpi_count{counts}.d{d}", f"%mpi_count{counts}.n{d}"
+                    extra += [f"{indent}{dim} = extractvalue {ty} {desc}, 3, {d}",
+                              f"{indent}{mul} = mul i64 {prod}, {dim}"]
+                    prod = mul
+                if extra:
+                    lines[j] = f"{tr.group(1)}{count} = trunc i64 {prod} to i32"
+                    lines[j:j] = extra
+                    counts += 1
+                break
+            break
     if fixed != splits:
         sys.exit(f"fix_upstream_openmpi: fixed {fixed} of {splits} MPI_Comm_split results;"
                  " the IR does not look as expected")
     open(dst_path, "w").write("\n".join(lines))
     print(f"fix_upstream_openmpi: renamed {renamed} MPI_Op references, "
-          f"widened {fixed} MPI_Comm_split results to 64 bits")
+          f"widened {fixed} MPI_Comm_split results to 64 bits, "
+          f"made {counts} MPI_Send/MPI_Recv counts the product of the sizes")
 
 
 if __name__ == "__main__":
