@@ -10,7 +10,8 @@
 #   gather  a mesh.shard asks for the grid whole before the pad: the plan the
 #           partitioner made before halos (padded dims stayed whole): each
 #           step gathers the grid and every device computes all of it
-# Both are compiled with build/bin/mesh-compile -O1 and run on 8 ranks
+# Both are compiled with build/bin/mesh-compile (-O2, its default, as
+# upstream's program is with clang -O2) and run on 8 ranks
 # (on 2 cores: oversubscribed, OMPI_MCA_mpi_yield_when_idle=1), each also
 # with 0 steps (setup and the final gather), REPS (5) rounds, order rotated.
 # The gather form runs GATHER_STEPS (10) steps: at 4096 a step of it takes
@@ -52,7 +53,7 @@ for form in halo gather; do
   [[ $form == halo && $GSTEPS != "$STEPS" ]] && steps+=("$GSTEPS")
   for s in "${steps[@]}"; do
     python3 "$HERE/gen.py" "$N" "$s" $flag > "$form-$s.mlir"
-    "$BUILD/bin/mesh-compile" -O1 "$form-$s.mlir" -o "$form-$s"
+    "$BUILD/bin/mesh-compile" "$form-$s.mlir" -o "$form-$s"
   done
   "$BUILD/bin/mesh-opt" --mesh-propagate-sharding --mesh-partition \
     "--mesh-report-communication=output=$form.report" "$form-${S[$form]}.mlir" -o /dev/null
@@ -62,7 +63,7 @@ for form in halo gather; do
   sed -n '/^communication of @step:/,/total:/p' "$form.report" | sed 's/^/  /'
 done
 LLVM=${LLVM_BIN:-/usr/lib/llvm-22/bin}
-UP_PASSES='convert-shard-to-mpi,func.func(convert-elementwise-to-linalg),canonicalize,one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map allow-return-allocs-from-loops},func.func(convert-linalg-to-loops),convert-bufferization-to-memref,canonicalize,expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-to-llvm,reconcile-unrealized-casts'
+UP_PASSES='convert-shard-to-mpi,func.func(convert-elementwise-to-linalg,linalg-fuse-elementwise-ops),canonicalize,one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map allow-return-allocs-from-loops},func.func(convert-linalg-to-loops),convert-bufferization-to-memref,canonicalize,expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-to-llvm,reconcile-unrealized-casts'
 for s in "$STEPS" 0; do
   python3 "$HERE/gen.py" "$N" "$s" --upstream > "upstream-$s.mlir"
   "$LLVM/mlir-opt" "upstream-$s.mlir" --pass-pipeline="builtin.module($UP_PASSES)" |

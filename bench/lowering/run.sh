@@ -96,7 +96,7 @@ build_c() {  # build_c NAME KIND SHAPE
 UP_BUF='one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map'
 UP_LOOP=
 up_tail() {
-  echo "func.func(convert-elementwise-to-linalg),canonicalize,$UP_BUF$UP_LOOP},func.func(convert-linalg-to-loops),convert-bufferization-to-memref,canonicalize,expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-to-llvm,reconcile-unrealized-casts"
+  echo "func.func(convert-elementwise-to-linalg,linalg-fuse-elementwise-ops),canonicalize,$UP_BUF$UP_LOOP},func.func(convert-linalg-to-loops),convert-bufferization-to-memref,canonicalize,expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-to-llvm,reconcile-unrealized-casts"
 }
 build_upstream() {  # build_upstream NAME PASSES-BEFORE-THE-TAIL [KIND]
   [ -f upstream.mlir ] || gen "${3:-upstream}" "$STEPS" "$ELEMS" 2x4 > upstream.mlir

@@ -43,7 +43,7 @@ static void addHostStage(OpPassManager &pm,
   mesh::addBufferizationAndRuntimeCalls(
       pm, options.partition, options.writableArguments, options.initSymbol,
       options.finiSymbol, options.initInMain,
-      /*onStream=*/!options.hostKernels);
+      /*onStream=*/!options.hostKernels, /*fuseElementwise=*/false);
   // bufferization.clone to memref.alloc + memref.copy, which the device
   // stage turns into gpu.alloc + gpu.memcpy.
   pm.addPass(createConvertBufferizationToMemRefPass());

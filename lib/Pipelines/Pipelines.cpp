@@ -23,8 +23,8 @@ using namespace mlir;
 
 void mlir::mesh::addBufferizationAndRuntimeCalls(
     OpPassManager &pm, bool partition, bool writableArguments,
-    StringRef initSymbol, StringRef finiSymbol, bool initInMain,
-    bool onStream) {
+    StringRef initSymbol, StringRef finiSymbol, bool initInMain, bool onStream,
+    bool fuseElementwise) {
   // A global program is partitioned first, never compiled whole for every
   // device.
   if (partition)
@@ -36,9 +36,13 @@ void mlir::mesh::addBufferizationAndRuntimeCalls(
   prepare.freesBuffers = true;
   pm.addPass(createPrepareForBufferization(prepare));
 
-  // Tensors: elementwise arith/math to linalg, then bufferize everything,
-  // function boundaries included, with plain (identity-layout) buffers.
+  // Tensors: elementwise arith/math to linalg, chains of elementwise linalg
+  // ops fused into one loop nest (no buffer for each intermediate, one pass
+  // over memory), then bufferize everything, function boundaries included,
+  // with plain (identity-layout) buffers.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+  if (fuseElementwise)
+    pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
   pm.addPass(createCanonicalizerPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
@@ -75,7 +79,8 @@ void mlir::mesh::buildMeshToLLVMPipeline(OpPassManager &pm,
                                          const MeshToLLVMOptions &options) {
   addBufferizationAndRuntimeCalls(
       pm, options.partition, options.writableArguments, options.initSymbol,
-      options.finiSymbol, options.initInMain, /*onStream=*/false);
+      options.finiSymbol, options.initInMain, /*onStream=*/false,
+      /*fuseElementwise=*/true);
   addHostLoweringToLLVM(pm);
 }
 

@@ -49,12 +49,16 @@ struct MeshToLLVMOptions : public MeshCompileOptions<MeshToLLVMOptions> {};
 /// bufferized (function boundaries included, identity layouts),
 /// deallocation, collectives in place where their input dies, collectives
 /// to runtime calls (stream-ordered ones with `onStream`), and, with
-/// `initInMain`, stdout line-buffered in main.
+/// `initInMain`, stdout line-buffered in main. With `fuseElementwise`,
+/// chains of elementwise linalg ops become one loop nest before
+/// bufferization (the host pipeline; the GPU pipeline keeps one kernel per
+/// op until a GPU run has checked the fused kernels).
 void addBufferizationAndRuntimeCalls(mlir::OpPassManager &pm, bool partition,
                                      bool writableArguments,
                                      llvm::StringRef initSymbol,
                                      llvm::StringRef finiSymbol,
-                                     bool initInMain, bool onStream);
+                                     bool initInMain, bool onStream,
+                                     bool fuseElementwise);
 
 /// The end of --mesh-to-llvm, after the runtime calls: linalg to loops and
 /// the standard conversions of host code to the LLVM dialect.

@@ -109,3 +109,54 @@ func.func @read_whole(%a: tensor<64xf32> {mesh.sharding = #mesh.sharding<@m, [["
   %p = mesh.circular_pad %a low = [3] high = [0] : tensor<64xf32> -> tensor<67xf32>
   return %p : tensor<67xf32>
 }
+
+// -----
+
+mesh.mesh @m(["x" = 2, "y" = 4])
+
+// The torch-mlir spelling of pad(mode="circular") on two dims: per dim, a
+// concat of the last rows, the tensor and the first rows, each end an
+// extract_slice. Propagation raises the two concats to one circular_pad,
+// whose halos wrap; nothing is gathered.
+// PROP-LABEL: func.func @torch_spelling
+// PROP-NOT: tensor.concat
+// PROP: mesh.circular_pad %{{.*}} low = [1, 2] high = [1, 1] {mesh.sharding = #mesh.sharding<@m, {{\[\[}}"x"], ["y"]], halo = {{\[\[}}1, 1], [2, 1]]>} : tensor<16x32xf32> -> tensor<18x35xf32>
+// PROP-NOT: tensor.concat
+// CHECK-LABEL: func.func @torch_spelling
+// CHECK-NOT: mesh.all_gather
+// CHECK: mesh.circular_pad %{{.*}} low = [1, 2] high = [1, 1] : tensor<8x8xf32> -> tensor<10x11xf32>
+// CHECK-COUNT-4: mesh.permute {{.*}} rotate
+// CHECK-NOT: mesh.all_gather
+// CHECK: return
+func.func @torch_spelling(%u: tensor<16x32xf32> {mesh.sharding = #mesh.sharding<@m, [["x"], ["y"]]>})
+    -> (tensor<16x32xf32> {mesh.sharding = #mesh.sharding<@m, [["x"], ["y"]]>}) {
+  %top = tensor.extract_slice %u[15, 0] [1, 32] [1, 1] : tensor<16x32xf32> to tensor<1x32xf32>
+  %bottom = tensor.extract_slice %u[0, 0] [1, 32] [1, 1] : tensor<16x32xf32> to tensor<1x32xf32>
+  %rows = tensor.concat dim(0) %top, %u, %bottom : (tensor<1x32xf32>, tensor<16x32xf32>, tensor<1x32xf32>) -> tensor<18x32xf32>
+  %left = tensor.extract_slice %rows[0, 30] [18, 2] [1, 1] : tensor<18x32xf32> to tensor<18x2xf32>
+  %right = tensor.extract_slice %rows[0, 0] [18, 1] [1, 1] : tensor<18x32xf32> to tensor<18x1xf32>
+  %p = tensor.concat dim(1) %left, %rows, %right : (tensor<18x2xf32>, tensor<18x32xf32>, tensor<18x1xf32>) -> tensor<18x35xf32>
+  %n = tensor.extract_slice %p[0, 2] [16, 32] [1, 1] : tensor<18x35xf32> to tensor<16x32xf32>
+  %s = tensor.extract_slice %p[2, 2] [16, 32] [1, 1] : tensor<18x35xf32> to tensor<16x32xf32>
+  %w = tensor.extract_slice %p[1, 0] [16, 32] [1, 1] : tensor<18x35xf32> to tensor<16x32xf32>
+  %e = tensor.extract_slice %p[1, 3] [16, 32] [1, 1] : tensor<18x35xf32> to tensor<16x32xf32>
+  %a = arith.addf %n, %s : tensor<16x32xf32>
+  %b = arith.addf %w, %e : tensor<16x32xf32>
+  %r = arith.addf %a, %b : tensor<16x32xf32>
+  return %r : tensor<16x32xf32>
+}
+
+// -----
+
+mesh.mesh @m(["x" = 8])
+
+// Not a circular pad: the slice takes the wrong rows (the first, before the
+// tensor). The concat stays, with its own rule.
+// PROP-LABEL: func.func @not_circular
+// PROP: tensor.concat dim(0)
+// PROP-NOT: mesh.circular_pad
+func.func @not_circular(%u: tensor<64xf32> {mesh.sharding = #mesh.sharding<@m, [["x"]]>}) -> tensor<65xf32> {
+  %first = tensor.extract_slice %u[0] [1] [1] : tensor<64xf32> to tensor<1xf32>
+  %c = tensor.concat dim(0) %first, %u : (tensor<1xf32>, tensor<64xf32>) -> tensor<65xf32>
+  return %c : tensor<65xf32>
+}

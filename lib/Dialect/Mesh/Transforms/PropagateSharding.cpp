@@ -615,6 +615,7 @@ struct PropagateShardingPass
   void runOnOperation() override {
     if (failed(checkAnnotationsDivide(getOperation())))
       return signalPassFailure();
+    raiseCircularPads(getOperation());
     Propagation propagation(getOperation());
     propagation.run();
     propagation.annotate(explain);

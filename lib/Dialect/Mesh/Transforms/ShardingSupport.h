@@ -23,6 +23,11 @@
 namespace mlir {
 namespace mesh {
 
+/// Rewrites each circular pad written as slices and a tensor.concat (how
+/// torch-mlir decomposes PyTorch's pad(mode="circular")) under `root` into
+/// one mesh.circular_pad, whose halos can wrap around the devices.
+void raiseCircularPads(Operation *root);
+
 //===----------------------------------------------------------------------===//
 // How the passes see an op
 //===----------------------------------------------------------------------===//
