@@ -107,9 +107,12 @@ private:
     return op->getNumResults() == 1 && classifier.hasRuleInterface(op) &&
            cast<ShardingRuleOpInterface>(op).needsNoData();
   }
+  /// `global` is the tensor's global type, whose static dims every layout
+  /// on the way must divide; null, its dims are taken as dynamic.
   FailureOr<ArrayRef<ReshardStep>> getPlan(MeshOp mesh, ShardingAttr from,
                                            ShardingAttr target, unsigned rank,
-                                           Operation *where, const Twine &what);
+                                           Operation *where, const Twine &what,
+                                           RankedTensorType global = {});
   FailureOr<Value> reshardHalos(Value v, ShardingAttr from, ShardingAttr target,
                                 MeshOp mesh, Operation *where,
                                 const Twine &what);
@@ -159,9 +162,8 @@ private:
   ShardingProjector projector;
   OpClassifier classifier;
   MeshCache meshCache{tables};
-  /// (source, target), (mesh, rank) -> the plan between them.
-  using PlanKey = std::pair<std::pair<Attribute, Attribute>,
-                            std::pair<Operation *, unsigned>>;
+  /// (source, target, mesh, rank, global type) -> the plan between them.
+  using PlanKey = std::tuple<Attribute, Attribute, Operation *, unsigned, Type>;
   DenseMap<PlanKey, SmallVector<ReshardStep>> plans;
   DenseMap<std::pair<Type, Attribute>, RankedTensorType> localTypes;
   /// The global types of the values remake can make again.
@@ -312,8 +314,8 @@ FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
   unsigned rank = localNow.getRank();
   // The target must divide the global shape: found here, with the user's
   // value named, not by a collective's verifier after it is made.
+  RankedTensorType global = globalTypeOf(v, from, meshOp);
   if (target) {
-    RankedTensorType global = globalTypeOf(v, from, meshOp);
     std::string whyNot;
     if (failed(
             getLocalType(meshOp, global, ShardingLayout::get(target), whyNot)))
@@ -330,7 +332,7 @@ FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
     return *out;
   }
   FailureOr<ArrayRef<ReshardStep>> plan =
-      getPlan(meshOp, from, target, rank, where, what);
+      getPlan(meshOp, from, target, rank, where, what, global);
   if (failed(plan))
     return failure();
   OpBuilder b(where);
@@ -614,18 +616,21 @@ Value FunctionPartitioner::findReshard(Value v, Attribute targetKey,
   return {};
 }
 
-/// Plans depend only on the two shardings: most reshards of a program
-/// repeat a few of them.
-FailureOr<ArrayRef<ReshardStep>>
-FunctionPartitioner::getPlan(MeshOp mesh, ShardingAttr from,
-                             ShardingAttr target, unsigned rank,
-                             Operation *where, const Twine &what) {
-  PlanKey key{{from, target}, {mesh.getOperation(), rank}};
+/// Plans depend only on the two shardings, the mesh and the global type:
+/// most reshards of a program repeat a few of them.
+FailureOr<ArrayRef<ReshardStep>> FunctionPartitioner::getPlan(
+    MeshOp mesh, ShardingAttr from, ShardingAttr target, unsigned rank,
+    Operation *where, const Twine &what, RankedTensorType global) {
+  PlanKey key{from, target, mesh.getOperation(), rank, global};
   auto plan = plans.find(key);
   if (plan == plans.end()) {
+    SmallVector<int64_t> shape(rank, ShapedType::kDynamic);
+    if (global)
+      shape.assign(global.getShape().begin(), global.getShape().end());
     std::string whyNot;
-    FailureOr<SmallVector<ReshardStep>> steps =
-        planResharding(layoutOf(from, rank), layoutOf(target, rank), whyNot);
+    FailureOr<SmallVector<ReshardStep>> steps = planResharding(
+        layoutOf(from, rank), layoutOf(target, rank), shape,
+        [&](StringRef axis) { return mesh.getAxisSize(axis); }, whyNot);
     if (failed(steps))
       return where->emitError() << "cannot reshard " << what << ": " << whyNot,
              failure();
