@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 
 #include <algorithm>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -83,6 +84,14 @@ struct Layout {
     return s;
   }
 };
+
+/// True when every axis of `axes` is in `of`.
+bool isSubset(const Axes &axes, const Axes &of) {
+  for (const std::string &a : axes)
+    if (std::find(of.begin(), of.end(), a) == of.end())
+      return false;
+  return true;
+}
 
 /// Every way to place some of `axes`, in some order, on two dims.
 void enumerateDims(const std::vector<std::string> &axes, size_t next,
@@ -213,11 +222,20 @@ ShardingLayout toShardingLayout(const Layout &l) {
   return out;
 }
 
+/// Why `l` cannot hold a 64x64 tensor on `mesh` (empty: it can).
+std::string checkDivides(const Mesh &mesh, const Layout &l) {
+  for (int d = 0; d < 2; ++d)
+    if (kDimSize % mesh.size(l.dims[d]) != 0)
+      return "dim " + std::to_string(d) + " does not divide";
+  return "";
+}
+
 /// `steps` replayed on `from`: each must be legal there (its axes where the
-/// step needs them, every dim dividing 64); returns the layout reached and
-/// the bytes, or nothing with a failure recorded.
-std::optional<std::pair<Layout, int64_t>> replay(const Mesh &mesh, Layout cur,
-                                                 ArrayRef<ReshardStep> steps) {
+/// step needs them, and `check` of the layout it reaches empty); returns the
+/// layout reached and the bytes, or nothing with a failure recorded.
+std::optional<std::pair<Layout, int64_t>>
+replay(const Mesh &mesh, Layout cur, ArrayRef<ReshardStep> steps,
+       const std::function<std::string(const Layout &)> &check) {
   int64_t total = 0;
   for (const ReshardStep &step : steps) {
     Axes group(step.axes.begin(), step.axes.end());
@@ -290,11 +308,10 @@ std::optional<std::pair<Layout, int64_t>> replay(const Mesh &mesh, Layout cur,
       ADD_FAILURE() << kind << " over an empty or repeated group";
       return std::nullopt;
     }
-    for (int d = 0; d < 2; ++d)
-      if (kDimSize % mesh.size(cur.dims[d]) != 0) {
-        ADD_FAILURE() << "dim " << d << " does not divide";
-        return std::nullopt;
-      }
+    if (std::string why = check(cur); !why.empty()) {
+      ADD_FAILURE() << kind << " reaches " << cur.str() << ": " << why;
+      return std::nullopt;
+    }
     total += stepBytes(kind, block, g);
   }
   return std::make_pair(cur, total);
@@ -362,7 +379,8 @@ TEST(ReshardingPlanner, BytesEqualExhaustiveSearch) {
                              shape, axisSize, whyNot);
           ASSERT_TRUE(succeeded(plan)) << whyNot;
           std::optional<std::pair<Layout, int64_t>> end =
-              replay(mesh, src, *plan);
+              replay(mesh, src, *plan,
+                     [&](const Layout &l) { return checkDivides(mesh, l); });
           ASSERT_TRUE(end) << src.str() << " -> " << dst.str();
           EXPECT_EQ(end->first, dst) << src.str() << " -> " << dst.str()
                                      << " ends at " << end->first.str();
@@ -376,6 +394,51 @@ TEST(ReshardingPlanner, BytesEqualExhaustiveSearch) {
     }
   }
   std::cout << "checked " << pairs << " pairs of shardings\n";
+}
+
+/// With a `?` axis and a dim of dynamic size, sizes cannot be checked: every
+/// layout a plan passes through must split dim 0 (dynamic) and any dim over
+/// the `?` axis only over axes its source or its target splits it over, and
+/// the plan must still reach the target.
+TEST(ReshardingPlanner, UnknownSizesStayWithinSourceAndTarget) {
+  // Bytes are replayed with "u" as 16 devices, the planner's price for `?`.
+  Mesh mesh{{{"u", 16}, {"b", 4}}};
+  auto axisSize = [](StringRef a) {
+    return a == "u" ? ShapedType::kDynamic : int64_t(4);
+  };
+  int64_t shape[] = {ShapedType::kDynamic, kDimSize};
+  std::vector<Layout> layouts;
+  Layout empty;
+  enumerateDims({"u", "b"}, 0, empty, layouts);
+  int64_t pairs = 0;
+  for (const Layout &src : layouts)
+    for (const Layout &dst : layouts) {
+      auto check = [&](const Layout &l) -> std::string {
+        for (int d = 0; d < 2; ++d) {
+          const Axes &axes = l.dims[d];
+          bool unknown =
+              d == 0 || std::find(axes.begin(), axes.end(), "u") != axes.end();
+          if (unknown && !isSubset(axes, src.dims[d]) &&
+              !isSubset(axes, dst.dims[d]))
+            return "dim " + std::to_string(d) +
+                   " takes axes neither its source nor its target has";
+          if (!unknown && kDimSize % mesh.size(axes) != 0)
+            return "dim " + std::to_string(d) + " does not divide";
+        }
+        return "";
+      };
+      std::string whyNot;
+      FailureOr<SmallVector<ReshardStep>> plan =
+          planResharding(toShardingLayout(src), toShardingLayout(dst), shape,
+                         axisSize, whyNot);
+      ASSERT_TRUE(succeeded(plan)) << whyNot;
+      std::optional<std::pair<Layout, int64_t>> end =
+          replay(mesh, src, *plan, check);
+      ASSERT_TRUE(end) << src.str() << " -> " << dst.str();
+      EXPECT_EQ(end->first, dst) << src.str() << " -> " << dst.str();
+      ++pairs;
+    }
+  std::cout << "checked " << pairs << " pairs with unknown sizes\n";
 }
 
 } // namespace
