@@ -71,3 +71,55 @@ func.func @reorder_narrow(%x: tensor<64x2xf32> {mesh.sharding = #mesh.sharding<@
     -> (tensor<64x2xf32> {mesh.sharding = #mesh.sharding<@m, [["b", "a"], []]>}) {
   return %x : tensor<64x2xf32>
 }
+
+// A value wanted in several layouts moves on from the cheapest layout it
+// already reached. A partial sum wanted sharded, then replicated: the
+// replicated copy gathers the scattered one (before: a reduce_scatter and
+// an all_reduce, 36864 bytes).
+// CHECK-LABEL: func.func @partial_sharded_and_replicated
+// CHECK-SAME: (%[[X:.*]]: tensor<64x64xf32>) -> (tensor<16x64xf32>, tensor<64x64xf32>)
+// CHECK: %[[R:.*]] = mesh.reduce_scatter %[[X]] on @m axes = ["b"] scatter_dim = 0 reduction = sum : tensor<64x64xf32> -> tensor<16x64xf32>
+// CHECK: %[[G:.*]] = mesh.all_gather %[[R]] on @m axes = ["b"] gather_dim = 0 : tensor<16x64xf32> -> tensor<64x64xf32>
+// CHECK-NEXT: return %[[R]], %[[G]]
+// BYTES-LABEL: communication of @partial_sharded_and_replicated:
+// BYTES: total: 2 collectives, 24576 bytes per device
+func.func @partial_sharded_and_replicated(%x: tensor<64x64xf32> {mesh.sharding = #mesh.sharding<@m, [[], []], partial = sum["b"]>})
+    -> (tensor<64x64xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>},
+        tensor<64x64xf32> {mesh.sharding = #mesh.sharding<@m, [[], []]>}) {
+  return %x, %x : tensor<64x64xf32>, tensor<64x64xf32>
+}
+
+// Replicated first: one all_reduce, and the sharded copy is a local slice
+// of it (before: an all_reduce and a reduce_scatter, 36864 bytes).
+// CHECK-LABEL: func.func @partial_replicated_and_sharded
+// CHECK-SAME: (%[[X:.*]]: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<16x64xf32>)
+// CHECK: %[[R:.*]] = mesh.all_reduce %[[X]] on @m axes = ["b"] reduction = sum : tensor<64x64xf32> -> tensor<64x64xf32>
+// CHECK: %[[S:.*]] = mesh.all_slice %[[R]] on @m axes = ["b"] slice_dim = 0 : tensor<64x64xf32> -> tensor<16x64xf32>
+// CHECK-NEXT: return %[[R]], %[[S]]
+// BYTES-LABEL: communication of @partial_replicated_and_sharded:
+// BYTES: total: 2 collectives, 24576 bytes per device
+func.func @partial_replicated_and_sharded(%x: tensor<64x64xf32> {mesh.sharding = #mesh.sharding<@m, [[], []], partial = sum["b"]>})
+    -> (tensor<64x64xf32> {mesh.sharding = #mesh.sharding<@m, [[], []]>},
+        tensor<64x64xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>}) {
+  return %x, %x : tensor<64x64xf32>, tensor<64x64xf32>
+}
+
+// Four users in four layouts: one all_gather, and every other layout is a
+// slice of it (before: 7 collectives, 38400 bytes).
+// CHECK-LABEL: func.func @four_layouts
+// CHECK-SAME: (%[[X:.*]]: tensor<8x64xf32>)
+// CHECK: %[[G:.*]] = mesh.all_gather %[[X]] on @m axes = ["a", "b"] gather_dim = 0 : tensor<8x64xf32> -> tensor<64x64xf32>
+// CHECK: %[[S0:.*]] = mesh.all_slice %[[G]] on @m axes = ["a"] slice_dim = 0 : tensor<64x64xf32> -> tensor<32x64xf32>
+// CHECK: %[[S1:.*]] = mesh.all_slice %[[G]] on @m axes = ["b"] slice_dim = 1 : tensor<64x64xf32> -> tensor<64x16xf32>
+// CHECK: %[[S2:.*]] = mesh.all_slice %[[G]] on @m axes = ["b"] slice_dim = 0 : tensor<64x64xf32> -> tensor<16x64xf32>
+// CHECK: %[[S3:.*]] = mesh.all_slice %[[S2]] on @m axes = ["a"] slice_dim = 1 : tensor<16x64xf32> -> tensor<16x32xf32>
+// CHECK-NEXT: return %[[G]], %[[S0]], %[[S1]], %[[S3]]
+// BYTES-LABEL: communication of @four_layouts:
+// BYTES: total: 5 collectives, 14336 bytes per device
+func.func @four_layouts(%x: tensor<64x64xf32> {mesh.sharding = #mesh.sharding<@m, [["a", "b"], []]>})
+    -> (tensor<64x64xf32> {mesh.sharding = #mesh.sharding<@m, [[], []]>},
+        tensor<64x64xf32> {mesh.sharding = #mesh.sharding<@m, [["a"], []]>},
+        tensor<64x64xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["b"]]>},
+        tensor<64x64xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], ["a"]]>}) {
+  return %x, %x, %x, %x : tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>
+}

@@ -388,6 +388,11 @@ TEST(ReshardingPlanner, BytesEqualExhaustiveSearch) {
           ASSERT_NE(best, it->second.end()) << dst.str();
           EXPECT_EQ(end->second, best->second)
               << src.str() << " -> " << dst.str();
+          // The partitioner's price of a plan is the same count.
+          EXPECT_EQ(getPlanBytes(toShardingLayout(src), *plan, kTensorBytes,
+                                 axisSize),
+                    end->second)
+              << src.str() << " -> " << dst.str();
           ++pairs;
         }
       }

@@ -112,6 +112,29 @@ int64_t mlir::mesh::getStepBytesPerDevice(ReshardStep::Kind kind,
   llvm_unreachable("unknown resharding step");
 }
 
+int64_t mlir::mesh::getPlanBytes(const ShardingLayout &src,
+                                 ArrayRef<ReshardStep> steps,
+                                 int64_t tensorBytes,
+                                 function_ref<int64_t(StringRef)> axisSize) {
+  int64_t split = 1;
+  for (const auto &axes : src.dims)
+    for (const std::string &axis : axes)
+      split *= axisSize(axis);
+  int64_t bytes = 0;
+  for (const ReshardStep &step : steps) {
+    int64_t n = 1;
+    for (const std::string &axis : step.axes)
+      n *= axisSize(axis);
+    bytes += getStepBytesPerDevice(step.kind, tensorBytes / split, n);
+    if (step.kind == ReshardStep::Kind::ReduceScatter ||
+        step.kind == ReshardStep::Kind::AllSlice)
+      split *= n;
+    else if (step.kind == ReshardStep::Kind::AllGather)
+      split /= n;
+  }
+  return bytes;
+}
+
 /// True when combining equal values with `kind` gives the value back: a
 /// value held whole on every device of a group is then already a valid
 /// pending reduction of that kind over the group.

@@ -75,6 +75,14 @@ ShardingLayout layoutOf(ShardingAttr s, unsigned rank);
 int64_t getStepBytesPerDevice(ReshardStep::Kind kind, int64_t inputBytes,
                               int64_t groupSize);
 
+/// The bytes each device sends running `steps` (getStepBytesPerDevice of
+/// each step, on the block it starts from) on a tensor of `tensorBytes`
+/// bytes laid out as `src`; `axisSize` gives the size of each axis, all
+/// known.
+int64_t getPlanBytes(const ShardingLayout &src, ArrayRef<ReshardStep> steps,
+                     int64_t tensorBytes,
+                     function_ref<int64_t(StringRef)> axisSize);
+
 /// Plans the collectives that take a tensor of global dim sizes `shape`
 /// (ShapedType::kDynamic where unknown) from `src` to `dst`, with the fewest
 /// bytes sent per device (getStepBytesPerDevice), then the fewest steps.
