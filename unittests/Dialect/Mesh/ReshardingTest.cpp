@@ -446,4 +446,40 @@ TEST(ReshardingPlanner, UnknownSizesStayWithinSourceAndTarget) {
   std::cout << "checked " << pairs << " pairs with unknown sizes\n";
 }
 
+/// The prices of docs/partitioning.md, rounded down like the report's, and
+/// exact on the large blocks the planner prices (no overflow).
+TEST(ReshardingPlanner, StepPrices) {
+  using Kind = ReshardStep::Kind;
+  EXPECT_EQ(getStepBytesPerDevice(Kind::AllReduce, 512, 4), 768);
+  EXPECT_EQ(getStepBytesPerDevice(Kind::ReduceScatter, 512, 4), 384);
+  EXPECT_EQ(getStepBytesPerDevice(Kind::AllToAll, 512, 4), 384);
+  EXPECT_EQ(getStepBytesPerDevice(Kind::AllGather, 512, 4), 1536);
+  EXPECT_EQ(getStepBytesPerDevice(Kind::AllSlice, 512, 4), 0);
+  EXPECT_EQ(getStepBytesPerDevice(Kind::AllReduce, 4, 8), 7);
+  int64_t g = int64_t(1) << 24, block = int64_t(1) << 48;
+  EXPECT_EQ(getStepBytesPerDevice(Kind::AllReduce, block, g),
+            2 * (g - 1) * (block / g));
+  // floor((g-1) (block+3) / g): the 3 extra bytes add floor(3 (g-1) / g).
+  EXPECT_EQ(getStepBytesPerDevice(Kind::AllToAll, block + 3, g),
+            (g - 1) * (block / g) + 2);
+}
+
+/// Layouts over more devices than the planner prices fail with a reason.
+TEST(ReshardingPlanner, TooManyDevices) {
+  ShardingLayout src, dst;
+  src.dims = {{"a"}, {"b"}};
+  dst.dims = {{"b"}, {"a"}};
+  int64_t shape[] = {int64_t(1) << 26, int64_t(1) << 26};
+  std::string whyNot;
+  auto axisSize = [](StringRef a) { return int64_t(1) << 13; };
+  EXPECT_TRUE(failed(planResharding(src, dst, shape, axisSize, whyNot)));
+  EXPECT_NE(whyNot.find("2^24 devices"), std::string::npos) << whyNot;
+  // 2^24 devices are priced.
+  auto smaller = [](StringRef a) { return int64_t(1) << 12; };
+  FailureOr<SmallVector<ReshardStep>> plan =
+      planResharding(src, dst, shape, smaller, whyNot);
+  ASSERT_TRUE(succeeded(plan)) << whyNot;
+  EXPECT_FALSE(plan->empty());
+}
+
 } // namespace

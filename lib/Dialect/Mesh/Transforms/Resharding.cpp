@@ -98,12 +98,17 @@ ShardingLayout mlir::mesh::layoutOf(ShardingAttr s, unsigned rank) {
 int64_t mlir::mesh::getStepBytesPerDevice(ReshardStep::Kind kind,
                                           int64_t inputBytes,
                                           int64_t groupSize) {
+  // floor(k * inputBytes / groupSize), without forming k * inputBytes.
+  auto share = [&](int64_t k) {
+    return k * (inputBytes / groupSize) +
+           k * (inputBytes % groupSize) / groupSize;
+  };
   switch (kind) {
   case ReshardStep::Kind::AllReduce:
-    return 2 * (groupSize - 1) * inputBytes / groupSize;
+    return share(2 * (groupSize - 1));
   case ReshardStep::Kind::ReduceScatter:
   case ReshardStep::Kind::AllToAll:
-    return (groupSize - 1) * inputBytes / groupSize;
+    return share(groupSize - 1);
   case ReshardStep::Kind::AllGather:
     return (groupSize - 1) * inputBytes;
   case ReshardStep::Kind::AllSlice:
