@@ -107,9 +107,17 @@ private:
     return op->getNumResults() == 1 && classifier.hasRuleInterface(op) &&
            cast<ShardingRuleOpInterface>(op).needsNoData();
   }
+  /// `global` is the tensor's global type, whose static dims every layout
+  /// on the way must divide; null, its dims are taken as dynamic.
   FailureOr<ArrayRef<ReshardStep>> getPlan(MeshOp mesh, ShardingAttr from,
                                            ShardingAttr target, unsigned rank,
-                                           Operation *where, const Twine &what);
+                                           Operation *where, const Twine &what,
+                                           RankedTensorType global = {});
+  /// getPlan without a diagnostic: the reason goes to `whyNot`.
+  FailureOr<ArrayRef<ReshardStep>> findPlan(MeshOp mesh, ShardingAttr from,
+                                            ShardingAttr target, unsigned rank,
+                                            RankedTensorType global,
+                                            std::string &whyNot);
   FailureOr<Value> reshardHalos(Value v, ShardingAttr from, ShardingAttr target,
                                 MeshOp mesh, Operation *where,
                                 const Twine &what);
@@ -159,9 +167,8 @@ private:
   ShardingProjector projector;
   OpClassifier classifier;
   MeshCache meshCache{tables};
-  /// (source, target), (mesh, rank) -> the plan between them.
-  using PlanKey = std::pair<std::pair<Attribute, Attribute>,
-                            std::pair<Operation *, unsigned>>;
+  /// (source, target, mesh, rank, global type) -> the plan between them.
+  using PlanKey = std::tuple<Attribute, Attribute, Operation *, unsigned, Type>;
   DenseMap<PlanKey, SmallVector<ReshardStep>> plans;
   DenseMap<std::pair<Type, Attribute>, RankedTensorType> localTypes;
   /// The global types of the values remake can make again.
@@ -170,6 +177,8 @@ private:
   DenseMap<Value, RankedTensorType> staticGlobals;
   /// (value, target sharding) -> the value resharded there.
   DenseMap<std::pair<Value, Attribute>, Value> reshardCache;
+  /// Each value -> the values plans resharded it to, in order.
+  DenseMap<Value, SmallVector<Value, 2>> reshardsOf;
 };
 
 } // namespace
@@ -275,6 +284,14 @@ FunctionPartitioner::localType(Operation *where, RankedTensorType global,
 // Resharding
 //===----------------------------------------------------------------------===//
 
+/// True when `made`, a value resharding made, may be used at `where`: it
+/// was made in the block of `where` or in one around it (and earlier, as
+/// partitioning goes in program order).
+static bool isVisibleAt(Value made, Operation *where) {
+  Operation *def = made.getDefiningOp();
+  return def && def->getBlock()->findAncestorOpInBlock(*where);
+}
+
 /// `v` resharded from its sharding to `target` (null: replicated), before
 /// `where`. `mesh` is the target's mesh when `target` is null.
 FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
@@ -312,8 +329,8 @@ FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
   unsigned rank = localNow.getRank();
   // The target must divide the global shape: found here, with the user's
   // value named, not by a collective's verifier after it is made.
+  RankedTensorType global = globalTypeOf(v, from, meshOp);
   if (target) {
-    RankedTensorType global = globalTypeOf(v, from, meshOp);
     std::string whyNot;
     if (failed(
             getLocalType(meshOp, global, ShardingLayout::get(target), whyNot)))
@@ -330,14 +347,52 @@ FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
     return *out;
   }
   FailureOr<ArrayRef<ReshardStep>> plan =
-      getPlan(meshOp, from, target, rank, where, what);
+      getPlan(meshOp, from, target, rank, where, what, global);
   if (failed(plan))
     return failure();
+  // A value wanted in several layouts may move on from one it already
+  // reached: of `v` and those visible here, start from the one whose plan
+  // sends the fewest bytes (then has the fewest steps; `v` first among
+  // equals). Bytes are compared where they are known: static shapes on
+  // meshes of known size.
+  Value source = v;
+  auto others = reshardsOf.find(v);
+  if (others != reshardsOf.end() && global.hasStaticShape() &&
+      llvm::none_of(meshOp.getShape(), ShapedType::isDynamic)) {
+    auto axisSize = [&](StringRef axis) { return meshOp.getAxisSize(axis); };
+    Type element = global.getElementType();
+    int64_t tensorBytes =
+        global.getNumElements() *
+        (element.isIntOrFloat() ? (element.getIntOrFloatBitWidth() + 7) / 8
+                                : 1);
+    auto price = [&](ShardingAttr s, ArrayRef<ReshardStep> steps) {
+      return std::make_pair(
+          getPlanBytes(layoutOf(s, rank), steps, tensorBytes, axisSize),
+          steps.size());
+    };
+    std::pair<int64_t, size_t> best = price(from, *plan);
+    for (Value other : others->second) {
+      if (!isVisibleAt(other, where))
+        continue;
+      std::string whyNot;
+      FailureOr<ArrayRef<ReshardStep>> otherPlan =
+          findPlan(meshOp, placedOf(other), target, rank, global, whyNot);
+      if (failed(otherPlan))
+        continue;
+      std::pair<int64_t, size_t> otherPrice =
+          price(placedOf(other), *otherPlan);
+      if (otherPrice >= best)
+        continue;
+      best = otherPrice;
+      source = other;
+      plan = otherPlan;
+    }
+  }
   OpBuilder b(where);
-  Value out = emitResharding(b, where->getLoc(), meshOp, v, *plan);
+  Value out = emitResharding(b, where->getLoc(), meshOp, source, *plan);
   // A `?` axis leaves dims dynamic that the target's layout knows: cast back.
-  if (auto global = staticGlobals.find(v); global != staticGlobals.end()) {
-    RankedTensorType globalType = global->second;
+  if (auto known = staticGlobals.find(v); known != staticGlobals.end()) {
+    RankedTensorType globalType = known->second;
     FailureOr<RankedTensorType> want =
         localType(where, globalType, target, what);
     if (failed(want))
@@ -348,6 +403,7 @@ FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
   }
   placed[out] = target;
   reshardCache[{v, targetKey}] = out;
+  reshardsOf[v].push_back(out);
   return out;
 }
 
@@ -614,29 +670,40 @@ Value FunctionPartitioner::remake(Value v, ShardingAttr target,
 Value FunctionPartitioner::findReshard(Value v, Attribute targetKey,
                                        Operation *where) {
   auto cached = reshardCache.find({v, targetKey});
-  if (cached == reshardCache.end())
-    return {};
-  Operation *def = cached->second.getDefiningOp();
-  if (def && def->getBlock()->findAncestorOpInBlock(*where))
+  if (cached != reshardCache.end() && isVisibleAt(cached->second, where))
     return cached->second;
   return {};
 }
 
-/// Plans depend only on the two shardings: most reshards of a program
-/// repeat a few of them.
+/// Plans depend only on the two shardings, the mesh and the global type:
+/// most reshards of a program repeat a few of them.
+FailureOr<ArrayRef<ReshardStep>> FunctionPartitioner::getPlan(
+    MeshOp mesh, ShardingAttr from, ShardingAttr target, unsigned rank,
+    Operation *where, const Twine &what, RankedTensorType global) {
+  std::string whyNot;
+  FailureOr<ArrayRef<ReshardStep>> plan =
+      findPlan(mesh, from, target, rank, global, whyNot);
+  if (failed(plan))
+    return where->emitError() << "cannot reshard " << what << ": " << whyNot,
+           failure();
+  return plan;
+}
+
 FailureOr<ArrayRef<ReshardStep>>
-FunctionPartitioner::getPlan(MeshOp mesh, ShardingAttr from,
-                             ShardingAttr target, unsigned rank,
-                             Operation *where, const Twine &what) {
-  PlanKey key{{from, target}, {mesh.getOperation(), rank}};
+FunctionPartitioner::findPlan(MeshOp mesh, ShardingAttr from,
+                              ShardingAttr target, unsigned rank,
+                              RankedTensorType global, std::string &whyNot) {
+  PlanKey key{from, target, mesh.getOperation(), rank, global};
   auto plan = plans.find(key);
   if (plan == plans.end()) {
-    std::string whyNot;
-    FailureOr<SmallVector<ReshardStep>> steps =
-        planResharding(layoutOf(from, rank), layoutOf(target, rank), whyNot);
+    SmallVector<int64_t> shape(rank, ShapedType::kDynamic);
+    if (global)
+      shape.assign(global.getShape().begin(), global.getShape().end());
+    FailureOr<SmallVector<ReshardStep>> steps = planResharding(
+        layoutOf(from, rank), layoutOf(target, rank), shape,
+        [&](StringRef axis) { return mesh.getAxisSize(axis); }, whyNot);
     if (failed(steps))
-      return where->emitError() << "cannot reshard " << what << ": " << whyNot,
-             failure();
+      return failure();
     plan = plans.try_emplace(key, std::move(*steps)).first;
   }
   return ArrayRef<ReshardStep>(plan->second);

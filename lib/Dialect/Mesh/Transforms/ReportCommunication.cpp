@@ -8,9 +8,11 @@
 
 #include "mesh/Dialect/Mesh/IR/MeshOps.h"
 #include "mesh/Dialect/Mesh/Transforms/Passes.h"
+#include "mesh/Dialect/Mesh/Transforms/Resharding.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 namespace mlir {
@@ -31,17 +33,19 @@ struct Traffic {
 };
 
 /// The bytes each device sends for `op` on an input of `bytes` bytes in a
-/// group of `n` (see the pass description).
+/// group of `n` (see the pass description): the resharding planner's prices
+/// for the collectives it plans.
 int64_t bytesSentPerDevice(Operation *op, int64_t bytes, int64_t n) {
-  if (isa<AllReduceOp>(op))
-    return 2 * (n - 1) * bytes / n;
-  if (isa<AllGatherOp>(op))
-    return (n - 1) * bytes;
-  if (isa<ReduceScatterOp, AllToAllOp>(op))
-    return (n - 1) * bytes / n;
+  using Kind = ReshardStep::Kind;
   if (isa<BroadcastOp, PermuteOp>(op))
     return n > 1 ? bytes : 0;
-  return 0; // all_slice: no communication.
+  Kind kind = TypeSwitch<Operation *, Kind>(op)
+                  .Case([](AllReduceOp) { return Kind::AllReduce; })
+                  .Case([](ReduceScatterOp) { return Kind::ReduceScatter; })
+                  .Case([](AllGatherOp) { return Kind::AllGather; })
+                  .Case([](AllToAllOp) { return Kind::AllToAll; })
+                  .Default([](Operation *) { return Kind::AllSlice; });
+  return getStepBytesPerDevice(kind, bytes, n);
 }
 
 Traffic measure(CollectiveOpInterface op) {

@@ -1,29 +1,34 @@
 //===- Resharding.cpp - plans that move a tensor between shardings --------===//
 //
-// The planner works on layouts (for each dim, its axes, major to minor, plus
-// the axes of a pending reduction) and proceeds in a fixed order, each step
-// taking the tensor closer to the target:
+// The planner searches the layouts a tensor can pass through (for each dim,
+// its axes, major to minor, plus the axes of a pending reduction) for the
+// plan that sends the fewest bytes per device. From a layout, the steps are:
 //
-//  1. Pending reductions the target does not keep are finished: with a
-//     reduce_scatter along a dim when the target splits that dim, right after
-//     the axes it already has in common, over exactly those axes (this moves
-//     1/n of the bytes of an all_reduce); otherwise with one all_reduce.
-//  2. An axis group at the minor end of one dim that the target needs next on
-//     another dim moves there with one all_to_all (split the target dim,
-//     concatenate the source dim), instead of a gather and a slice.
-//  3. What a dim still has beyond its common prefix with the target leaves
-//     with one all_gather over those axes.
-//  4. What a dim still lacks joins with one all_slice (no communication).
+//  - finish any subset of the pending reductions the target does not keep,
+//    with one all_reduce, or with one reduce_scatter that appends the
+//    reduced axes, in some order, to the minor end of a dim;
+//  - move a group at the minor end of one dim to the minor end of another
+//    with one all_to_all;
+//  - gather a group at the minor end of a dim with one all_gather;
+//  - append free axes that the target splits some dim over to a dim with one
+//    all_slice (no communication).
 //
-// Each step keeps the layout valid (an axis is on at most one dim), and the
-// sequence ends at the target: after step 3 every dim is a prefix of its
-// target, and step 4 appends the rest.
+// Each step is priced by getStepBytesPerDevice on the block it starts from;
+// every layout on the way must divide the tensor. Dijkstra's algorithm finds
+// the cheapest plan, fewest steps among equals, and the first found among
+// those (the moves are listed in a fixed order), so output is stable. Plans
+// are short and meshes small: three axes on a rank-2 tensor have a few
+// hundred layouts, and the search stops at the target.
 //
 //===----------------------------------------------------------------------===//
 
 #include "mesh/Dialect/Mesh/Transforms/Resharding.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <functional>
+#include <queue>
 
 using namespace mlir;
 using namespace mlir::mesh;
@@ -90,21 +95,49 @@ ShardingLayout mlir::mesh::layoutOf(ShardingAttr s, unsigned rank) {
   return s ? ShardingLayout::get(s) : ShardingLayout::replicated(rank);
 }
 
-/// Length of the common prefix of `a` and `b`.
-static size_t commonPrefix(ArrayRef<std::string> a, ArrayRef<std::string> b) {
-  size_t n = 0;
-  while (n < a.size() && n < b.size() && a[n] == b[n])
-    ++n;
-  return n;
+int64_t mlir::mesh::getStepBytesPerDevice(ReshardStep::Kind kind,
+                                          int64_t inputBytes,
+                                          int64_t groupSize) {
+  // floor(k * inputBytes / groupSize), without forming k * inputBytes.
+  auto share = [&](int64_t k) {
+    return k * (inputBytes / groupSize) +
+           k * (inputBytes % groupSize) / groupSize;
+  };
+  switch (kind) {
+  case ReshardStep::Kind::AllReduce:
+    return share(2 * (groupSize - 1));
+  case ReshardStep::Kind::ReduceScatter:
+  case ReshardStep::Kind::AllToAll:
+    return share(groupSize - 1);
+  case ReshardStep::Kind::AllGather:
+    return (groupSize - 1) * inputBytes;
+  case ReshardStep::Kind::AllSlice:
+    return 0;
+  }
+  llvm_unreachable("unknown resharding step");
 }
 
-/// A step of `kind` over `axes` on dim `dim` (all_to_all's split dim); what
-/// the kind does not use keeps ReshardStep's defaults.
-static ReshardStep makeStep(ReshardStep::Kind kind, ArrayRef<std::string> axes,
-                            unsigned dim) {
-  ReshardStep step{kind, SmallVector<std::string>(axes)};
-  step.dim = dim;
-  return step;
+int64_t mlir::mesh::getPlanBytes(const ShardingLayout &src,
+                                 ArrayRef<ReshardStep> steps,
+                                 int64_t tensorBytes,
+                                 function_ref<int64_t(StringRef)> axisSize) {
+  int64_t split = 1;
+  for (const auto &axes : src.dims)
+    for (const std::string &axis : axes)
+      split *= axisSize(axis);
+  int64_t bytes = 0;
+  for (const ReshardStep &step : steps) {
+    int64_t n = 1;
+    for (const std::string &axis : step.axes)
+      n *= axisSize(axis);
+    bytes += getStepBytesPerDevice(step.kind, tensorBytes / split, n);
+    if (step.kind == ReshardStep::Kind::ReduceScatter ||
+        step.kind == ReshardStep::Kind::AllSlice)
+      split *= n;
+    else if (step.kind == ReshardStep::Kind::AllGather)
+      split /= n;
+  }
+  return bytes;
 }
 
 /// True when combining equal values with `kind` gives the value back: a
@@ -151,166 +184,339 @@ static LogicalResult checkPlannable(const ShardingLayout &src,
 }
 
 namespace {
-/// Builds a plan in the order of the file comment's four steps, keeping the
-/// layout the steps so far have reached.
-class ReshardPlanner {
-public:
-  ReshardPlanner(const ShardingLayout &src, const ShardingLayout &dst)
-      : cur(src), dst(dst) {}
+/// The size a `?` axis is priced at. Any fixed size keeps plans
+/// deterministic; a large one makes steps over the axis dear, so plans run
+/// them on small blocks.
+constexpr int64_t kUnknownAxisPrice = 16;
+/// The most devices the axes of one plan may span: prices are in units of
+/// 1/D^2 of the tensor and must stay far below 2^63.
+constexpr int64_t kMaxPricedDevices = int64_t(1) << 24;
 
-  /// 1. Finishes the pending reductions the target does not keep.
-  void finishReductions();
-  /// 2. Moves axis groups between dims with all_to_all while one can move.
-  void moveAxisGroups();
-  /// 3. Gathers what each dim has beyond its common prefix with the target.
-  void gatherExtraAxes();
-  /// 4. Slices what each dim still lacks.
-  void sliceMissingAxes();
-  /// The plan; the steps must have reached the target.
-  SmallVector<ReshardStep> takeSteps();
+/// A layout as the search sees it: each dim's axes, major to minor, as
+/// indices into PlanSearch's axes, and the axes of pending reductions as a
+/// mask.
+struct Layout {
+  SmallVector<SmallVector<uint8_t, 4>, 4> dims;
+  uint64_t pending = 0;
+
+  /// A string that tells layouts apart, to key the table of those reached.
+  std::string getKey() const {
+    std::string key;
+    for (const auto &axes : dims) {
+      key.append(axes.begin(), axes.end());
+      key.push_back('\xff');
+    }
+    key.append(reinterpret_cast<const char *>(&pending), sizeof(pending));
+    return key;
+  }
+  /// The axes on some dim, as a mask.
+  uint64_t getSplitMask() const {
+    uint64_t mask = 0;
+    for (const auto &axes : dims)
+      for (uint8_t a : axes)
+        mask |= uint64_t(1) << a;
+    return mask;
+  }
+};
+
+/// One step of a plan, with axis indices (see ReshardStep).
+struct Move {
+  ReshardStep::Kind kind = ReshardStep::Kind::AllSlice;
+  SmallVector<uint8_t, 4> axes;
+  int64_t dim = -1, concatDim = -1;
+};
+
+/// A layout the search reached, the move that reached it from `parent`, and
+/// the plan's price so far.
+struct Node {
+  Layout layout;
+  Move move;
+  size_t parent;
+  int64_t bytes;
+  unsigned steps;
+};
+
+/// Dijkstra's search over layouts, from the source to the target, by bytes
+/// per device, then steps. Prices are in units of 1/D^2 of the tensor's
+/// bytes, D the product of the sizes of the axes either layout names: every
+/// step's price is then a whole number (a block is D^2/P units, P the
+/// devices along its dims, and every group size divides D).
+class PlanSearch {
+public:
+  PlanSearch(const ShardingLayout &src, const ShardingLayout &dst,
+             ArrayRef<int64_t> shape,
+             function_ref<int64_t(StringRef)> axisSize);
+  /// Fails, with a reason in `whyNot`, when the layouts name too many axes
+  /// or devices to price.
+  LogicalResult checkPriceable(std::string &whyNot) const;
+  /// The cheapest plan, ties broken by fewer steps, then by the order in
+  /// which forEachMove lists moves.
+  SmallVector<ReshardStep> findPlan() const;
 
 private:
-  unsigned getRank() const { return cur.dims.size(); }
-  /// The first dim that a reduce_scatter finishing `finish` can split: the
-  /// dim is a prefix of its target, which continues with `finish` in some
-  /// order.
-  std::optional<unsigned> findScatterDim(ArrayRef<std::string> finish) const;
-  /// Moves one axis group with an all_to_all; false when none can move.
-  bool moveOneAxisGroup();
-  /// The longest group at the minor end of what dim `from` must lose that
-  /// starts `need`, in the same order; empty when there is none.
-  ArrayRef<std::string> getMovableGroup(unsigned from,
-                                        ArrayRef<std::string> need) const;
+  uint8_t getAxisIndex(StringRef name);
+  Layout getLayout(const ShardingLayout &layout, uint64_t (&masks)[2],
+                   SmallVectorImpl<uint64_t> &dimMasks);
+  /// True when dim `dim` of a layout may be split over `axes`.
+  bool fits(unsigned dim, ArrayRef<uint8_t> axes) const;
+  /// The priced number of devices of a group over `axes`.
+  int64_t getPricedSize(ArrayRef<uint8_t> axes) const;
+  /// Calls `visit` with each move from `from` and the layout it reaches:
+  /// reductions finished, all_to_all, all_gather, all_slice, in that order.
+  void forEachMove(const Layout &from,
+                   function_ref<void(Move &, Layout &)> visit) const;
+  SmallVector<ReshardStep> getSteps(ArrayRef<Node> nodes, size_t last) const;
 
-  ShardingLayout cur;
-  const ShardingLayout &dst;
-  SmallVector<ReshardStep> steps;
+  ArrayRef<int64_t> shape;
+  SmallVector<std::string> names;
+  /// Each axis's size (kDynamic for `?`) and the size it is priced at.
+  SmallVector<int64_t> sizes, pricedSizes;
+  Layout source, target;
+  /// Per dim, the axes the source and the target split it over.
+  SmallVector<uint64_t> sourceDims, targetDims;
+  /// The pending reductions to finish, the axes all_slice may add (those the
+  /// target splits dims over), and the reduction kind.
+  uint64_t finishable = 0, sliceable = 0;
+  ReductionKind reduction;
+  int64_t devices = 1;
 };
 } // namespace
 
-void ReshardPlanner::finishReductions() {
-  SmallVector<std::string> finish;
-  for (const std::string &axis : cur.partial)
-    if (!llvm::is_contained(dst.partial, axis))
-      finish.push_back(axis);
-  if (finish.empty())
-    return;
-  if (std::optional<unsigned> dim = findScatterDim(finish)) {
-    ArrayRef<std::string> want = dst.dims[*dim];
-    SmallVector<std::string> axes(
-        want.slice(cur.dims[*dim].size(), finish.size()));
-    ReshardStep step = makeStep(ReshardStep::Kind::ReduceScatter, axes, *dim);
-    step.reduction = cur.partialKind;
-    steps.push_back(std::move(step));
-    llvm::append_range(cur.dims[*dim], axes);
-  } else {
-    ReshardStep step{ReshardStep::Kind::AllReduce, finish};
-    step.reduction = cur.partialKind;
-    steps.push_back(std::move(step));
-  }
-  llvm::erase_if(cur.partial, [&](const std::string &axis) {
-    return llvm::is_contained(finish, axis);
-  });
-}
-
-std::optional<unsigned>
-ReshardPlanner::findScatterDim(ArrayRef<std::string> finish) const {
-  SmallVector<std::string> sortedFinish(finish);
-  llvm::sort(sortedFinish);
-  for (unsigned d = 0; d < getRank(); ++d) {
-    ArrayRef<std::string> have = cur.dims[d];
-    ArrayRef<std::string> want = dst.dims[d];
-    if (commonPrefix(have, want) != have.size() ||
-        want.size() < have.size() + finish.size())
-      continue;
-    SmallVector<std::string> next(want.slice(have.size(), finish.size()));
-    llvm::sort(next);
-    if (next == sortedFinish)
-      return d;
-  }
-  return std::nullopt;
-}
-
-void ReshardPlanner::moveAxisGroups() {
-  while (moveOneAxisGroup()) {
+PlanSearch::PlanSearch(const ShardingLayout &src, const ShardingLayout &dst,
+                       ArrayRef<int64_t> shape,
+                       function_ref<int64_t(StringRef)> axisSize)
+    : shape(shape), reduction(src.partialKind) {
+  uint64_t srcMasks[2], dstMasks[2];
+  source = getLayout(src, srcMasks, sourceDims);
+  target = getLayout(dst, dstMasks, targetDims);
+  finishable = srcMasks[1] & ~dstMasks[1];
+  sliceable = dstMasks[0];
+  for (const std::string &name : names) {
+    int64_t size = axisSize(name);
+    int64_t priced = ShapedType::isDynamic(size) ? kUnknownAxisPrice : size;
+    sizes.push_back(size);
+    pricedSizes.push_back(priced);
+    devices = priced > kMaxPricedDevices / devices ? kMaxPricedDevices + 1
+                                                   : devices * priced;
   }
 }
 
-bool ReshardPlanner::moveOneAxisGroup() {
-  for (unsigned j = 0; j < getRank(); ++j) {
-    // Dim j must already be a prefix of its target and need more axes.
-    size_t pj = commonPrefix(cur.dims[j], dst.dims[j]);
-    if (pj != cur.dims[j].size() || pj == dst.dims[j].size())
-      continue;
-    ArrayRef<std::string> need = ArrayRef(dst.dims[j]).drop_front(pj);
-    for (unsigned i = 0; i < getRank(); ++i) {
-      if (i == j)
-        continue;
-      SmallVector<std::string> axes(getMovableGroup(i, need));
-      if (axes.empty())
-        continue;
-      ReshardStep step = makeStep(ReshardStep::Kind::AllToAll, axes, j);
-      step.concatDim = i;
-      steps.push_back(std::move(step));
-      cur.dims[i].resize(cur.dims[i].size() - axes.size());
-      llvm::append_range(cur.dims[j], axes);
-      return true;
+uint8_t PlanSearch::getAxisIndex(StringRef name) {
+  auto *it = llvm::find(names, name);
+  if (it == names.end())
+    it = names.insert(names.end(), name.str());
+  return it - names.begin();
+}
+
+/// `layout` with axis indices; `masks` receives its split and its pending
+/// axes, `dimMasks` each dim's axes.
+Layout PlanSearch::getLayout(const ShardingLayout &layout, uint64_t (&masks)[2],
+                             SmallVectorImpl<uint64_t> &dimMasks) {
+  Layout out;
+  masks[0] = masks[1] = 0;
+  for (const auto &axes : layout.dims) {
+    uint64_t mask = 0;
+    SmallVector<uint8_t, 4> &indices = out.dims.emplace_back();
+    for (const std::string &axis : axes) {
+      indices.push_back(getAxisIndex(axis));
+      mask |= uint64_t(1) << (indices.back() & 63);
+    }
+    dimMasks.push_back(mask);
+    masks[0] |= mask;
+  }
+  for (const std::string &axis : layout.partial)
+    masks[1] |= uint64_t(1) << (getAxisIndex(axis) & 63);
+  out.pending = masks[1];
+  return out;
+}
+
+LogicalResult PlanSearch::checkPriceable(std::string &whyNot) const {
+  if (names.size() <= 64 && devices <= kMaxPricedDevices)
+    return success();
+  whyNot = "the shardings name " + std::to_string(names.size()) +
+           " axes; the planner prices at most 64 axes and 2^24 devices";
+  return failure();
+}
+
+bool PlanSearch::fits(unsigned dim, ArrayRef<uint8_t> axes) const {
+  int64_t n = 1;
+  uint64_t mask = 0;
+  for (uint8_t a : axes) {
+    mask |= uint64_t(1) << a;
+    n = ShapedType::isDynamic(sizes[a]) || ShapedType::isDynamic(n)
+            ? ShapedType::kDynamic
+            : n * sizes[a];
+  }
+  if (!ShapedType::isDynamic(shape[dim]) && !ShapedType::isDynamic(n))
+    return shape[dim] % n == 0;
+  return (mask & ~sourceDims[dim]) == 0 || (mask & ~targetDims[dim]) == 0;
+}
+
+int64_t PlanSearch::getPricedSize(ArrayRef<uint8_t> axes) const {
+  int64_t n = 1;
+  for (uint8_t a : axes)
+    n *= pricedSizes[a];
+  return n;
+}
+
+/// The axes of `mask`, in index order.
+static SmallVector<uint8_t, 4> getAxes(uint64_t mask) {
+  SmallVector<uint8_t, 4> axes;
+  for (uint8_t a = 0; mask; ++a, mask >>= 1)
+    if (mask & 1)
+      axes.push_back(a);
+  return axes;
+}
+
+void PlanSearch::forEachMove(const Layout &from,
+                             function_ref<void(Move &, Layout &)> visit) const {
+  unsigned rank = from.dims.size();
+  auto appended = [&](unsigned dim, ArrayRef<uint8_t> axes) {
+    SmallVector<uint8_t, 4> all(from.dims[dim]);
+    llvm::append_range(all, axes);
+    return all;
+  };
+  // Any subset of the pending reductions to finish: with an all_reduce, or
+  // with a reduce_scatter that appends it, in some order, to a dim.
+  uint64_t open = from.pending & finishable;
+  for (uint64_t subset = open; subset; subset = (subset - 1) & open) {
+    Layout reduced = from;
+    reduced.pending &= ~subset;
+    Move allReduce{ReshardStep::Kind::AllReduce, getAxes(subset)};
+    Layout next = reduced;
+    visit(allReduce, next);
+    for (unsigned d = 0; d < rank; ++d) {
+      SmallVector<uint8_t, 4> order = getAxes(subset);
+      do {
+        SmallVector<uint8_t, 4> all = appended(d, order);
+        if (!fits(d, all))
+          continue;
+        Move move{ReshardStep::Kind::ReduceScatter, order, d};
+        Layout scattered = reduced;
+        scattered.dims[d] = std::move(all);
+        visit(move, scattered);
+      } while (std::next_permutation(order.begin(), order.end()));
     }
   }
-  return false;
-}
-
-ArrayRef<std::string>
-ReshardPlanner::getMovableGroup(unsigned from,
-                                ArrayRef<std::string> need) const {
-  ArrayRef<std::string> have = cur.dims[from];
-  size_t extra = have.size() - commonPrefix(have, dst.dims[from]);
-  for (size_t len = std::min(extra, need.size()); len > 0; --len) {
-    ArrayRef<std::string> tail = have.take_back(len);
-    if (std::equal(tail.begin(), tail.end(), need.begin()))
-      return tail;
+  // A minor group of one dim moved to the minor end of another.
+  for (unsigned i = 0; i < rank; ++i)
+    for (size_t len = 1; len <= from.dims[i].size(); ++len) {
+      ArrayRef<uint8_t> group = ArrayRef(from.dims[i]).take_back(len);
+      for (unsigned j = 0; j < rank; ++j) {
+        if (j == i || !fits(j, appended(j, group)))
+          continue;
+        Move move{ReshardStep::Kind::AllToAll, SmallVector<uint8_t, 4>(group),
+                  j, i};
+        Layout next = from;
+        next.dims[i].truncate(next.dims[i].size() - len);
+        llvm::append_range(next.dims[j], group);
+        visit(move, next);
+      }
+    }
+  // A minor group of a dim gathered.
+  for (unsigned d = 0; d < rank; ++d)
+    for (size_t len = 1; len <= from.dims[d].size(); ++len) {
+      ArrayRef<uint8_t> group = ArrayRef(from.dims[d]).take_back(len);
+      Move move{ReshardStep::Kind::AllGather, SmallVector<uint8_t, 4>(group),
+                d};
+      Layout next = from;
+      next.dims[d].truncate(next.dims[d].size() - len);
+      visit(move, next);
+    }
+  // Free axes the target splits some dim over, appended to a dim in any
+  // order (an axis sliced only to be gathered again would buy bytes with
+  // collectives: the planner does not do that).
+  uint64_t free = sliceable & ~from.getSplitMask() & ~from.pending;
+  for (unsigned d = 0; d < rank; ++d) {
+    SmallVector<uint8_t, 4> group;
+    std::function<void(uint64_t)> extend = [&](uint64_t left) {
+      for (uint8_t a : getAxes(left)) {
+        group.push_back(a);
+        SmallVector<uint8_t, 4> all = appended(d, group);
+        if (fits(d, all)) {
+          Move move{ReshardStep::Kind::AllSlice, group, d};
+          Layout next = from;
+          next.dims[d] = std::move(all);
+          visit(move, next);
+          extend(left & ~(uint64_t(1) << a));
+        }
+        group.pop_back();
+      }
+    };
+    extend(free);
   }
-  return {};
 }
 
-void ReshardPlanner::gatherExtraAxes() {
-  for (unsigned d = 0; d < getRank(); ++d) {
-    size_t p = commonPrefix(cur.dims[d], dst.dims[d]);
-    if (p == cur.dims[d].size())
-      continue;
-    SmallVector<std::string> axes(ArrayRef(cur.dims[d]).drop_front(p));
-    steps.push_back(makeStep(ReshardStep::Kind::AllGather, axes, d));
-    cur.dims[d].resize(p);
+SmallVector<ReshardStep> PlanSearch::findPlan() const {
+  std::vector<Node> nodes{{source, Move(), 0, 0, 0}};
+  llvm::StringMap<size_t> best;
+  best[source.getKey()] = 0;
+  // (bytes, steps, node): the node made first wins a tie.
+  using Entry = std::tuple<int64_t, unsigned, size_t>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
+  queue.push({0, 0, 0});
+  while (!queue.empty()) {
+    int64_t bytes;
+    unsigned steps;
+    size_t index;
+    std::tie(bytes, steps, index) = queue.top();
+    queue.pop();
+    Layout layout = nodes[index].layout;
+    if (best.lookup(layout.getKey()) != index)
+      continue; // Reached again, cheaper, after this entry was queued.
+    if (layout.dims == target.dims && (layout.pending & finishable) == 0)
+      return getSteps(nodes, index);
+    int64_t split = 1;
+    for (const auto &axes : layout.dims)
+      split *= getPricedSize(axes);
+    int64_t block = devices / split * devices;
+    forEachMove(layout, [&](Move &move, Layout &next) {
+      int64_t price = bytes + getStepBytesPerDevice(move.kind, block,
+                                                    getPricedSize(move.axes));
+      auto [it, isNew] = best.try_emplace(next.getKey(), nodes.size());
+      if (!isNew) {
+        const Node &known = nodes[it->second];
+        if (std::make_pair(known.bytes, known.steps) <=
+            std::make_pair(price, steps + 1))
+          return;
+        it->second = nodes.size();
+      }
+      nodes.push_back(
+          {std::move(next), std::move(move), index, price, steps + 1});
+      queue.push({price, steps + 1, nodes.size() - 1});
+    });
   }
+  llvm_unreachable("the target is always reachable: finish, gather, slice");
 }
 
-void ReshardPlanner::sliceMissingAxes() {
-  for (unsigned d = 0; d < getRank(); ++d) {
-    size_t p = cur.dims[d].size();
-    if (p == dst.dims[d].size())
-      continue;
-    SmallVector<std::string> axes(ArrayRef(dst.dims[d]).drop_front(p));
-    steps.push_back(makeStep(ReshardStep::Kind::AllSlice, axes, d));
-    llvm::append_range(cur.dims[d], axes);
+SmallVector<ReshardStep> PlanSearch::getSteps(ArrayRef<Node> nodes,
+                                              size_t last) const {
+  SmallVector<ReshardStep> steps;
+  for (size_t i = last; i != 0; i = nodes[i].parent) {
+    const Move &move = nodes[i].move;
+    ReshardStep step{move.kind, {}};
+    for (uint8_t a : move.axes)
+      step.axes.push_back(names[a]);
+    step.dim = move.dim;
+    step.concatDim = move.concatDim;
+    step.reduction = reduction;
+    steps.push_back(std::move(step));
   }
-}
-
-SmallVector<ReshardStep> ReshardPlanner::takeSteps() {
-  assert(cur.dims == dst.dims && "resharding plan must end at the target");
-  return std::move(steps);
+  std::reverse(steps.begin(), steps.end());
+  return steps;
 }
 
 FailureOr<SmallVector<ReshardStep>>
 mlir::mesh::planResharding(const ShardingLayout &src, const ShardingLayout &dst,
+                           ArrayRef<int64_t> shape,
+                           function_ref<int64_t(StringRef)> axisSize,
                            std::string &whyNot) {
   if (failed(checkPlannable(src, dst, whyNot)))
     return failure();
-  ReshardPlanner planner(src, dst);
-  planner.finishReductions();
-  planner.moveAxisGroups();
-  planner.gatherExtraAxes();
-  planner.sliceMissingAxes();
-  return planner.takeSteps();
+  PlanSearch search(src, dst, shape, axisSize);
+  if (failed(search.checkPriceable(whyNot)))
+    return failure();
+  return search.findPlan();
 }
 
 FailureOr<RankedTensorType>

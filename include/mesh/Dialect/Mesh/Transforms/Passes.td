@@ -119,10 +119,11 @@ def Partition : Pass<"mesh-partition", "::mlir::ModuleOp"> {
     device runs: tensor types become per-device types, function signatures
     change accordingly, every op works on local shapes, and collectives are
     inserted where a value's sharding is not the one its consumer needs. A
-    resharding takes any sharding to any other on the same mesh, in as few
-    steps as the planner finds (reduce_scatter or all_reduce to finish a
-    pending reduction, all_to_all to move an axis between dims, all_gather
-    and all_slice).
+    resharding takes any sharding to any other on the same mesh with the plan
+    that sends the fewest bytes per device, as `mesh-report-communication`
+    counts them, then the fewest steps (reduce_scatter or all_reduce to
+    finish a pending reduction, all_to_all to move axes between dims,
+    all_gather and all_slice; see docs/partitioning.md).
 
     A static dim that does not divide by its axes' devices is an error that
     names the value and the sizes. A size known only at run time is divided
@@ -160,8 +161,9 @@ def ReportCommunication : Pass<"mesh-report-communication", "::mlir::ModuleOp"> 
     Bytes each device sends, for an input of `B` bytes on a group of `n`:
     `all_reduce` 2(n-1)/n B (ring), `all_gather` (n-1) B, `reduce_scatter`
     and `all_to_all` (n-1)/n B, `broadcast` and `permute` B, `all_slice` and
-    `barrier` 0. A dynamic size or a `?` axis makes a count unknown (`?`);
-    the totals then say how many were left out.
+    `barrier` 0. The resharding planner of `mesh-partition` prices its
+    steps with the same formulas. A dynamic size or a `?` axis makes a count
+    unknown (`?`); the totals then say how many were left out.
 
     ```mlir
     mesh.mesh @m(["a" = 2, "b" = 4])

@@ -2,9 +2,9 @@
 //
 // A resharding plan takes a tensor from one sharding to another on the same
 // mesh as a short list of collectives: pending reductions are finished
-// (all_reduce, or reduce_scatter when the target splits a dim over the
-// reduced axes), axes move between dims with all_to_all, axes leave a dim
-// with all_gather and join one with all_slice.
+// (all_reduce, or reduce_scatter onto a dim), axes move between dims with
+// all_to_all, axes leave a dim with all_gather and join one with all_slice.
+// The planner returns a plan that moves the fewest bytes per device.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,13 +66,35 @@ ShardingAttr withoutHalo(ShardingAttr s);
 /// The layout of `s`, or the replicated layout of rank `rank` when null.
 ShardingLayout layoutOf(ShardingAttr s, unsigned rank);
 
-/// Plans the collectives that take a tensor from `src` to `dst` (the plan
-/// depends on the layouts alone, not on the mesh's sizes). Fails, with a
-/// reason in `whyNot`, when the ranks differ or the target adds a pending
-/// reduction that the source does not have.
-FailureOr<SmallVector<ReshardStep>> planResharding(const ShardingLayout &src,
-                                                   const ShardingLayout &dst,
-                                                   std::string &whyNot);
+/// The bytes each device sends for one step of `kind` on a per-device input
+/// of `inputBytes` bytes in a group of `groupSize` devices, under the usual
+/// bandwidth-optimal (ring) algorithms: all_reduce 2(g-1)/g B, reduce_scatter
+/// and all_to_all (g-1)/g B, all_gather (g-1) B, all_slice 0. The planner
+/// prices its steps with it and `--mesh-report-communication` its
+/// collectives, so the two agree.
+int64_t getStepBytesPerDevice(ReshardStep::Kind kind, int64_t inputBytes,
+                              int64_t groupSize);
+
+/// The bytes each device sends running `steps` (getStepBytesPerDevice of
+/// each step, on the block it starts from) on a tensor of `tensorBytes`
+/// bytes laid out as `src`; `axisSize` gives the size of each axis, all
+/// known.
+int64_t getPlanBytes(const ShardingLayout &src, ArrayRef<ReshardStep> steps,
+                     int64_t tensorBytes,
+                     function_ref<int64_t(StringRef)> axisSize);
+
+/// Plans the collectives that take a tensor of global dim sizes `shape`
+/// (ShapedType::kDynamic where unknown) from `src` to `dst`, with the fewest
+/// bytes sent per device (getStepBytesPerDevice), then the fewest steps.
+/// `axisSize` gives the size of each axis the layouts name (kDynamic for
+/// `?`). Every layout the plan passes through divides `shape`; where a size
+/// is unknown, a dim only takes axes that its source or its target splits it
+/// over. Fails, with a reason in `whyNot`, when the ranks differ or the
+/// target adds a pending reduction that the source does not have.
+FailureOr<SmallVector<ReshardStep>>
+planResharding(const ShardingLayout &src, const ShardingLayout &dst,
+               ArrayRef<int64_t> shape,
+               function_ref<int64_t(StringRef)> axisSize, std::string &whyNot);
 
 /// The per-device type of a tensor of global type `global` laid out as
 /// `layout`. Fails, with a reason in `whyNot`, when a static dim (less its
