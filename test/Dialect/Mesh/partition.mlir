@@ -348,21 +348,27 @@ func.func @collapse_not_divisible(%a: tensor<6x8xf32>)
 
 // -----
 
-// A body that reads the column index blocks the column loop only: the rows
-// stay split, the split columns are gathered first.
+// A body that reads the index of a split parallel loop: each device adds
+// its block's start (its index along "b" times the 2 columns it holds) to
+// the local index, so the columns stay split.
 mesh.mesh @m(["a" = 2, "b" = 4])
 #id = affine_map<(i, j) -> (i, j)>
 // CHECK-LABEL: func.func @reads_column_index
 // CHECK-SAME: (%[[X:.*]]: tensor<8x2xi32>)
-// CHECK: %[[G:.*]] = mesh.all_gather %[[X]] on @m axes = ["b"] gather_dim = 1 : tensor<8x2xi32> -> tensor<8x8xi32>
-// CHECK: linalg.generic {{.*}} ins(%[[G]] : tensor<8x8xi32>)
-// CHECK: linalg.index 1
-// CHECK: } -> tensor<8x8xi32>
+// CHECK-NOT: mesh.all_gather
+// CHECK-DAG: %[[C2:.*]] = arith.constant 2 : index
+// CHECK-DAG: %[[B:.*]] = mesh.axis_index @m "b" : index
+// CHECK: %[[START:.*]] = arith.muli %[[B]], %[[C2]] : index
+// CHECK: linalg.generic {{.*}} ins(%[[X]] : tensor<8x2xi32>)
+// CHECK: %[[J:.*]] = linalg.index 1 : index
+// CHECK: %[[GJ:.*]] = arith.addi %[[J]], %[[START]] : index
+// CHECK: arith.index_cast %[[GJ]] : index to i32
+// CHECK: } -> tensor<8x2xi32>
 func.func @reads_column_index(%x: tensor<16x8xi32> {mesh.sharding = #mesh.sharding<@m, [["a"], ["b"]]>})
-    -> (tensor<16x8xi32> {mesh.sharding = #mesh.sharding<@m, [["a"], []]>}) {
-  %e = tensor.empty() {mesh.sharding = #mesh.sharding<@m, [["a"], []]>} : tensor<16x8xi32>
+    -> (tensor<16x8xi32> {mesh.sharding = #mesh.sharding<@m, [["a"], ["b"]]>}) {
+  %e = tensor.empty() {mesh.sharding = #mesh.sharding<@m, [["a"], ["b"]]>} : tensor<16x8xi32>
   %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
-      ins(%x : tensor<16x8xi32>) outs(%e : tensor<16x8xi32>) attrs = {mesh.sharding = #mesh.sharding<@m, [["a"], []]>} {
+      ins(%x : tensor<16x8xi32>) outs(%e : tensor<16x8xi32>) attrs = {mesh.sharding = #mesh.sharding<@m, [["a"], ["b"]]>} {
   ^bb0(%in: i32, %out: i32):
     %j = linalg.index 1 : index
     %ji = arith.index_cast %j : index to i32
@@ -370,6 +376,65 @@ func.func @reads_column_index(%x: tensor<16x8xi32> {mesh.sharding = #mesh.shardi
     linalg.yield %s : i32
   } -> tensor<16x8xi32>
   return %r : tensor<16x8xi32>
+}
+
+// -----
+
+// A loop split over two axes: the block index is row-major over them
+// ("b", then "a"), times the 2 rows each device holds.
+mesh.mesh @m(["a" = 2, "b" = 4])
+#id = affine_map<(i, j) -> (i, j)>
+// CHECK-LABEL: func.func @reads_row_index_two_axes
+// CHECK-DAG: %[[C2:.*]] = arith.constant 2 : index
+// CHECK-DAG: %[[B:.*]] = mesh.axis_index @m "b" : index
+// CHECK-DAG: %[[A:.*]] = mesh.axis_index @m "a" : index
+// CHECK: %[[BA:.*]] = arith.muli %[[B]], %{{.*}} : index
+// CHECK: %[[K:.*]] = arith.addi %[[BA]], %[[A]] : index
+// CHECK: %[[START:.*]] = arith.muli %[[K]], %[[C2]] : index
+// CHECK: %[[I:.*]] = linalg.index 0 : index
+// CHECK: arith.addi %[[I]], %[[START]] : index
+// CHECK: } -> tensor<2x8xi32>
+func.func @reads_row_index_two_axes(%x: tensor<16x8xi32> {mesh.sharding = #mesh.sharding<@m, [["b", "a"], []]>})
+    -> (tensor<16x8xi32> {mesh.sharding = #mesh.sharding<@m, [["b", "a"], []]>}) {
+  %e = tensor.empty() {mesh.sharding = #mesh.sharding<@m, [["b", "a"], []]>} : tensor<16x8xi32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<16x8xi32>) outs(%e : tensor<16x8xi32>) attrs = {mesh.sharding = #mesh.sharding<@m, [["b", "a"], []]>} {
+  ^bb0(%in: i32, %out: i32):
+    %i = linalg.index 0 : index
+    %ii = arith.index_cast %i : index to i32
+    %s = arith.addi %in, %ii : i32
+    linalg.yield %s : i32
+  } -> tensor<16x8xi32>
+  return %r : tensor<16x8xi32>
+}
+
+// -----
+
+// An argmax reads the index of its reduction loop: that loop stays whole
+// (each device would pick within its own block), so the split dim is
+// gathered first and the index is left alone.
+mesh.mesh @m(["a" = 2, "b" = 4])
+#in = affine_map<(i, k) -> (i, k)>
+#out = affine_map<(i, k) -> (i)>
+// CHECK-LABEL: func.func @argmax_reduction_index
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<8x4xf32>,
+// CHECK: %[[G:.*]] = mesh.all_gather %[[X]] on @m axes = ["b"] gather_dim = 1 : tensor<8x4xf32> -> tensor<8x16xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[G]] : tensor<8x16xf32>)
+// CHECK: %[[K:.*]] = linalg.index 1 : index
+// CHECK-NEXT: arith.index_cast %[[K]] : index to i64
+func.func @argmax_reduction_index(%x: tensor<16x16xf32> {mesh.sharding = #mesh.sharding<@m, [["a"], ["b"]]>}, %v: tensor<16xf32>, %i: tensor<16xi64>)
+    -> (tensor<16xi64> {mesh.sharding = #mesh.sharding<@m, [["a"]]>}) {
+  %r:2 = linalg.generic {indexing_maps = [#in, #out, #out], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<16x16xf32>) outs(%v, %i : tensor<16xf32>, tensor<16xi64>) attrs = {mesh.sharding = [#mesh.sharding<@m, [["a"]]>, #mesh.sharding<@m, [["a"]]>]} {
+  ^bb0(%in: f32, %acc: f32, %idx: i64):
+    %k = linalg.index 1 : index
+    %ki = arith.index_cast %k : index to i64
+    %m = arith.maximumf %in, %acc : f32
+    %c = arith.cmpf ogt, %in, %acc : f32
+    %s = arith.select %c, %ki, %idx : i64
+    linalg.yield %m, %s : f32, i64
+  } -> (tensor<16xf32>, tensor<16xi64>)
+  return %r#1 : tensor<16xi64>
 }
 
 // -----

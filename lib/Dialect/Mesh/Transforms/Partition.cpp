@@ -146,6 +146,8 @@ private:
   void updateSizes(Operation *op, TypeRange globalResultTypes,
                    const ShardingRule &rule,
                    const FactorAssignment &assignment);
+  void localizeLoopIndices(linalg::LinalgOp op,
+                           const FactorAssignment &assignment);
   static Value groupSize(OpBuilder &b, Location loc, MeshOp mesh,
                          ArrayRef<StringRef> axes);
   static Value groupIndex(OpBuilder &b, Location loc, MeshOp mesh,
@@ -944,8 +946,11 @@ LogicalResult FunctionPartitioner::partitionRuleOp(Operation *op) {
   if (failed(reshardOperands(op, rule, factors)) ||
       failed(typeResults(op, rule, factors)))
     return failure();
-  if (rule)
+  if (rule) {
     updateSizes(op, globalResultTypes, *rule, *assignment);
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+      localizeLoopIndices(linalgOp, *assignment);
+  }
   op->removeDiscardableAttr(shardingName);
   return success();
 }
@@ -1138,6 +1143,60 @@ void FunctionPartitioner::updateSizes(Operation *op,
                      assignment.getFactors()[f].getNames());
   };
   iface.updateSizesForLocalTypes(globalResultTypes, devicesAlong);
+}
+
+/// A linalg op whose body reads the index of a loop that is now split
+/// (the rule lets a parallel loop split when a result dim iterates it):
+/// each device runs its block of the loop, so the global index is the
+/// local one plus the block's start, the device's index among the loop's
+/// axes times the per-device size of that result dim.
+void FunctionPartitioner::localizeLoopIndices(
+    linalg::LinalgOp op, const FactorAssignment &assignment) {
+  FlatSymbolRefAttr mesh = assignment.getMesh();
+  if (!mesh || !op.hasIndexSemantics())
+    return;
+  ArrayRef<AxisListAttr> factors = assignment.getFactors();
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  DenseMap<uint64_t, Value> starts;
+  // The start of this device's block of loop `d`, built before the op.
+  auto blockStart = [&](uint64_t d) -> Value {
+    if (Value &start = starts[d])
+      return start;
+    for (OpOperand &init : op.getDpsInitsMutable()) {
+      AffineMap map = maps[init.getOperandNumber()];
+      for (unsigned k = 0; k < map.getNumResults(); ++k) {
+        auto e = dyn_cast<AffineDimExpr>(map.getResult(k));
+        if (!e || e.getPosition() != d)
+          continue;
+        OpBuilder b(op);
+        Location loc = op.getLoc();
+        auto type = cast<RankedTensorType>(init.get().getType());
+        Value size =
+            type.isDynamicDim(k)
+                ? tensor::DimOp::create(b, loc, init.get(), k).getResult()
+                : arith::ConstantIndexOp::create(b, loc, type.getDimSize(k))
+                      .getResult();
+        Value index =
+            groupIndex(b, loc, meshFor(op, mesh), factors[d].getNames());
+        return starts[d] = arith::MulIOp::create(b, loc, index, size);
+      }
+    }
+    return {};
+  };
+  SmallVector<linalg::IndexOp> indices;
+  op.getBlock()->walk([&](linalg::IndexOp index) {
+    uint64_t d = index.getDim();
+    if (d < factors.size() && factors[d] && !factors[d].empty())
+      indices.push_back(index);
+  });
+  for (linalg::IndexOp index : indices) {
+    Value start = blockStart(index.getDim());
+    assert(start && "the rule splits only loops a result dim iterates");
+    OpBuilder b(index->getContext());
+    b.setInsertionPointAfter(index);
+    Value global = arith::AddIOp::create(b, index.getLoc(), index, start);
+    index.getResult().replaceAllUsesExcept(global, global.getDefiningOp());
+  }
 }
 
 /// The number of devices of `axes` as an index value.

@@ -10,8 +10,10 @@
 // device's block of p reads a block of the input plus what the window
 // reaches beyond it, `size - s * |p|` elements; the loops r stay whole. A dim
 // indexed by anything else maps to no factor, and every loop in it is
-// blocked, since sharding it would misplace the window. A loop
-// whose index the body reads (linalg.index) is blocked. A reduction loop
+// blocked, since sharding it would misplace the window. A reduction loop
+// whose index the body reads (linalg.index) is blocked; a parallel one may
+// split when a result dim iterates it (partitioning adds the device's block
+// start to the index, see getLinalgRule). A reduction loop
 // is a reduction factor whose kind comes from the combiner in the body; it
 // may only be sharded when every accumulator starts from the kind's neutral
 // value (or the kind is idempotent, max or min), else each device would add
@@ -221,13 +223,26 @@ static FailureOr<ShardingRule> getLinalgRule(linalg::LinalgOp op) {
     }
     rule.factors.push_back(f);
   }
-  // A loop whose index the body reads stays whole: split, each device
-  // would see its local index. Loops whose index nobody reads may split.
-  if (op.hasIndexSemantics())
+  // A loop whose index the body reads may split only where partitioning can
+  // give each device the global index back (localizeLoopIndices in
+  // Partition.cpp adds the device's block start): a parallel loop that a
+  // result dim iterates, whose block start is the result block's. A
+  // reduction loop whose index is read (an argmax) stays whole: each device
+  // would pick among its own block only. Loops whose index nobody reads may
+  // split.
+  if (op.hasIndexSemantics()) {
+    llvm::BitVector inResult(iterators.size());
+    for (OpOperand &init : op.getDpsInitsMutable())
+      for (AffineExpr e : maps[init.getOperandNumber()].getResults())
+        if (auto d = dyn_cast<AffineDimExpr>(e))
+          inResult.set(d.getPosition());
     op.getBlock()->walk([&](linalg::IndexOp index) {
-      if (index.getDim() < rule.factors.size())
-        rule.factors[index.getDim()].blocked = true;
+      uint64_t d = index.getDim();
+      if (d < rule.factors.size() &&
+          (iterators[d] != utils::IteratorType::parallel || !inResult.test(d)))
+        rule.factors[d].blocked = true;
     });
+  }
   llvm::BitVector sized(rule.factors.size());
   // Static loop ranges, needed only for windows.
   SmallVector<int64_t> ranges;
