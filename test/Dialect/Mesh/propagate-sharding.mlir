@@ -172,3 +172,109 @@ func.func @dynamic_fits(%x: tensor<6x?xf32> {mesh.sharding = #mesh.sharding<@d, 
   return %x : tensor<6x?xf32>
 }
 mesh.mesh @m2(["y" = 4])
+
+// -----
+
+// torch-mlir's aten.max.dim with its index unused: the index result goes
+// before propagation, with the linalg.index and select that only it needed,
+// and the maximum is a max reduction that may split its reduced dim.
+mesh.mesh @m(["a" = 2, "b" = 4])
+#in = affine_map<(i, k) -> (i, k)>
+#out = affine_map<(i, k) -> (i)>
+// CHECK-LABEL: func.func @max_dim_unused_index
+// CHECK: %[[M:.*]] = linalg.generic {{{.*}}iterator_types = ["parallel", "reduction"]} ins(%{{.*}} : tensor<16x16xf32>) outs(%{{.*}} : tensor<16xf32>) attrs = {mesh.sharding = #mesh.sharding<@m, {{\[\[}}"a"]], partial = max["b"]>}
+// CHECK-NOT: linalg.index
+// CHECK-NOT: arith.select
+// CHECK: } -> tensor<16xf32>
+// CHECK: return %[[M]]
+func.func @max_dim_unused_index(%x: tensor<16x16xf32> {mesh.sharding = #mesh.sharding<@m, [["a"], ["b"]]>}) -> tensor<16xf32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0 : i64
+  %e = tensor.empty() : tensor<16xf32>
+  %v = linalg.fill ins(%ninf : f32) outs(%e : tensor<16xf32>) -> tensor<16xf32>
+  %ei = tensor.empty() : tensor<16xi64>
+  %i = linalg.fill ins(%zero : i64) outs(%ei : tensor<16xi64>) -> tensor<16xi64>
+  %r:2 = linalg.generic {indexing_maps = [#in, #out, #out], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<16x16xf32>) outs(%v, %i : tensor<16xf32>, tensor<16xi64>) {
+  ^bb0(%in: f32, %acc: f32, %idx: i64):
+    %k = linalg.index 1 : index
+    %ki = arith.index_cast %k : index to i64
+    %m = arith.maximumf %in, %acc : f32
+    %c = arith.cmpf ogt, %in, %acc : f32
+    %s = arith.select %c, %ki, %idx : i64
+    linalg.yield %m, %s : f32, i64
+  } -> (tensor<16xf32>, tensor<16xi64>)
+  return %r#0 : tensor<16xf32>
+}
+
+// -----
+
+// The same op annotated: every result carries an entry, a user's
+// constraint, so the unused index stays, with the index read.
+mesh.mesh @m(["a" = 2, "b" = 4])
+#in = affine_map<(i, k) -> (i, k)>
+#out = affine_map<(i, k) -> (i)>
+// CHECK-LABEL: func.func @max_dim_annotated
+// CHECK: %[[R:.*]]:2 = linalg.generic {{.*}} outs(%{{.*}}, %{{.*}} : tensor<16xf32>, tensor<16xi64>) attrs = {mesh.sharding = [#mesh.sharding<@m, {{\[\[}}"a"]]>, #mesh.sharding<@m, {{\[\[}}"a"]]>]}
+// CHECK: linalg.index 1
+// CHECK: arith.select
+// CHECK: return %[[R]]#0
+func.func @max_dim_annotated(%x: tensor<16x16xf32> {mesh.sharding = #mesh.sharding<@m, [["a"], ["b"]]>}, %v: tensor<16xf32>, %i: tensor<16xi64>) -> tensor<16xf32> {
+  %r:2 = linalg.generic {indexing_maps = [#in, #out, #out], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<16x16xf32>) outs(%v, %i : tensor<16xf32>, tensor<16xi64>) attrs = {mesh.sharding = [#mesh.sharding<@m, [["a"]]>, #mesh.sharding<@m, [["a"]]>]} {
+  ^bb0(%in: f32, %acc: f32, %idx: i64):
+    %k = linalg.index 1 : index
+    %ki = arith.index_cast %k : index to i64
+    %m = arith.maximumf %in, %acc : f32
+    %c = arith.cmpf ogt, %in, %acc : f32
+    %s = arith.select %c, %ki, %idx : i64
+    linalg.yield %m, %s : f32, i64
+  } -> (tensor<16xf32>, tensor<16xi64>)
+  return %r#0 : tensor<16xf32>
+}
+
+// -----
+
+// The index used: both results stay; the reduced loop, whose index the
+// body reads, stays whole, and the rows keep their split.
+mesh.mesh @m(["a" = 2, "b" = 4])
+#in = affine_map<(i, k) -> (i, k)>
+#out = affine_map<(i, k) -> (i)>
+// CHECK-LABEL: func.func @max_dim_used_index
+// CHECK: linalg.generic {{.*}} attrs = {mesh.sharding = [#mesh.sharding<@m, {{\[\[}}"a"]]>, #mesh.sharding<@m, {{\[\[}}"a"]]>]}
+// CHECK: linalg.index 1
+func.func @max_dim_used_index(%x: tensor<16x16xf32> {mesh.sharding = #mesh.sharding<@m, [["a"], ["b"]]>}, %v: tensor<16xf32>, %i: tensor<16xi64>) -> (tensor<16xf32>, tensor<16xi64>) {
+  %r:2 = linalg.generic {indexing_maps = [#in, #out, #out], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<16x16xf32>) outs(%v, %i : tensor<16xf32>, tensor<16xi64>) {
+  ^bb0(%in: f32, %acc: f32, %idx: i64):
+    %k = linalg.index 1 : index
+    %ki = arith.index_cast %k : index to i64
+    %m = arith.maximumf %in, %acc : f32
+    %c = arith.cmpf ogt, %in, %acc : f32
+    %s = arith.select %c, %ki, %idx : i64
+    linalg.yield %m, %s : f32, i64
+  } -> (tensor<16xf32>, tensor<16xi64>)
+  return %r#0, %r#1 : tensor<16xf32>, tensor<16xi64>
+}
+
+// -----
+
+// A parallel loop whose index the body reads splits (partitioning adds the
+// block's start to the index); its neighbour keeps the argument's split.
+mesh.mesh @m(["a" = 2, "b" = 4])
+#id = affine_map<(i, j) -> (i, j)>
+// CHECK-LABEL: func.func @parallel_index
+// CHECK: linalg.generic {{.*}} attrs = {mesh.sharding = #mesh.sharding<@m, {{\[\[}}"a"], ["b"]]>}
+func.func @parallel_index(%x: tensor<16x8xi32> {mesh.sharding = #mesh.sharding<@m, [["a"], ["b"]]>}, %o: tensor<16x8xi32>) -> tensor<16x8xi32> {
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<16x8xi32>) outs(%o : tensor<16x8xi32>) {
+  ^bb0(%in: i32, %out: i32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %ij = arith.addi %i, %j : index
+    %c = arith.index_cast %ij : index to i32
+    %s = arith.addi %in, %c : i32
+    linalg.yield %s : i32
+  } -> tensor<16x8xi32>
+  return %r : tensor<16x8xi32>
+}

@@ -616,6 +616,7 @@ struct PropagateShardingPass
     if (failed(checkAnnotationsDivide(getOperation())))
       return signalPassFailure();
     raiseCircularPads(getOperation());
+    eraseUnusedLinalgResults(getOperation());
     Propagation propagation(getOperation());
     propagation.run();
     propagation.annotate(explain);

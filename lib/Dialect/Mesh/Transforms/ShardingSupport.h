@@ -28,6 +28,11 @@ namespace mesh {
 /// one mesh.circular_pad, whose halos can wrap around the devices.
 void raiseCircularPads(Operation *root);
 
+/// Drops the results nobody uses of each linalg.generic under `root` that
+/// carries no `mesh.sharding`, with the computation only they needed (an
+/// argmax beside a max, and its linalg.index), by MLIR's own patterns.
+void eraseUnusedLinalgResults(Operation *root);
+
 //===----------------------------------------------------------------------===//
 // How the passes see an op
 //===----------------------------------------------------------------------===//

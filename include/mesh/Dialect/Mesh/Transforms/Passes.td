@@ -69,6 +69,10 @@ def PropagateSharding : Pass<"mesh-propagate-sharding", "::mlir::ModuleOp"> {
     results keep the sharding they were given. Every other tensor gets one
     through the ops' sharding rules (factors: see `ShardingRuleOpInterface`):
 
+    - First, a `linalg.generic` without `mesh.sharding` drops the results
+      nobody uses, with the part of its body only they needed (MLIR's
+      EraseUnusedOperandsAndResults patterns): the unused index of a max and
+      argmax, whose `linalg.index` would keep the reduced loop whole.
     - Sweeps alternate forward (program order; an op takes its factors' axes
       from its operands first, then its results) and backward (reverse order;
       results first, then operands) until nothing changes. Within a sweep the
