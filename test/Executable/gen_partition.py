@@ -156,8 +156,8 @@ def model_suite():
         c.result = (out, [b_, d])
         c.result_dims = [x_dims[0], []]
         cases.append(c)
-    # A body that reads the column index: rows may split, columns stay whole
-    # (split columns are gathered first).
+    # A body that reads the column index: rows and columns may split (the
+    # partitioner adds each device's block start to the column index).
     for name, dims in [("index_rows", [["a", "b"], []]), ("index_both", [["a"], ["b"]])]:
         c = Case(name, "m24")
         m, n = 16, 8
@@ -176,6 +176,84 @@ def model_suite():
         c.result = (r, [m, n])
         c.result_dims = dims
         cases.append(c)
+    # A body that reads both indices, with both loops split (axes in either
+    # order): each device adds its block's start to its local indices.
+    for name, dims in [("index_parallel", [["b"], ["a"]]),
+                       ("index_parallel_rows", [["b", "a"], []])]:
+        c = Case(name, "m24")
+        m, n = 16, 8
+        t = ttype([m, n])
+        c.args = [([m, n], dims)]
+        e, r = c.fresh(), c.fresh()
+        c.body += [
+            f"{e} = tensor.empty() : {t}",
+            f"{r} = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = [\"parallel\", \"parallel\"]}} ins(%arg0 : {t}) outs({e} : {t}) {{",
+            "^bb0(%in: i32, %out: i32):",
+            "  %i = linalg.index 0 : index",
+            "  %j = linalg.index 1 : index",
+            "  %ii = arith.index_cast %i : index to i32",
+            "  %ji = arith.index_cast %j : index to i32",
+            "  %c100 = arith.constant 100 : i32",
+            "  %ih = arith.muli %ii, %c100 : i32",
+            "  %s0 = arith.addi %in, %ih : i32",
+            "  %s = arith.addi %s0, %ji : i32",
+            "  linalg.yield %s : i32",
+            f"}} -> {t}"]
+        c.result = (r, [m, n])
+        c.result_dims = dims
+        cases.append(c)
+    # torch-mlir's aten.max.dim: one generic gives the maximum and its index
+    # (linalg.index of the reduced loop). Unused, the index is dropped before
+    # propagation and the maximum is a plain max reduction: rows split (no
+    # collective) or the reduced dim split too (a partial max, reduced).
+    # Used, the reduced loop stays whole (an argmax of a block is wrong).
+    for name, dims, used in [("max_argmax_unused", [["a", "b"], []], False),
+                             ("max_argmax_unused_split", [["a"], ["b"]], False),
+                             ("max_argmax_used", [["a"], ["b"]], True)]:
+        c = Case(name, "m24")
+        m, n = 16, 16
+        c.args = [([m, n], dims)]
+        e, f, ei, fi, r, out = (c.fresh() for _ in range(6))
+        c.body += [
+            "%lowest = arith.constant -2147483648 : i32",
+            f"{e} = tensor.empty() : {ttype([m])}",
+            f"{f} = linalg.fill ins(%lowest : i32) outs({e} : {ttype([m])}) -> {ttype([m])}",
+            f"{ei} = tensor.empty() : tensor<{m}xi64>",
+            "%zero64 = arith.constant 0 : i64",
+            f"{fi} = linalg.fill ins(%zero64 : i64) outs({ei} : tensor<{m}xi64>) -> tensor<{m}xi64>",
+            f"{r}:2 = linalg.generic {{indexing_maps = [affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (i)>, affine_map<(i, k) -> (i)>], iterator_types = [\"parallel\", \"reduction\"]}} ins(%arg0 : {ttype([m, n])}) outs({f}, {fi} : {ttype([m])}, tensor<{m}xi64>) {{",
+            "^bb0(%in: i32, %acc: i32, %idx: i64):",
+            "  %k = linalg.index 1 : index",
+            "  %ki = arith.index_cast %k : index to i64",
+            "  %mx = arith.maxsi %in, %acc : i32",
+            "  %gt = arith.cmpi sgt, %in, %acc : i32",
+            "  %sel = arith.select %gt, %ki, %idx : i64",
+            "  linalg.yield %mx, %sel : i32, i64",
+            f"}} -> ({ttype([m])}, tensor<{m}xi64>)"]
+        if used:
+            a = c.fresh()
+            c.body += [f"{a} = arith.trunci {r}#1 : tensor<{m}xi64> to {ttype([m])}",
+                       f"{out} = arith.addi {r}#0, {a} : {ttype([m])}"]
+        else:
+            c.body += [f"{out} = arith.addi {r}#0, {r}#0 : {ttype([m])}"]
+        c.result = (out, [m])
+        c.result_dims = [dims[0]]
+        cases.append(c)
+    # Reshapes whose group's major dim does not divide by the devices of the
+    # axes of the narrow dim (6 by 2 * 4): the dim is not split, and the
+    # narrow side is sliced or gathered.
+    c = Case("collapse_not_divisible", "m24")
+    c.args = [([6, 8], [["a"], []])]
+    r = c.fresh()
+    c.body.append(f"{r} = tensor.collapse_shape %arg0 [[0, 1]] : {ttype([6, 8])} into {ttype([48])}")
+    c.result, c.result_dims = (r, [48]), [["a", "b"]]
+    cases.append(c)
+    c = Case("expand_not_divisible", "m24")
+    c.args = [([48], [["a", "b"]])]
+    r = c.fresh()
+    c.body.append(f"{r} = tensor.expand_shape %arg0 [[0, 1]] output_shape [6, 8] : {ttype([48])} into {ttype([6, 8])}")
+    c.result, c.result_dims = (r, [6, 8]), [["a"], []]
+    cases.append(c)
     # Attention without softmax: (Q K^T) V per head, heads over "b" (Megatron)
     # or sequence over "b" (context parallel: K and V gathered by the partitioner).
     for name, q_dims, kv_dims in [("attn_heads", [["b"], [], []], [["b"], [], []]),

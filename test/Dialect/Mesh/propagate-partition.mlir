@@ -136,3 +136,69 @@ func.func @splat_split(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, 
   %y = arith.mulf %x, %q : tensor<8x16xf32>
   return %y : tensor<8x16xf32>
 }
+
+// A softmax's first step as torch-mlir writes it (aten.max.dim: the
+// maximum and its unused index), on scores split by rows and columns. The
+// index goes before propagation, so the reduced loop splits: a partial
+// maximum per device and one all_reduce of the 4 row maxima, where keeping
+// the index gathered the scores (4x4 into 4x16) for the reduction.
+// CHECK-LABEL: func.func @max_dim_scores
+// CHECK-SAME: (%[[S:.*]]: tensor<4x4xf32>)
+// CHECK-NOT: mesh.all_gather
+// CHECK: %[[M:.*]] = linalg.generic {{.*}} ins(%[[S]] : tensor<4x4xf32>) outs(%{{.*}} : tensor<4xf32>)
+// CHECK-NOT: linalg.index
+// CHECK: %[[R:.*]] = mesh.all_reduce %[[M]] on @m axes = ["b"] reduction = max : tensor<4xf32> -> tensor<4xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[S]], %[[R]] : tensor<4x4xf32>, tensor<4xf32>)
+// CHECK-NOT: mesh.all_gather
+// CHECK: return
+func.func @max_dim_scores(%s: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [["a"], ["b"]]>}) -> tensor<8x16xf32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0 : i64
+  %e = tensor.empty() : tensor<8xf32>
+  %fv = linalg.fill ins(%ninf : f32) outs(%e : tensor<8xf32>) -> tensor<8xf32>
+  %ei = tensor.empty() : tensor<8xi64>
+  %fi = linalg.fill ins(%zero : i64) outs(%ei : tensor<8xi64>) -> tensor<8xi64>
+  %r:2 = linalg.generic {indexing_maps = [affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (i)>, affine_map<(i, k) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%s : tensor<8x16xf32>) outs(%fv, %fi : tensor<8xf32>, tensor<8xi64>) {
+  ^bb0(%in: f32, %acc: f32, %idx: i64):
+    %k = linalg.index 1 : index
+    %ki = arith.index_cast %k : index to i64
+    %m = arith.maximumf %in, %acc : f32
+    %c = arith.cmpf ogt, %in, %acc : f32
+    %sel = arith.select %c, %ki, %idx : i64
+    linalg.yield %m, %sel : f32, i64
+  } -> (tensor<8xf32>, tensor<8xi64>)
+  %eo = tensor.empty() : tensor<8x16xf32>
+  %x = linalg.generic {indexing_maps = [affine_map<(i, k) -> (i, k)>, affine_map<(i, k) -> (i)>, affine_map<(i, k) -> (i, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%s, %r#0 : tensor<8x16xf32>, tensor<8xf32>) outs(%eo : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %y = math.exp %d : f32
+    linalg.yield %y : f32
+  } -> tensor<8x16xf32>
+  return %x : tensor<8x16xf32>
+}
+
+// A collapse whose group's major dim (6) divides by "a" (2) but not then by
+// "b" (4): the dim is not split at all, the collapse runs on whole rows and
+// its result is sliced over both axes.
+// CHECK-LABEL: func.func @collapse_partly_divisible
+// CHECK-SAME: (%[[A:.*]]: tensor<6x8xf32>) -> tensor<6xf32>
+// CHECK: %[[C:.*]] = tensor.collapse_shape %[[A]] {{\[\[}}0, 1]] : tensor<6x8xf32> into tensor<48xf32>
+// CHECK: mesh.all_slice %[[C]] on @m axes = ["a", "b"] slice_dim = 0 : tensor<48xf32> -> tensor<6xf32>
+func.func @collapse_partly_divisible(%a: tensor<6x8xf32>) -> (tensor<48xf32> {mesh.sharding = #mesh.sharding<@m, [["a", "b"]]>}) {
+  %c = tensor.collapse_shape %a [[0, 1]] : tensor<6x8xf32> into tensor<48xf32>
+  return %c : tensor<48xf32>
+}
+
+// The expand back: the 48 elements split over both axes are gathered (6 rows
+// do not split by 8) before the expand, then the rows sliced over "a".
+// CHECK-LABEL: func.func @expand_partly_divisible
+// CHECK-SAME: (%[[A:.*]]: tensor<6xf32>) -> tensor<3x8xf32>
+// CHECK: %[[G:.*]] = mesh.all_gather %[[A]] on @m axes = ["a", "b"] gather_dim = 0 : tensor<6xf32> -> tensor<48xf32>
+// CHECK: %[[E:.*]] = tensor.expand_shape %[[G]] {{\[\[}}0, 1]] output_shape [6, 8] : tensor<48xf32> into tensor<6x8xf32>
+// CHECK: mesh.all_slice %[[E]] on @m axes = ["a"] slice_dim = 0 : tensor<6x8xf32> -> tensor<3x8xf32>
+func.func @expand_partly_divisible(%a: tensor<48xf32> {mesh.sharding = #mesh.sharding<@m, [["a", "b"]]>}) -> (tensor<6x8xf32> {mesh.sharding = #mesh.sharding<@m, [["a"], []]>}) {
+  %c = tensor.expand_shape %a [[0, 1]] output_shape [6, 8] : tensor<48xf32> into tensor<6x8xf32>
+  return %c : tensor<6x8xf32>
+}
