@@ -202,3 +202,25 @@ func.func @expand_partly_divisible(%a: tensor<48xf32> {mesh.sharding = #mesh.sha
   %c = tensor.expand_shape %a [[0, 1]] output_shape [6, 8] : tensor<48xf32> into tensor<6x8xf32>
   return %c : tensor<6x8xf32>
 }
+
+// A read row index on rows of dynamic size split over "a": the block's start
+// is the device's index along "a" times its number of rows, read from the
+// init it writes.
+// CHECK-LABEL: func.func @dynamic_row_index
+// CHECK-SAME: (%[[X:.*]]: tensor<?x8xi32>, %[[O:.*]]: tensor<?x8xi32>)
+// CHECK-DAG: %[[N:.*]] = tensor.dim %[[O]], %{{.*}} : tensor<?x8xi32>
+// CHECK-DAG: %[[A:.*]] = mesh.axis_index @m "a" : index
+// CHECK: %[[START:.*]] = arith.muli %[[A]], %[[N]] : index
+// CHECK: %[[I:.*]] = linalg.index 0 : index
+// CHECK: arith.addi %[[I]], %[[START]] : index
+func.func @dynamic_row_index(%x: tensor<?x8xi32> {mesh.sharding = #mesh.sharding<@m, [["a"], []]>}, %o: tensor<?x8xi32>) -> tensor<?x8xi32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<?x8xi32>) outs(%o : tensor<?x8xi32>) {
+  ^bb0(%in: i32, %out: i32):
+    %i = linalg.index 0 : index
+    %c = arith.index_cast %i : index to i32
+    %s = arith.addi %in, %c : i32
+    linalg.yield %s : i32
+  } -> tensor<?x8xi32>
+  return %r : tensor<?x8xi32>
+}
