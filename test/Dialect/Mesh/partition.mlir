@@ -499,3 +499,39 @@ func.func @dynamic_axis_sizes(%a: tensor<8x4xf32> {mesh.sharding = #mesh.shardin
   %s = tensor.extract_slice %e[0, 1] [8, 2] [1, 1] {mesh.sharding = #mesh.sharding<@d, [["x"], []]>} : tensor<8x4xf32> to tensor<8x2xf32>
   return %s : tensor<8x2xf32>
 }
+
+// -----
+
+mesh.mesh @m(["a" = ?, "b" = 4])
+
+// A splat used split over a `?` axis: its per-device type is dynamic and a
+// constant cannot have it, so the splat is sliced (found by
+// Fuzz/robustness-nvvm.test, seed 2; it used to give an invalid constant).
+// CHECK-LABEL: func.func @splat_unknown_axis
+// CHECK: %[[C:.*]] = arith.constant dense<2.500000e-01> : tensor<8x16xf32>
+// CHECK: %[[S:.*]] = mesh.all_slice %[[C]] on @m axes = ["a"] slice_dim = 0 : tensor<8x16xf32> -> tensor<?x16xf32>
+// CHECK: mesh.all_slice %[[S]] on @m axes = ["b"] slice_dim = 1 : tensor<?x16xf32> -> tensor<?x4xf32>
+// CHECK-NOT: tensor<?x4xf32> = arith.constant
+func.func @splat_unknown_axis(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [["a"], ["b"]]>}) -> tensor<8x16xf32> {
+  %q = arith.constant dense<0.25> : tensor<8x16xf32>
+  %y = arith.mulf %x, %q {mesh.sharding = #mesh.sharding<@m, [["a"], ["b"]]>} : tensor<8x16xf32>
+  return %y : tensor<8x16xf32>
+}
+
+// -----
+
+mesh.mesh @m(["a" = ?, "b" = 4])
+
+// The sliced splat gathered back over the `?` axis is cast back to its
+// static type, as an argument is (found by Fuzz/robustness.test, seed 1:
+// the gather kept `?x4` where `8x4` was used).
+// CHECK-LABEL: func.func @splat_unknown_axis_gathered
+// CHECK: %[[S:.*]] = mesh.all_slice %{{.*}} on @m axes = ["b"] slice_dim = 1 : tensor<?x16xf32> -> tensor<?x4xf32>
+// CHECK: %[[G:.*]] = mesh.all_gather %[[S]] on @m axes = ["a"] gather_dim = 0 : tensor<?x4xf32> -> tensor<?x4xf32>
+// CHECK: %[[C:.*]] = tensor.cast %[[G]] : tensor<?x4xf32> to tensor<8x4xf32>
+// CHECK: arith.mulf %{{.*}}, %[[C]] : tensor<8x4xf32>
+func.func @splat_unknown_axis_gathered(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [["a"], ["b"]]>}) -> tensor<8x16xf32> {
+  %q = arith.constant {mesh.sharding = #mesh.sharding<@m, [["a"], ["b"]]>} dense<0.25> : tensor<8x16xf32>
+  %y = arith.mulf %x, %q {mesh.sharding = #mesh.sharding<@m, [[], ["b"]]>} : tensor<8x16xf32>
+  return %y : tensor<8x16xf32>
+}

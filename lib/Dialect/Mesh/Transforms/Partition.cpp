@@ -392,17 +392,15 @@ FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
   }
   OpBuilder b(where);
   Value out = emitResharding(b, where->getLoc(), meshOp, source, *plan);
-  // A `?` axis leaves dims dynamic that the target's layout knows: cast back.
-  if (auto known = staticGlobals.find(v); known != staticGlobals.end()) {
-    RankedTensorType globalType = known->second;
-    FailureOr<RankedTensorType> want =
-        localType(where, globalType, target, what);
-    if (failed(want))
-      return failure();
-    if (*want != out.getType())
-      out = tensor::CastOp::create(b, where->getLoc(), *want, out);
-    noteDynamicLocal(out, globalType, *want);
-  }
+  // A `?` axis leaves dims dynamic that the target's layout knows: cast
+  // back, and remember the global type of what stays dynamic (a static
+  // value sliced over a `?` axis), so that its later gathers cast back too.
+  FailureOr<RankedTensorType> want = localType(where, global, target, what);
+  if (failed(want))
+    return failure();
+  if (*want != out.getType())
+    out = tensor::CastOp::create(b, where->getLoc(), *want, out);
+  noteDynamicLocal(out, global, *want);
   placed[out] = target;
   reshardCache[{v, targetKey}] = out;
   reshardsOf[v].push_back(out);
@@ -654,9 +652,12 @@ Value FunctionPartitioner::remake(Value v, ShardingAttr target,
   if (failed(local))
     return {};
   OpBuilder b(where);
-  // A splat constant: the same splat, of the per-device type.
+  // A splat constant: the same splat, of the per-device type. A type that
+  // a `?` axis leaves dynamic has no constant: the splat is sliced instead.
   if (auto splat =
           dyn_cast_if_present<SplatElementsAttr>(constantValueOf(def))) {
+    if (!local->hasStaticShape())
+      return {};
     Operation *made = def->getDialect()->materializeConstant(
         b, splat.resizeSplat(*local), *local, def->getLoc());
     return made ? made->getResult(0) : Value();
