@@ -91,21 +91,19 @@ for ((r = 0; r < REPS; ++r)); do
   done
 done
 [[ $GSTEPS != "$STEPS" ]] && mpirun -n 8 "./halo-$GSTEPS" | sort > "halo-$GSTEPS.out.0"
-for r in $(seq 0 $((REPS - 1))); do
-  if ! cmp -s "halo-$GSTEPS.out.0" "gather-$GSTEPS.out.$r"; then
-    echo "FAIL: round $r: the two forms printed different sums after $GSTEPS steps"
-    diff "halo-$GSTEPS.out.0" "gather-$GSTEPS.out.$r" | head
-    exit 1
-  fi
-done
+same_sums() {  # same_sums REF PROG WHAT: PROG printed REF's sums in every round
+  local r
+  for r in $(seq 0 $((REPS - 1))); do
+    if ! cmp -s "$1" "$2.out.$r"; then
+      echo "FAIL: round $r: $3"
+      diff "$1" "$2.out.$r" | head
+      exit 1
+    fi
+  done
+}
+same_sums "halo-$GSTEPS.out.0" "gather-$GSTEPS" "the two forms printed different sums after $GSTEPS steps"
 echo "sums after $GSTEPS steps: identical in every round ($(head -1 "halo-$GSTEPS.out.0"))"
-for r in $(seq 0 $((REPS - 1))); do
-  if ! cmp -s "halo-$STEPS.out.0" "upstream-$STEPS.out.$r"; then
-    echo "FAIL: round $r: upstream printed other sums than the halo form after $STEPS steps"
-    diff "halo-$STEPS.out.0" "upstream-$STEPS.out.$r" | head
-    exit 1
-  fi
-done
+same_sums "halo-$STEPS.out.0" "upstream-$STEPS" "upstream printed other sums than the halo form after $STEPS steps"
 echo "upstream's sums after $STEPS steps: the halo form's, in every round"
 echo "halo form after $STEPS steps: $(head -1 "halo-$STEPS.out.0")"
 stats() { # median (min-max) of the numbers on stdin
