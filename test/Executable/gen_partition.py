@@ -156,47 +156,33 @@ def model_suite():
         c.result = (out, [b_, d])
         c.result_dims = [x_dims[0], []]
         cases.append(c)
-    # A body that reads the column index: rows and columns may split (the
-    # partitioner adds each device's block start to the column index).
-    for name, dims in [("index_rows", [["a", "b"], []]), ("index_both", [["a"], ["b"]])]:
-        c = Case(name, "m24")
-        m, n = 16, 8
-        c.args = [([m, n], dims)]
-        e, r = c.fresh(), c.fresh()
-        t = ttype([m, n])
-        c.body += [
-            f"{e} = tensor.empty() : {t}",
-            f"{r} = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = [\"parallel\", \"parallel\"]}} ins(%arg0 : {t}) outs({e} : {t}) {{",
-            "^bb0(%in: i32, %out: i32):",
-            "  %j = linalg.index 1 : index",
-            "  %ji = arith.index_cast %j : index to i32",
-            "  %s = arith.addi %in, %ji : i32",
-            "  linalg.yield %s : i32",
-            f"}} -> {t}"]
-        c.result = (r, [m, n])
-        c.result_dims = dims
-        cases.append(c)
-    # A body that reads both indices, with both loops split (axes in either
-    # order): each device adds its block's start to its local indices.
-    for name, dims in [("index_parallel", [["b"], ["a"]]),
-                       ("index_parallel_rows", [["b", "a"], []])]:
-        c = Case(name, "m24")
-        m, n = 16, 8
-        t = ttype([m, n])
-        c.args = [([m, n], dims)]
-        e, r = c.fresh(), c.fresh()
-        c.body += [
-            f"{e} = tensor.empty() : {t}",
-            f"{r} = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = [\"parallel\", \"parallel\"]}} ins(%arg0 : {t}) outs({e} : {t}) {{",
-            "^bb0(%in: i32, %out: i32):",
-            "  %i = linalg.index 0 : index",
+    # Bodies that read loop indices, with the loops split (axes in either
+    # order): the partitioner adds each device's block start to its local
+    # indices. The first two read the column index only, the others both.
+    column = ["  %j = linalg.index 1 : index",
+              "  %ji = arith.index_cast %j : index to i32",
+              "  %s = arith.addi %in, %ji : i32"]
+    both = ["  %i = linalg.index 0 : index",
             "  %j = linalg.index 1 : index",
             "  %ii = arith.index_cast %i : index to i32",
             "  %ji = arith.index_cast %j : index to i32",
             "  %c100 = arith.constant 100 : i32",
             "  %ih = arith.muli %ii, %c100 : i32",
             "  %s0 = arith.addi %in, %ih : i32",
-            "  %s = arith.addi %s0, %ji : i32",
+            "  %s = arith.addi %s0, %ji : i32"]
+    for name, dims, body in [("index_rows", [["a", "b"], []], column),
+                             ("index_both", [["a"], ["b"]], column),
+                             ("index_parallel", [["b"], ["a"]], both),
+                             ("index_parallel_rows", [["b", "a"], []], both)]:
+        c = Case(name, "m24")
+        m, n = 16, 8
+        t = ttype([m, n])
+        c.args = [([m, n], dims)]
+        e, r = c.fresh(), c.fresh()
+        c.body += [
+            f"{e} = tensor.empty() : {t}",
+            f"{r} = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = [\"parallel\", \"parallel\"]}} ins(%arg0 : {t}) outs({e} : {t}) {{",
+            "^bb0(%in: i32, %out: i32):"] + body + [
             "  linalg.yield %s : i32",
             f"}} -> {t}"]
         c.result = (r, [m, n])

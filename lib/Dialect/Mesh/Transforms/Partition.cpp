@@ -332,13 +332,16 @@ FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
   // The target must divide the global shape: found here, with the user's
   // value named, not by a collective's verifier after it is made.
   RankedTensorType global = globalTypeOf(v, from, meshOp);
+  RankedTensorType want = global;
   if (target) {
     std::string whyNot;
-    if (failed(
-            getLocalType(meshOp, global, ShardingLayout::get(target), whyNot)))
+    FailureOr<RankedTensorType> local =
+        getLocalType(meshOp, global, ShardingLayout::get(target), whyNot);
+    if (failed(local))
       return where->emitError() << "cannot reshard " << what << " of type "
                                 << global << " to " << target << ": " << whyNot,
              failure();
+    want = *local;
   }
   if ((from && from.hasHalo()) || (target && target.hasHalo())) {
     FailureOr<Value> out = reshardHalos(v, from, target, meshOp, where, what);
@@ -395,12 +398,9 @@ FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
   // A `?` axis leaves dims dynamic that the target's layout knows: cast
   // back, and remember the global type of what stays dynamic (a static
   // value sliced over a `?` axis), so that its later gathers cast back too.
-  FailureOr<RankedTensorType> want = localType(where, global, target, what);
-  if (failed(want))
-    return failure();
-  if (*want != out.getType())
-    out = tensor::CastOp::create(b, where->getLoc(), *want, out);
-  noteDynamicLocal(out, global, *want);
+  if (want != out.getType())
+    out = tensor::CastOp::create(b, where->getLoc(), want, out);
+  noteDynamicLocal(out, global, want);
   placed[out] = target;
   reshardCache[{v, targetKey}] = out;
   reshardsOf[v].push_back(out);
