@@ -156,6 +156,59 @@ def model_suite():
         c.result = (out, [b_, d])
         c.result_dims = [x_dims[0], []]
         cases.append(c)
+    # Megatron-SP MLP (issue 11): activations split on the sequence over the
+    # tensor-parallel axis outside the matmuls; a constraint gathers them
+    # before W1 (columns split), relu, W2 (rows split), a broadcast bias
+    # add, optionally an expand back to [B, S, H], and a residual add. The
+    # optimiser moves the slice of W2's reduced result up through the bias
+    # add (and the expand) to the reduction: one reduce_scatter.
+    # (name, mesh, tp axis, dp axis, B, S, H): B = 0 is the [S, H] form.
+    for name, mesh, tp, dp, bb, sq, hd in [
+            ("sp_mlp", "m24", "b", None, 0, 16, 8),
+            ("sp_mlp_expand", "m24", "b", "a", 2, 8, 8),
+            ("sp_mlp_expand_tp8", "m8", "x", None, 1, 16, 8),
+            ("sp_mlp_expand_b2", "m8", "x", None, 2, 16, 8)]:
+        c = Case(name, mesh)
+        ff = 4 * hd
+        rows = max(bb, 1) * sq
+        dpl = [dp] if dp else []
+        seq_dims = [dpl, [tp], []] if bb else [[tp], []]
+        x_shape = [bb, sq, hd] if bb else [sq, hd]
+        c.args = [(x_shape, seq_dims), ([hd, ff], [[], [tp]]), ([ff], [[tp]]),
+                  ([ff, hd], [[tp], []]), ([hd], [[]])]
+        x2 = "%arg0"
+        if bb:
+            x2 = c.fresh()
+            c.body.append(f"{x2} = tensor.collapse_shape %arg0 [[0, 1], [2]] : "
+                          f"{ttype(x_shape)} into {ttype([rows, hd])}")
+        xg = c.fresh()
+        c.body.append(f"SHARD {xg} {x2} {ttype([rows, hd])} [{dpl}, []]")
+
+        def bias_add(val, bias, n):
+            e, r = c.fresh(), c.fresh()
+            t = ttype([rows, n])
+            c.body.extend([
+                f"{e} = tensor.empty() : {t}",
+                f"{r} = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>], iterator_types = [\"parallel\", \"parallel\"]}} ins({val}, {bias} : {t}, {ttype([n])}) outs({e} : {t}) {{",
+                "^bb0(%in: i32, %b: i32, %out: i32):",
+                "  %s = arith.addi %in, %b : i32",
+                "  linalg.yield %s : i32",
+                f"}} -> {t}"])
+            return r
+        h = bias_add(matmul(c, xg, "%arg1", rows, hd, ff), "%arg2", ff)
+        z, g = c.fresh(), c.fresh()
+        c.body += [f"{z} = arith.constant dense<0> : {ttype([rows, ff])}",
+                   f"{g} = arith.maxsi {h}, {z} : {ttype([rows, ff])}"]
+        y = bias_add(matmul(c, g, "%arg3", rows, ff, hd), "%arg4", hd)
+        if bb:
+            y3 = c.fresh()
+            c.body.append(f"{y3} = tensor.expand_shape {y} [[0, 1], [2]] output_shape "
+                          f"[{bb}, {sq}, {hd}] : {ttype([rows, hd])} into {ttype(x_shape)}")
+            y = y3
+        r = c.fresh()
+        c.body.append(f"{r} = arith.addi {y}, %arg0 : {ttype(x_shape)}")
+        c.result, c.result_dims = (r, x_shape), seq_dims
+        cases.append(c)
     # Bodies that read loop indices, with the loops split (axes in either
     # order): the partitioner adds each device's block start to its local
     # indices. The first two read the column index only, the others both.

@@ -77,3 +77,263 @@ func.func @dependent(%x: tensor<16xf32>) -> tensor<16xf32> {
   %b = mesh.all_reduce %e on @m axes = ["b"] reduction = sum : tensor<16xf32> -> tensor<16xf32>
   return %b : tensor<16xf32>
 }
+
+// -----
+
+// An all_slice moves up through elementwise ops, broadcasts, transposes and
+// reshapes to the all_reduce whose result it slices: one reduce_scatter.
+
+mesh.mesh @m(["a" = 2, "b" = 4])
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+#col = affine_map<(d0, d1) -> (d0)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+
+// A bias broadcast along the sliced dim is taken whole; the init, an empty
+// tensor, is made again at the per-device size.
+// CHECK-LABEL: func.func @through_bias
+// CHECK-SAME: (%[[X:.*]]: tensor<16x8xf32>, %[[B:.*]]: tensor<8xf32>)
+func.func @through_bias(%x: tensor<16x8xf32>, %bias: tensor<8xf32>) -> tensor<4x8xf32> {
+  // CHECK-NOT: mesh.all_reduce
+  // CHECK: %[[S:.*]] = mesh.reduce_scatter %[[X]] on @m axes = ["b"] scatter_dim = 0 reduction = sum : tensor<16x8xf32> -> tensor<4x8xf32>
+  // CHECK: %[[E:.*]] = tensor.empty() : tensor<4x8xf32>
+  // CHECK: %[[Y:.*]] = linalg.generic {{.*}} ins(%[[S]], %[[B]] : tensor<4x8xf32>, tensor<8xf32>) outs(%[[E]] : tensor<4x8xf32>)
+  // CHECK-NOT: mesh.all_slice
+  // CHECK: return %[[Y]]
+  %r = mesh.all_reduce %x on @m axes = ["b"] reduction = sum : tensor<16x8xf32> -> tensor<16x8xf32>
+  %e = tensor.empty() : tensor<16x8xf32>
+  %y = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%r, %bias : tensor<16x8xf32>, tensor<8xf32>) outs(%e : tensor<16x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<16x8xf32>
+  %s = mesh.all_slice %y on @m axes = ["b"] slice_dim = 0 : tensor<16x8xf32> -> tensor<4x8xf32>
+  return %s : tensor<4x8xf32>
+}
+
+// A bias along the sliced dim is sliced too (no communication).
+// CHECK-LABEL: func.func @column_bias
+// CHECK-SAME: (%[[X:.*]]: tensor<16x8xf32>, %[[B:.*]]: tensor<16xf32>)
+func.func @column_bias(%x: tensor<16x8xf32>, %bias: tensor<16xf32>) -> tensor<4x8xf32> {
+  // CHECK: %[[S:.*]] = mesh.reduce_scatter %[[X]] on @m axes = ["b"] scatter_dim = 0
+  // CHECK: %[[SB:.*]] = mesh.all_slice %[[B]] on @m axes = ["b"] slice_dim = 0 : tensor<16xf32> -> tensor<4xf32>
+  // CHECK: linalg.generic {{.*}} ins(%[[S]], %[[SB]] : tensor<4x8xf32>, tensor<4xf32>)
+  // CHECK-NOT: mesh.all_reduce
+  %r = mesh.all_reduce %x on @m axes = ["b"] reduction = sum : tensor<16x8xf32> -> tensor<16x8xf32>
+  %e = tensor.empty() : tensor<16x8xf32>
+  %y = linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%r, %bias : tensor<16x8xf32>, tensor<16xf32>) outs(%e : tensor<16x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<16x8xf32>
+  %s = mesh.all_slice %y on @m axes = ["b"] slice_dim = 0 : tensor<16x8xf32> -> tensor<4x8xf32>
+  return %s : tensor<4x8xf32>
+}
+
+// Through a collapse (its group's major dim divides by the 4 devices),
+// elementwise arith ops whose other operands are sliced, and an expand
+// whose sliced dim comes after dims of size 1 only.
+// CHECK-LABEL: func.func @chain
+// CHECK-SAME: (%[[X:.*]]: tensor<4x4x8xf32>, %[[Y:.*]]: tensor<16x8xf32>, %[[Z:.*]]: tensor<1x16x8xf32>)
+func.func @chain(%x: tensor<4x4x8xf32>, %y: tensor<16x8xf32>, %z: tensor<1x16x8xf32>) -> tensor<1x4x8xf32> {
+  // CHECK: %[[S:.*]] = mesh.reduce_scatter %[[X]] on @m axes = ["b"] scatter_dim = 0 reduction = sum : tensor<4x4x8xf32> -> tensor<1x4x8xf32>
+  // CHECK: %[[C:.*]] = tensor.collapse_shape %[[S]] {{\[\[}}0, 1], [2]] : tensor<1x4x8xf32> into tensor<4x8xf32>
+  // CHECK: %[[N:.*]] = arith.negf %[[C]] : tensor<4x8xf32>
+  // CHECK: %[[SY:.*]] = mesh.all_slice %[[Y]] on @m axes = ["b"] slice_dim = 0 : tensor<16x8xf32> -> tensor<4x8xf32>
+  // CHECK: %[[T:.*]] = arith.addf %[[N]], %[[SY]] : tensor<4x8xf32>
+  // CHECK: %[[X3:.*]] = tensor.expand_shape %[[T]] {{\[\[}}0, 1], [2]] output_shape [1, 4, 8] : tensor<4x8xf32> into tensor<1x4x8xf32>
+  // CHECK: %[[SZ:.*]] = mesh.all_slice %[[Z]] on @m axes = ["b"] slice_dim = 1 : tensor<1x16x8xf32> -> tensor<1x4x8xf32>
+  // CHECK: %[[W:.*]] = arith.mulf %[[X3]], %[[SZ]] : tensor<1x4x8xf32>
+  // CHECK: return %[[W]]
+  %r = mesh.all_reduce %x on @m axes = ["b"] reduction = sum : tensor<4x4x8xf32> -> tensor<4x4x8xf32>
+  %c = tensor.collapse_shape %r [[0, 1], [2]] : tensor<4x4x8xf32> into tensor<16x8xf32>
+  %n = arith.negf %c : tensor<16x8xf32>
+  %t = arith.addf %n, %y : tensor<16x8xf32>
+  %x3 = tensor.expand_shape %t [[0, 1], [2]] output_shape [1, 16, 8] : tensor<16x8xf32> into tensor<1x16x8xf32>
+  %w = arith.mulf %x3, %z : tensor<1x16x8xf32>
+  %s = mesh.all_slice %w on @m axes = ["b"] slice_dim = 1 : tensor<1x16x8xf32> -> tensor<1x4x8xf32>
+  return %s : tensor<1x4x8xf32>
+}
+
+// A transpose: the slice of dim 0 is a slice of its input's dim 1.
+// CHECK-LABEL: func.func @transposed
+// CHECK-SAME: (%[[X:.*]]: tensor<8x16xf32>)
+func.func @transposed(%x: tensor<8x16xf32>) -> tensor<4x8xf32> {
+  // CHECK: %[[S:.*]] = mesh.reduce_scatter %[[X]] on @m axes = ["b"] scatter_dim = 1 reduction = max : tensor<8x16xf32> -> tensor<8x4xf32>
+  // CHECK: %[[T:.*]] = linalg.transpose ins(%[[S]] : tensor<8x4xf32>) outs(%{{.*}} : tensor<4x8xf32>) permutation = [1, 0]
+  // CHECK: return %[[T]]
+  %r = mesh.all_reduce %x on @m axes = ["b"] reduction = max : tensor<8x16xf32> -> tensor<8x16xf32>
+  %e = tensor.empty() : tensor<16x8xf32>
+  %t = linalg.transpose ins(%r : tensor<8x16xf32>) outs(%e : tensor<16x8xf32>) permutation = [1, 0]
+  %s = mesh.all_slice %t on @m axes = ["b"] slice_dim = 0 : tensor<16x8xf32> -> tensor<4x8xf32>
+  return %s : tensor<4x8xf32>
+}
+
+// Every reduction the slice reaches becomes a reduce_scatter; a value read
+// twice is sliced once.
+// CHECK-LABEL: func.func @two_reductions
+// CHECK-SAME: (%[[X:.*]]: tensor<16x8xf32>, %[[Y:.*]]: tensor<16x8xf32>)
+func.func @two_reductions(%x: tensor<16x8xf32>, %y: tensor<16x8xf32>) -> tensor<4x8xf32> {
+  // CHECK: %[[SX:.*]] = mesh.reduce_scatter %[[X]] on @m axes = ["b"] scatter_dim = 0
+  // CHECK: %[[SY:.*]] = mesh.reduce_scatter %[[Y]] on @m axes = ["b"] scatter_dim = 0
+  // CHECK: %[[D:.*]] = arith.subf %[[SX]], %[[SY]] : tensor<4x8xf32>
+  // CHECK: %[[DD:.*]] = arith.addf %[[D]], %[[D]] : tensor<4x8xf32>
+  // CHECK-NOT: mesh.
+  // CHECK: return %[[DD]]
+  %rx = mesh.all_reduce %x on @m axes = ["b"] reduction = sum : tensor<16x8xf32> -> tensor<16x8xf32>
+  %ry = mesh.all_reduce %y on @m axes = ["b"] reduction = sum : tensor<16x8xf32> -> tensor<16x8xf32>
+  %d = arith.subf %rx, %ry : tensor<16x8xf32>
+  %dd = arith.addf %d, %d : tensor<16x8xf32>
+  %s = mesh.all_slice %dd on @m axes = ["b"] slice_dim = 0 : tensor<16x8xf32> -> tensor<4x8xf32>
+  return %s : tensor<4x8xf32>
+}
+
+// -----
+
+// Where the slice may not move, nothing changes: an all_reduce and an
+// all_slice stay in each function.
+
+mesh.mesh @m(["a" = 2, "b" = 4])
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+
+// A reduction between them (the rows' sums: a row block of the sums is the
+// sums of a row block, but reductions are not moved through).
+// CHECK-LABEL: func.func @reduction_between
+// CHECK-NOT: mesh.reduce_scatter
+// CHECK: mesh.all_reduce
+// CHECK: linalg.reduce
+// CHECK: mesh.all_slice
+// CHECK-NOT: mesh.reduce_scatter
+func.func @reduction_between(%x: tensor<16x8xf32>) -> tensor<4xf32> {
+  %r = mesh.all_reduce %x on @m axes = ["b"] reduction = sum : tensor<16x8xf32> -> tensor<16x8xf32>
+  %z = arith.constant dense<0.0> : tensor<16xf32>
+  %sum = linalg.reduce ins(%r : tensor<16x8xf32>) outs(%z : tensor<16xf32>) dimensions = [1]
+    (%in: f32, %acc: f32) {
+      %s = arith.addf %in, %acc : f32
+      linalg.yield %s : f32
+    }
+  %s = mesh.all_slice %sum on @m axes = ["b"] slice_dim = 0 : tensor<16xf32> -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
+// A value on the way has another user, which needs it whole.
+// CHECK-LABEL: func.func @other_user
+// CHECK-NOT: mesh.reduce_scatter
+// CHECK: mesh.all_reduce
+// CHECK: arith.negf {{.*}} : tensor<16x8xf32>
+// CHECK: math.exp {{.*}} : tensor<16x8xf32>
+// CHECK: mesh.all_slice
+// CHECK-NOT: mesh.reduce_scatter
+func.func @other_user(%x: tensor<16x8xf32>) -> (tensor<4x8xf32>, tensor<16x8xf32>) {
+  %r = mesh.all_reduce %x on @m axes = ["b"] reduction = sum : tensor<16x8xf32> -> tensor<16x8xf32>
+  %n = arith.negf %r : tensor<16x8xf32>
+  %e = math.exp %n : tensor<16x8xf32>
+  %s = mesh.all_slice %e on @m axes = ["b"] slice_dim = 0 : tensor<16x8xf32> -> tensor<4x8xf32>
+  return %s, %n : tensor<4x8xf32>, tensor<16x8xf32>
+}
+
+// An op that is not elementwise (a matmul).
+// CHECK-LABEL: func.func @not_elementwise
+// CHECK-NOT: mesh.reduce_scatter
+// CHECK: mesh.all_reduce
+// CHECK: linalg.matmul {{.*}} -> tensor<16x8xf32>
+// CHECK: mesh.all_slice
+// CHECK-NOT: mesh.reduce_scatter
+func.func @not_elementwise(%x: tensor<16x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  %r = mesh.all_reduce %x on @m axes = ["b"] reduction = sum : tensor<16x8xf32> -> tensor<16x8xf32>
+  %z = arith.constant dense<0.0> : tensor<16x8xf32>
+  %m = linalg.matmul ins(%r, %w : tensor<16x8xf32>, tensor<8x8xf32>) outs(%z : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %s = mesh.all_slice %m on @m axes = ["b"] slice_dim = 0 : tensor<16x8xf32> -> tensor<4x8xf32>
+  return %s : tensor<4x8xf32>
+}
+
+// An expand whose sliced dim comes after a dim of size 2: each device's
+// block is two pieces of the input's dim, no single slice of it.
+// CHECK-LABEL: func.func @expand_minor_dim
+// CHECK-NOT: mesh.reduce_scatter
+// CHECK: mesh.all_reduce
+// CHECK: tensor.expand_shape {{.*}} into tensor<2x16x8xf32>
+// CHECK: mesh.all_slice
+// CHECK-NOT: mesh.reduce_scatter
+func.func @expand_minor_dim(%x: tensor<32x8xf32>) -> tensor<2x4x8xf32> {
+  %r = mesh.all_reduce %x on @m axes = ["b"] reduction = sum : tensor<32x8xf32> -> tensor<32x8xf32>
+  %e = tensor.expand_shape %r [[0, 1], [2]] output_shape [2, 16, 8] : tensor<32x8xf32> into tensor<2x16x8xf32>
+  %s = mesh.all_slice %e on @m axes = ["b"] slice_dim = 1 : tensor<2x16x8xf32> -> tensor<2x4x8xf32>
+  return %s : tensor<2x4x8xf32>
+}
+
+// A collapse whose group's major dim (2) does not divide by the 4 devices.
+// CHECK-LABEL: func.func @collapse_not_divisible
+// CHECK-NOT: mesh.reduce_scatter
+// CHECK: mesh.all_reduce
+// CHECK: tensor.collapse_shape
+// CHECK: mesh.all_slice
+// CHECK-NOT: mesh.reduce_scatter
+func.func @collapse_not_divisible(%x: tensor<2x8x8xf32>) -> tensor<4x8xf32> {
+  %r = mesh.all_reduce %x on @m axes = ["b"] reduction = sum : tensor<2x8x8xf32> -> tensor<2x8x8xf32>
+  %c = tensor.collapse_shape %r [[0, 1], [2]] : tensor<2x8x8xf32> into tensor<16x8xf32>
+  %s = mesh.all_slice %c on @m axes = ["b"] slice_dim = 0 : tensor<16x8xf32> -> tensor<4x8xf32>
+  return %s : tensor<4x8xf32>
+}
+
+// A body that reads its row index: each row's value depends on where it is.
+// CHECK-LABEL: func.func @reads_index
+// CHECK-NOT: mesh.reduce_scatter
+// CHECK: mesh.all_reduce
+// CHECK: linalg.index
+// CHECK: mesh.all_slice
+// CHECK-NOT: mesh.reduce_scatter
+func.func @reads_index(%x: tensor<16x8xf32>) -> tensor<4x8xf32> {
+  %r = mesh.all_reduce %x on @m axes = ["b"] reduction = sum : tensor<16x8xf32> -> tensor<16x8xf32>
+  %e = tensor.empty() : tensor<16x8xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%r : tensor<16x8xf32>) outs(%e : tensor<16x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 0 : index
+    %ii = arith.index_cast %i : index to i32
+    %f = arith.sitofp %ii : i32 to f32
+    %s = arith.addf %a, %f : f32
+    linalg.yield %s : f32
+  } -> tensor<16x8xf32>
+  %s = mesh.all_slice %y on @m axes = ["b"] slice_dim = 0 : tensor<16x8xf32> -> tensor<4x8xf32>
+  return %s : tensor<4x8xf32>
+}
+
+// x + x^T: the reduction would have to be sliced along both dims.
+// CHECK-LABEL: func.func @plus_transpose
+// CHECK-NOT: mesh.reduce_scatter
+// CHECK: mesh.all_reduce
+// CHECK: linalg.generic
+// CHECK: mesh.all_slice
+// CHECK-NOT: mesh.reduce_scatter
+func.func @plus_transpose(%x: tensor<16x16xf32>) -> tensor<4x16xf32> {
+  %r = mesh.all_reduce %x on @m axes = ["b"] reduction = sum : tensor<16x16xf32> -> tensor<16x16xf32>
+  %e = tensor.empty() : tensor<16x16xf32>
+  %y = linalg.generic {indexing_maps = [#id, #tr, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%r, %r : tensor<16x16xf32>, tensor<16x16xf32>) outs(%e : tensor<16x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<16x16xf32>
+  %s = mesh.all_slice %y on @m axes = ["b"] slice_dim = 0 : tensor<16x16xf32> -> tensor<4x16xf32>
+  return %s : tensor<4x16xf32>
+}
+
+// The slice is over other axes than the reduction.
+// CHECK-LABEL: func.func @other_axes
+// CHECK-NOT: mesh.reduce_scatter
+// CHECK: mesh.all_reduce {{.*}} axes = ["b"]
+// CHECK: arith.negf {{.*}} : tensor<16x8xf32>
+// CHECK: mesh.all_slice {{.*}} axes = ["a"]
+// CHECK-NOT: mesh.reduce_scatter
+func.func @other_axes(%x: tensor<16x8xf32>) -> tensor<8x8xf32> {
+  %r = mesh.all_reduce %x on @m axes = ["b"] reduction = sum : tensor<16x8xf32> -> tensor<16x8xf32>
+  %n = arith.negf %r : tensor<16x8xf32>
+  %s = mesh.all_slice %n on @m axes = ["a"] slice_dim = 0 : tensor<16x8xf32> -> tensor<8x8xf32>
+  return %s : tensor<8x8xf32>
+}

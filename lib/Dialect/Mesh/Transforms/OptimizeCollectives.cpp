@@ -1,7 +1,12 @@
 //===- OptimizeCollectives.cpp - fewer, cheaper collectives ---------------===//
 //
-// Three rewrites on per-device programs: all_reduce + all_slice over the same
-// axes is a reduce_scatter; size-1 axes leave collectives; independent small
+// Three rewrites on per-device programs: an all_slice of the result of an
+// all_reduce over the same axes is a reduce_scatter, also when elementwise
+// ops, broadcasts, transposes and reshapes stand between them (the slice
+// moves up through them: partitioning reduces a partial sum where an
+// elementwise op needs it whole and slices it where a later consumer wants
+// it split, so in Megatron-style sequence parallelism the bias add between
+// the two hides the pair); size-1 axes leave collectives; independent small
 // all_reduces of one block with the same group, reduction and element type
 // are combined into one (flatten, concatenate, reduce, split).
 //
@@ -10,8 +15,11 @@
 #include "mesh/Dialect/Mesh/IR/MeshOps.h"
 #include "mesh/Dialect/Mesh/Transforms/Passes.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include "llvm/ADT/MapVector.h"
@@ -28,24 +36,274 @@ using namespace mlir::mesh;
 
 namespace {
 
-/// all_slice(all_reduce(x)) over the same axes, when the slice is the
-/// reduction's only user, is reduce_scatter(x).
-struct AllReduceThenSlice : public OpRewritePattern<AllSliceOp> {
+/// Moves an all_slice up to the all_reduce whose result it slices, through
+/// the ops in between, and makes the pair one reduce_scatter:
+///
+///   all_slice(f(all_reduce(x), y)) = f(reduce_scatter(x), all_slice(y))
+///
+/// for `f` an elementwise op, a broadcast, a transpose, or a reshape that
+/// keeps the sliced dim's blocks contiguous. Slicing commutes with each of
+/// them: block k of f's result along the sliced dim is f of block k of the
+/// operands along the dims that dim maps to (operands that do not have it,
+/// a broadcast bias, are taken whole). Other operands are sliced with
+/// all_slice, which is a local copy. Every value on the path must be used
+/// by the next op on it alone, so that the old ops die; the rewrite is made
+/// only when the path reaches an all_reduce over the slice's axes, so that
+/// it buys a reduce_scatter and changes nothing otherwise.
+class ReduceScatterFromSlice : public OpRewritePattern<AllSliceOp> {
+public:
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AllSliceOp slice,
                                 PatternRewriter &rewriter) const override {
-    auto reduce = slice.getInput().getDefiningOp<AllReduceOp>();
-    if (!reduce || !reduce->hasOneUse() ||
-        reduce.getMeshAttr() != slice.getMeshAttr() ||
-        reduce.getAxes() != slice.getAxes() ||
-        !isa<RankedTensorType>(slice.getType()))
+    if (!isa<RankedTensorType>(slice.getType()))
       return failure();
-    rewriter.replaceOpWithNewOp<ReduceScatterOp>(
-        slice, slice.getType(), reduce.getInput(), slice.getMeshAttr(),
-        slice.getAxes(), slice.getSliceDimAttr(), reduce.getReductionAttr());
-    rewriter.eraseOp(reduce);
+    Path path(slice);
+    if (!path.reaches(slice.getInput(), slice.getSliceDim(), slice, 0))
+      return failure();
+    Value sliced = path.rewrite(rewriter, slice.getInput(), slice.getSliceDim(),
+                                slice.getType());
+    rewriter.replaceOp(slice, sliced);
+    // Users first: each old op's only users came after it on the path.
+    for (Operation *old : llvm::reverse(path.replaced))
+      if (old->use_empty())
+        rewriter.eraseOp(old);
     return success();
   }
+
+private:
+  /// The ops a slice of one all_slice moves through.
+  struct Path {
+    explicit Path(AllSliceOp slice)
+        : mesh(slice.getMeshAttr()), axes(slice.getAxes()) {
+      if (std::optional<int64_t> n = getStaticGroupSize(
+              cast<CollectiveOpInterface>(slice.getOperation())))
+        groupSize = *n;
+    }
+
+    /// True when slicing `v` along `dim` moves up to an all_reduce over the
+    /// slice's axes: `v` is that reduction's result, or the result of an op
+    /// the slice moves through one of whose operands reaches one. `user` is
+    /// the op that would take `v` sliced; it must be `v`'s only user.
+    bool reaches(Value v, int64_t dim, Operation *user, unsigned depth) {
+      if (depth > kMaxDepth || !onlyUsedBy(v, user))
+        return false;
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        return false;
+      if (auto reduce = dyn_cast<AllReduceOp>(def))
+        return reduce.getMeshAttr() == mesh && reduce.getAxes() == axes;
+      std::optional<SmallVector<int64_t>> dims = getOperandDims(def, dim);
+      if (!dims)
+        return false;
+      for (auto [operand, d] : llvm::zip(def->getOperands(), *dims))
+        if (d >= 0 && isFollowed(def, operand, *dims) &&
+            reaches(operand, d, def, depth + 1))
+          return true;
+      return false;
+    }
+
+    /// `v` sliced along `dim` (of type `slicedType`), made by moving the
+    /// slice up to the reductions `reaches` finds; the ops it replaces go to
+    /// `replaced`.
+    Value rewrite(PatternRewriter &rewriter, Value v, int64_t dim,
+                  Type slicedType) {
+      // A value an op reads twice (`x + x`) is sliced once.
+      if (Value done = rewritten.lookup(v))
+        return done;
+      Operation *def = v.getDefiningOp();
+      OpBuilder::InsertionGuard guard(rewriter);
+      if (auto reduce = dyn_cast<AllReduceOp>(def)) {
+        rewriter.setInsertionPoint(reduce);
+        replaced.push_back(reduce);
+        return rewritten[v] = ReduceScatterOp::create(
+                   rewriter, reduce.getLoc(), slicedType, reduce.getInput(),
+                   mesh, axes, rewriter.getI64IntegerAttr(dim),
+                   reduce.getReductionAttr());
+      }
+      SmallVector<int64_t> dims = *getOperandDims(def, dim);
+      SmallVector<Value> operands;
+      for (auto [operand, d] : llvm::zip(def->getOperands(), dims)) {
+        if (d < 0) {
+          operands.push_back(operand);
+          continue;
+        }
+        if (isFollowed(def, operand, dims) &&
+            reaches(operand, d, def, /*depth=*/0)) {
+          operands.push_back(rewrite(
+              rewriter, operand, d,
+              getSlicedType(cast<RankedTensorType>(operand.getType()), d)));
+          continue;
+        }
+        rewriter.setInsertionPoint(def);
+        operands.push_back(sliceOperand(rewriter, def->getLoc(), operand, d));
+      }
+      rewriter.setInsertionPoint(def);
+      Operation *made = nullptr;
+      if (auto expand = dyn_cast<tensor::ExpandShapeOp>(def)) {
+        SmallVector<OpFoldResult> shape = expand.getMixedOutputShape();
+        shape[dim] = rewriter.getIndexAttr(
+            cast<RankedTensorType>(slicedType).getDimSize(dim));
+        made = tensor::ExpandShapeOp::create(
+            rewriter, def->getLoc(), slicedType, operands.front(),
+            expand.getReassociationIndices(), shape);
+      } else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def)) {
+        made = tensor::CollapseShapeOp::create(
+            rewriter, def->getLoc(), slicedType, operands.front(),
+            collapse.getReassociationIndices());
+      } else {
+        made = mlir::clone(rewriter, def, {slicedType}, operands);
+      }
+      replaced.push_back(def);
+      return rewritten[v] = made->getResult(0);
+    }
+
+    /// For each operand of `op`, the dim along which it is sliced when
+    /// `op`'s result is sliced along `dim` (-1: taken whole), or nothing
+    /// when the slice cannot move above `op`.
+    std::optional<SmallVector<int64_t>> getOperandDims(Operation *op,
+                                                       int64_t dim) {
+      if (op->getNumResults() != 1 || !groupSize)
+        return std::nullopt;
+      if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+        return getLinalgOperandDims(linalgOp, dim);
+      if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op))
+        return getExpandOperandDims(expand, dim);
+      if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op))
+        return getCollapseOperandDims(collapse, dim);
+      if (OpTrait::hasElementwiseMappableTraits(op) && isMemoryEffectFree(op) &&
+          op->getNumRegions() == 0) {
+        SmallVector<int64_t> dims;
+        for (Type t : op->getOperandTypes())
+          dims.push_back(isa<RankedTensorType>(t) ? dim : -1);
+        return dims;
+      }
+      return std::nullopt;
+    }
+
+    /// A linalg op whose loops are all parallel, whose body does not read
+    /// its indices, whose result is written through a permutation and whose
+    /// operands are read through projections (broadcasts, transposes).
+    std::optional<SmallVector<int64_t>>
+    getLinalgOperandDims(linalg::LinalgOp op, int64_t dim) {
+      if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
+          op.getNumParallelLoops() != op.getNumLoops() ||
+          op.hasIndexSemantics())
+        return std::nullopt;
+      SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+      AffineMap result = maps[op.getDpsInitOperand(0)->getOperandNumber()];
+      if (!result.isPermutation())
+        return std::nullopt;
+      unsigned loop = result.getDimPosition(dim);
+      SmallVector<int64_t> dims;
+      for (OpOperand &operand : op->getOpOperands()) {
+        AffineMap map = maps[operand.getOperandNumber()];
+        if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
+          return std::nullopt;
+        int64_t d = -1;
+        if (isa<RankedTensorType>(operand.get().getType()))
+          for (unsigned k = 0; k < map.getNumResults(); ++k)
+            if (map.getResult(k) == getAffineDimExpr(loop, op.getContext()))
+              d = k;
+        dims.push_back(d);
+      }
+      return dims;
+    }
+
+    /// The source dim of the result dim's group, when `dim` is its first
+    /// dim of size other than 1 and divides by the devices: block k of
+    /// `dim` is then block k of the source dim.
+    std::optional<SmallVector<int64_t>>
+    getExpandOperandDims(tensor::ExpandShapeOp op, int64_t dim) {
+      RankedTensorType type = op.getResultType();
+      if (!op.getSrcType().hasStaticShape() || !type.hasStaticShape() ||
+          type.getDimSize(dim) % *groupSize != 0)
+        return std::nullopt;
+      for (auto [g, group] : llvm::enumerate(op.getReassociationIndices())) {
+        if (!llvm::is_contained(group, dim))
+          continue;
+        for (int64_t d : group) {
+          if (d == dim)
+            return SmallVector<int64_t>{static_cast<int64_t>(g)};
+          if (type.getDimSize(d) != 1)
+            return std::nullopt;
+        }
+      }
+      return std::nullopt;
+    }
+
+    /// The first source dim of size other than 1 in the group of `dim`,
+    /// when it divides by the devices: block k of the collapsed dim is then
+    /// block k of that dim.
+    std::optional<SmallVector<int64_t>>
+    getCollapseOperandDims(tensor::CollapseShapeOp op, int64_t dim) {
+      RankedTensorType src = op.getSrcType();
+      if (!src.hasStaticShape() || !op.getResultType().hasStaticShape())
+        return std::nullopt;
+      for (int64_t d : op.getReassociationIndices()[dim]) {
+        if (src.getDimSize(d) == 1)
+          continue;
+        if (src.getDimSize(d) % *groupSize != 0)
+          return std::nullopt;
+        return SmallVector<int64_t>{d};
+      }
+      return std::nullopt;
+    }
+
+    /// True when the path may go on through `operand` of `op`: every
+    /// operand of `op` that is the same value is sliced along the same
+    /// dim (a value read twice, as `x + x`, is sliced once).
+    static bool isFollowed(Operation *op, Value operand,
+                           ArrayRef<int64_t> dims) {
+      std::optional<int64_t> first;
+      for (auto [other, d] : llvm::zip(op->getOperands(), dims)) {
+        if (other != operand)
+          continue;
+        if (first && *first != d)
+          return false;
+        first = d;
+      }
+      return true;
+    }
+
+    /// True when every use of `v` is in `user`.
+    static bool onlyUsedBy(Value v, Operation *user) {
+      return llvm::all_of(v.getUsers(),
+                          [&](Operation *u) { return u == user; });
+    }
+
+    RankedTensorType getSlicedType(RankedTensorType type, int64_t dim) const {
+      SmallVector<int64_t> shape(type.getShape());
+      if (!ShapedType::isDynamic(shape[dim]))
+        shape[dim] = groupSize ? shape[dim] / *groupSize : ShapedType::kDynamic;
+      return type.clone(shape);
+    }
+
+    /// `v` sliced along `dim`: a new tensor.empty for an empty one (a
+    /// linalg op's init), an all_slice otherwise.
+    Value sliceOperand(PatternRewriter &rewriter, Location loc, Value v,
+                       int64_t dim) const {
+      auto type = cast<RankedTensorType>(v.getType());
+      RankedTensorType slicedType = getSlicedType(type, dim);
+      auto empty = v.getDefiningOp<tensor::EmptyOp>();
+      if (empty && slicedType.hasStaticShape())
+        return tensor::EmptyOp::create(rewriter, loc, slicedType.getShape(),
+                                       slicedType.getElementType());
+      return AllSliceOp::create(rewriter, loc, slicedType, v, mesh, axes,
+                                rewriter.getI64IntegerAttr(dim));
+    }
+
+    /// Paths longer than this are not searched (the search is exhaustive
+    /// over the operands, so long chains of wide ops would be slow).
+    static constexpr unsigned kMaxDepth = 32;
+
+    FlatSymbolRefAttr mesh;
+    ArrayAttr axes;
+    std::optional<int64_t> groupSize;
+    /// The ops the rewrite replaced, producers before their users.
+    SmallVector<Operation *> replaced;
+    /// Each value the rewrite replaced and its sliced replacement.
+    DenseMap<Value, Value> rewritten;
+  };
 };
 
 /// Drops the axes of size 1 from a collective's axis list.
@@ -202,7 +460,7 @@ struct OptimizeCollectivesPass
   using OptimizeCollectivesBase::OptimizeCollectivesBase;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<AllReduceThenSlice, DropUnitAxes>(&getContext());
+    patterns.add<ReduceScatterFromSlice, DropUnitAxes>(&getContext());
     for (RegisteredOperationName name : getContext().getRegisteredOperations())
       if (name.getDialectNamespace() == MeshDialect::getDialectNamespace())
         name.getCanonicalizationPatterns(patterns, &getContext());
