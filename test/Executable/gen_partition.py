@@ -161,7 +161,9 @@ def model_suite():
     # before W1 (columns split), relu, W2 (rows split), a broadcast bias
     # add, optionally an expand back to [B, S, H], and a residual add. The
     # optimiser moves the slice of W2's reduced result up through the bias
-    # add (and the expand) to the reduction: one reduce_scatter.
+    # add (and the expand) to the reduction: one reduce_scatter; with two
+    # rows of batch per device (sp_mlp_expand_b2) through a [B, S, H] view
+    # of the reduction, scattered along S.
     # (name, mesh, tp axis, dp axis, B, S, H): B = 0 is the [S, H] form.
     for name, mesh, tp, dp, bb, sq, hd in [
             ("sp_mlp", "m24", "b", None, 0, 16, 8),

@@ -172,6 +172,30 @@ func.func @transposed(%x: tensor<8x16xf32>) -> tensor<4x8xf32> {
   return %s : tensor<4x8xf32>
 }
 
+// An expand whose sliced dim comes after a dim of size 2 (two rows of
+// batch per device, the sequence split): each device's block is two pieces
+// of the input's rows, so the reduction and the other operands are viewed
+// as [2, 16, 8], sliced along the sequence, and collapsed back.
+// CHECK-LABEL: func.func @expand_minor_dim
+// CHECK-SAME: (%[[X:.*]]: tensor<32x8xf32>, %[[Y:.*]]: tensor<32x8xf32>)
+func.func @expand_minor_dim(%x: tensor<32x8xf32>, %y: tensor<32x8xf32>) -> tensor<2x4x8xf32> {
+  // CHECK: %[[XE:.*]] = tensor.expand_shape %[[X]] {{\[\[}}0, 1], [2]] output_shape [2, 16, 8] : tensor<32x8xf32> into tensor<2x16x8xf32>
+  // CHECK: %[[S:.*]] = mesh.reduce_scatter %[[XE]] on @m axes = ["b"] scatter_dim = 1 reduction = sum : tensor<2x16x8xf32> -> tensor<2x4x8xf32>
+  // CHECK: %[[SC:.*]] = tensor.collapse_shape %[[S]] {{\[\[}}0, 1], [2]] : tensor<2x4x8xf32> into tensor<8x8xf32>
+  // CHECK: %[[YE:.*]] = tensor.expand_shape %[[Y]] {{\[\[}}0, 1], [2]] output_shape [2, 16, 8] : tensor<32x8xf32> into tensor<2x16x8xf32>
+  // CHECK: %[[YS:.*]] = mesh.all_slice %[[YE]] on @m axes = ["b"] slice_dim = 1 : tensor<2x16x8xf32> -> tensor<2x4x8xf32>
+  // CHECK: %[[YC:.*]] = tensor.collapse_shape %[[YS]] {{\[\[}}0, 1], [2]] : tensor<2x4x8xf32> into tensor<8x8xf32>
+  // CHECK: %[[A:.*]] = arith.addf %[[SC]], %[[YC]] : tensor<8x8xf32>
+  // CHECK: %[[E:.*]] = tensor.expand_shape %[[A]] {{\[\[}}0, 1], [2]] output_shape [2, 4, 8] : tensor<8x8xf32> into tensor<2x4x8xf32>
+  // CHECK-NOT: mesh.all_reduce
+  // CHECK: return %[[E]]
+  %r = mesh.all_reduce %x on @m axes = ["b"] reduction = sum : tensor<32x8xf32> -> tensor<32x8xf32>
+  %a = arith.addf %r, %y : tensor<32x8xf32>
+  %e = tensor.expand_shape %a [[0, 1], [2]] output_shape [2, 16, 8] : tensor<32x8xf32> into tensor<2x16x8xf32>
+  %s = mesh.all_slice %e on @m axes = ["b"] slice_dim = 1 : tensor<2x16x8xf32> -> tensor<2x4x8xf32>
+  return %s : tensor<2x4x8xf32>
+}
+
 // Every reduction the slice reaches becomes a reduce_scatter; a value read
 // twice is sliced once.
 // CHECK-LABEL: func.func @two_reductions
@@ -252,17 +276,20 @@ func.func @not_elementwise(%x: tensor<16x8xf32>, %w: tensor<8x8xf32>) -> tensor<
   return %s : tensor<4x8xf32>
 }
 
-// An expand whose sliced dim comes after a dim of size 2: each device's
-// block is two pieces of the input's dim, no single slice of it.
-// CHECK-LABEL: func.func @expand_minor_dim
+// An expand's minor dim is followed with a view of its group (see
+// @expand_minor_dim); a view that meets a second reshape on the way is not
+// followed further.
+// CHECK-LABEL: func.func @view_then_reshape
 // CHECK-NOT: mesh.reduce_scatter
 // CHECK: mesh.all_reduce
-// CHECK: tensor.expand_shape {{.*}} into tensor<2x16x8xf32>
+// CHECK: tensor.collapse_shape
+// CHECK: tensor.expand_shape
 // CHECK: mesh.all_slice
 // CHECK-NOT: mesh.reduce_scatter
-func.func @expand_minor_dim(%x: tensor<32x8xf32>) -> tensor<2x4x8xf32> {
-  %r = mesh.all_reduce %x on @m axes = ["b"] reduction = sum : tensor<32x8xf32> -> tensor<32x8xf32>
-  %e = tensor.expand_shape %r [[0, 1], [2]] output_shape [2, 16, 8] : tensor<32x8xf32> into tensor<2x16x8xf32>
+func.func @view_then_reshape(%x: tensor<2x16x2x4xf32>) -> tensor<2x4x8xf32> {
+  %r = mesh.all_reduce %x on @m axes = ["b"] reduction = sum : tensor<2x16x2x4xf32> -> tensor<2x16x2x4xf32>
+  %c = tensor.collapse_shape %r [[0, 1], [2, 3]] : tensor<2x16x2x4xf32> into tensor<32x8xf32>
+  %e = tensor.expand_shape %c [[0, 1], [2]] output_shape [2, 16, 8] : tensor<32x8xf32> into tensor<2x16x8xf32>
   %s = mesh.all_slice %e on @m axes = ["b"] slice_dim = 1 : tensor<2x16x8xf32> -> tensor<2x4x8xf32>
   return %s : tensor<2x4x8xf32>
 }

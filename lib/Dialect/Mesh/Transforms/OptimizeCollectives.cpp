@@ -36,20 +36,35 @@ using namespace mlir::mesh;
 
 namespace {
 
+/// How a value is sliced over the devices of a group: along dim `dim`, or,
+/// with a `view`, along sub-dim `sub` of dim `dim` seen as the row-major
+/// dims `view`. A view comes from an expand_shape whose sliced dim has a
+/// larger dim before it in its group: block k of [B, S] along S is B pieces
+/// of [B*S], no slice of it, but it is a slice of [B*S] expanded to [B, S]
+/// and collapsed back. The sliced value keeps its rank either way.
+struct SliceOf {
+  int64_t dim;
+  SmallVector<int64_t, 4> view = {};
+  int64_t sub = 0;
+};
+
 /// Moves an all_slice up to the all_reduce whose result it slices, through
 /// the ops in between, and makes the pair one reduce_scatter:
 ///
 ///   all_slice(f(all_reduce(x), y)) = f(reduce_scatter(x), all_slice(y))
 ///
-/// for `f` an elementwise op, a broadcast, a transpose, or a reshape that
-/// keeps the sliced dim's blocks contiguous. Slicing commutes with each of
-/// them: block k of f's result along the sliced dim is f of block k of the
-/// operands along the dims that dim maps to (operands that do not have it,
-/// a broadcast bias, are taken whole). Other operands are sliced with
-/// all_slice, which is a local copy. Every value on the path must be used
-/// by the next op on it alone, so that the old ops die; the rewrite is made
-/// only when the path reaches an all_reduce over the slice's axes, so that
-/// it buys a reduce_scatter and changes nothing otherwise.
+/// for `f` an elementwise op, a broadcast, a transpose, or a reshape.
+/// Slicing commutes with each of them: block k of f's result along the
+/// sliced dim is f of block k of the operands along the dims that dim maps
+/// to (operands that do not have it, a broadcast bias, are taken whole).
+/// Through a reshape the sliced dim must be its group's first dim of size
+/// other than 1; an expand_shape's later dim is followed with a view
+/// (SliceOf), and the reduction and the other operands are then expanded,
+/// sliced and collapsed back. Other operands are sliced with all_slice,
+/// which is a local copy. Every value on the path must be used by the next
+/// op on it alone, so that the old ops die; the rewrite is made only when
+/// the path reaches an all_reduce over the slice's axes, so that it buys a
+/// reduce_scatter and changes nothing otherwise.
 class ReduceScatterFromSlice : public OpRewritePattern<AllSliceOp> {
 public:
   using OpRewritePattern::OpRewritePattern;
@@ -58,10 +73,11 @@ public:
     if (!isa<RankedTensorType>(slice.getType()))
       return failure();
     Path path(slice);
-    if (!path.reaches(slice.getInput(), slice.getSliceDim(), slice, 0))
+    SliceOf start{static_cast<int64_t>(slice.getSliceDim())};
+    if (!path.reaches(slice.getInput(), start, slice, 0))
       return failure();
-    Value sliced = path.rewrite(rewriter, slice.getInput(), slice.getSliceDim(),
-                                slice.getType());
+    Value sliced =
+        path.rewrite(rewriter, slice.getInput(), start, slice.getType());
     rewriter.replaceOp(slice, sliced);
     // Users first: each old op's only users came after it on the path.
     for (Operation *old : llvm::reverse(path.replaced))
@@ -71,6 +87,9 @@ public:
   }
 
 private:
+  /// For each operand of an op, how it is sliced (nothing: taken whole).
+  using OperandSlices = SmallVector<std::optional<SliceOf>>;
+
   /// The ops a slice of one all_slice moves through.
   struct Path {
     explicit Path(AllSliceOp slice)
@@ -80,69 +99,83 @@ private:
         groupSize = *n;
     }
 
-    /// True when slicing `v` along `dim` moves up to an all_reduce over the
+    /// True when slicing `v` as `s` moves up to an all_reduce over the
     /// slice's axes: `v` is that reduction's result, or the result of an op
     /// the slice moves through one of whose operands reaches one. `user` is
     /// the op that would take `v` sliced; it must be `v`'s only user.
-    bool reaches(Value v, int64_t dim, Operation *user, unsigned depth) {
+    bool reaches(Value v, const SliceOf &s, Operation *user, unsigned depth) {
       if (depth > kMaxDepth || !onlyUsedBy(v, user))
         return false;
       Operation *def = v.getDefiningOp();
       if (!def)
         return false;
       if (auto reduce = dyn_cast<AllReduceOp>(def))
-        return reduce.getMeshAttr() == mesh && reduce.getAxes() == axes;
-      std::optional<SmallVector<int64_t>> dims = getOperandDims(def, dim);
-      if (!dims)
+        return reduce.getMeshAttr() == mesh && reduce.getAxes() == axes &&
+               (s.view.empty() || groupSize);
+      std::optional<OperandSlices> slices = getOperandSlices(def, s);
+      if (!slices)
         return false;
-      for (auto [operand, d] : llvm::zip(def->getOperands(), *dims))
-        if (d >= 0 && isFollowed(def, operand, *dims) &&
-            reaches(operand, d, def, depth + 1))
+      for (auto [operand, slice] : llvm::zip(def->getOperands(), *slices))
+        if (slice && isFollowed(def, operand, *slices) &&
+            reaches(operand, *slice, def, depth + 1))
           return true;
       return false;
     }
 
-    /// `v` sliced along `dim` (of type `slicedType`), made by moving the
-    /// slice up to the reductions `reaches` finds; the ops it replaces go to
+    /// `v` sliced as `s` (of type `slicedType`), made by moving the slice up
+    /// to the reductions `reaches` finds; the ops it replaces go to
     /// `replaced`.
-    Value rewrite(PatternRewriter &rewriter, Value v, int64_t dim,
+    Value rewrite(PatternRewriter &rewriter, Value v, const SliceOf &s,
                   Type slicedType) {
       // A value an op reads twice (`x + x`) is sliced once.
       if (Value done = rewritten.lookup(v))
         return done;
       Operation *def = v.getDefiningOp();
       OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPoint(def);
       if (auto reduce = dyn_cast<AllReduceOp>(def)) {
-        rewriter.setInsertionPoint(reduce);
         replaced.push_back(reduce);
-        return rewritten[v] = ReduceScatterOp::create(
-                   rewriter, reduce.getLoc(), slicedType, reduce.getInput(),
-                   mesh, axes, rewriter.getI64IntegerAttr(dim),
-                   reduce.getReductionAttr());
+        return rewritten[v] = sliceAs(
+                   rewriter, def->getLoc(), reduce.getInput(), s,
+                   [&](Value input, int64_t dim, RankedTensorType type) {
+                     return ReduceScatterOp::create(
+                         rewriter, def->getLoc(), type, input, mesh, axes,
+                         rewriter.getI64IntegerAttr(dim),
+                         reduce.getReductionAttr());
+                   });
       }
-      SmallVector<int64_t> dims = *getOperandDims(def, dim);
+      OperandSlices slices = *getOperandSlices(def, s);
       SmallVector<Value> operands;
-      for (auto [operand, d] : llvm::zip(def->getOperands(), dims)) {
-        if (d < 0) {
+      for (auto [operand, slice] : llvm::zip(def->getOperands(), slices)) {
+        auto type = dyn_cast<RankedTensorType>(operand.getType());
+        if (!slice) {
           operands.push_back(operand);
-          continue;
+        } else if (isFollowed(def, operand, slices) &&
+                   reaches(operand, *slice, def, /*depth=*/0)) {
+          operands.push_back(rewrite(rewriter, operand, *slice,
+                                     getSlicedType(type, slice->dim)));
+        } else if (auto empty = operand.getDefiningOp<tensor::EmptyOp>();
+                   empty && getSlicedType(type, slice->dim).hasStaticShape()) {
+          // An init whose values the op does not read: made again.
+          RankedTensorType made = getSlicedType(type, slice->dim);
+          operands.push_back(tensor::EmptyOp::create(
+              rewriter, def->getLoc(), made.getShape(), made.getElementType()));
+        } else {
+          operands.push_back(sliceAs(
+              rewriter, def->getLoc(), operand, *slice,
+              [&](Value input, int64_t dim, RankedTensorType type) {
+                return AllSliceOp::create(rewriter, def->getLoc(), type, input,
+                                          mesh, axes,
+                                          rewriter.getI64IntegerAttr(dim));
+              }));
         }
-        if (isFollowed(def, operand, dims) &&
-            reaches(operand, d, def, /*depth=*/0)) {
-          operands.push_back(rewrite(
-              rewriter, operand, d,
-              getSlicedType(cast<RankedTensorType>(operand.getType()), d)));
-          continue;
-        }
-        rewriter.setInsertionPoint(def);
-        operands.push_back(sliceOperand(rewriter, def->getLoc(), operand, d));
       }
       rewriter.setInsertionPoint(def);
       Operation *made = nullptr;
       if (auto expand = dyn_cast<tensor::ExpandShapeOp>(def)) {
         SmallVector<OpFoldResult> shape = expand.getMixedOutputShape();
-        shape[dim] = rewriter.getIndexAttr(
-            cast<RankedTensorType>(slicedType).getDimSize(dim));
+        shape[s.dim] = rewriter.getIndexAttr(
+            cast<RankedTensorType>(slicedType).getDimSize(s.dim));
         made = tensor::ExpandShapeOp::create(
             rewriter, def->getLoc(), slicedType, operands.front(),
             expand.getReassociationIndices(), shape);
@@ -157,34 +190,45 @@ private:
       return rewritten[v] = made->getResult(0);
     }
 
-    /// For each operand of `op`, the dim along which it is sliced when
-    /// `op`'s result is sliced along `dim` (-1: taken whole), or nothing
-    /// when the slice cannot move above `op`.
-    std::optional<SmallVector<int64_t>> getOperandDims(Operation *op,
-                                                       int64_t dim) {
+    /// How each operand of `op` is sliced when its result is sliced as `s`,
+    /// or nothing when the slice cannot move above `op`.
+    std::optional<OperandSlices> getOperandSlices(Operation *op,
+                                                  const SliceOf &s) {
       if (op->getNumResults() != 1 || !groupSize)
         return std::nullopt;
+      std::optional<OperandSlices> slices;
       if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
-        return getLinalgOperandDims(linalgOp, dim);
-      if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op))
-        return getExpandOperandDims(expand, dim);
-      if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op))
-        return getCollapseOperandDims(collapse, dim);
-      if (OpTrait::hasElementwiseMappableTraits(op) && isMemoryEffectFree(op) &&
-          op->getNumRegions() == 0) {
-        SmallVector<int64_t> dims;
-        for (Type t : op->getOperandTypes())
-          dims.push_back(isa<RankedTensorType>(t) ? dim : -1);
-        return dims;
-      }
-      return std::nullopt;
+        slices = getLinalgOperandSlices(linalgOp, s);
+      else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op))
+        slices = getExpandOperandSlices(expand, s);
+      else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op))
+        slices = getCollapseOperandSlices(collapse, s);
+      else if (OpTrait::hasElementwiseMappableTraits(op) &&
+               isMemoryEffectFree(op) && op->getNumRegions() == 0)
+        slices = getElementwiseOperandSlices(op, s);
+      // A view needs the sizes of the dims it expands.
+      if (slices && !s.view.empty())
+        for (auto [operand, slice] : llvm::zip(op->getOperands(), *slices))
+          if (slice && cast<RankedTensorType>(operand.getType())
+                           .isDynamicDim(slice->dim))
+            return std::nullopt;
+      return slices;
+    }
+
+    static OperandSlices getElementwiseOperandSlices(Operation *op,
+                                                     const SliceOf &s) {
+      OperandSlices slices;
+      for (Type t : op->getOperandTypes())
+        slices.push_back(isa<RankedTensorType>(t) ? std::optional(s)
+                                                  : std::nullopt);
+      return slices;
     }
 
     /// A linalg op whose loops are all parallel, whose body does not read
     /// its indices, whose result is written through a permutation and whose
     /// operands are read through projections (broadcasts, transposes).
-    std::optional<SmallVector<int64_t>>
-    getLinalgOperandDims(linalg::LinalgOp op, int64_t dim) {
+    static std::optional<OperandSlices>
+    getLinalgOperandSlices(linalg::LinalgOp op, const SliceOf &s) {
       if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
           op.getNumParallelLoops() != op.getNumLoops() ||
           op.hasIndexSemantics())
@@ -193,58 +237,64 @@ private:
       AffineMap result = maps[op.getDpsInitOperand(0)->getOperandNumber()];
       if (!result.isPermutation())
         return std::nullopt;
-      unsigned loop = result.getDimPosition(dim);
-      SmallVector<int64_t> dims;
+      AffineExpr loop =
+          getAffineDimExpr(result.getDimPosition(s.dim), op.getContext());
+      OperandSlices slices;
       for (OpOperand &operand : op->getOpOperands()) {
         AffineMap map = maps[operand.getOperandNumber()];
         if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
           return std::nullopt;
-        int64_t d = -1;
+        std::optional<SliceOf> slice;
         if (isa<RankedTensorType>(operand.get().getType()))
           for (unsigned k = 0; k < map.getNumResults(); ++k)
-            if (map.getResult(k) == getAffineDimExpr(loop, op.getContext()))
-              d = k;
-        dims.push_back(d);
+            if (map.getResult(k) == loop)
+              slice = SliceOf{k, s.view, s.sub};
+        slices.push_back(slice);
       }
-      return dims;
+      return slices;
     }
 
-    /// The source dim of the result dim's group, when `dim` is its first
-    /// dim of size other than 1 and divides by the devices: block k of
-    /// `dim` is then block k of the source dim.
-    std::optional<SmallVector<int64_t>>
-    getExpandOperandDims(tensor::ExpandShapeOp op, int64_t dim) {
+    /// The source dim of the sliced dim's group: sliced directly when the
+    /// dims before it in the group have size 1, else through a view of the
+    /// group's sizes.
+    std::optional<OperandSlices>
+    getExpandOperandSlices(tensor::ExpandShapeOp op, const SliceOf &s) const {
       RankedTensorType type = op.getResultType();
-      if (!op.getSrcType().hasStaticShape() || !type.hasStaticShape() ||
-          type.getDimSize(dim) % *groupSize != 0)
+      if (!s.view.empty() || !op.getSrcType().hasStaticShape() ||
+          !type.hasStaticShape() || type.getDimSize(s.dim) % *groupSize != 0)
         return std::nullopt;
       for (auto [g, group] : llvm::enumerate(op.getReassociationIndices())) {
-        if (!llvm::is_contained(group, dim))
+        auto *at = llvm::find(group, s.dim);
+        if (at == group.end())
           continue;
-        for (int64_t d : group) {
-          if (d == dim)
-            return SmallVector<int64_t>{static_cast<int64_t>(g)};
-          if (type.getDimSize(d) != 1)
-            return std::nullopt;
+        SliceOf slice{static_cast<int64_t>(g)};
+        if (llvm::any_of(llvm::make_range(group.begin(), at),
+                         [&](int64_t d) { return type.getDimSize(d) != 1; })) {
+          for (int64_t d : group)
+            slice.view.push_back(type.getDimSize(d));
+          slice.sub = at - group.begin();
         }
+        return OperandSlices{slice};
       }
       return std::nullopt;
     }
 
-    /// The first source dim of size other than 1 in the group of `dim`,
-    /// when it divides by the devices: block k of the collapsed dim is then
-    /// block k of that dim.
-    std::optional<SmallVector<int64_t>>
-    getCollapseOperandDims(tensor::CollapseShapeOp op, int64_t dim) {
+    /// The first source dim of size other than 1 in the group of the sliced
+    /// dim, when it divides by the devices: block k of the collapsed dim is
+    /// then block k of that dim.
+    std::optional<OperandSlices>
+    getCollapseOperandSlices(tensor::CollapseShapeOp op,
+                             const SliceOf &s) const {
       RankedTensorType src = op.getSrcType();
-      if (!src.hasStaticShape() || !op.getResultType().hasStaticShape())
+      if (!s.view.empty() || !src.hasStaticShape() ||
+          !op.getResultType().hasStaticShape())
         return std::nullopt;
-      for (int64_t d : op.getReassociationIndices()[dim]) {
+      for (int64_t d : op.getReassociationIndices()[s.dim]) {
         if (src.getDimSize(d) == 1)
           continue;
         if (src.getDimSize(d) % *groupSize != 0)
           return std::nullopt;
-        return SmallVector<int64_t>{d};
+        return OperandSlices{SliceOf{d}};
       }
       return std::nullopt;
     }
@@ -253,11 +303,12 @@ private:
     /// operand of `op` that is the same value is sliced along the same
     /// dim (a value read twice, as `x + x`, is sliced once).
     static bool isFollowed(Operation *op, Value operand,
-                           ArrayRef<int64_t> dims) {
+                           ArrayRef<std::optional<SliceOf>> slices) {
       std::optional<int64_t> first;
-      for (auto [other, d] : llvm::zip(op->getOperands(), dims)) {
+      for (auto [other, slice] : llvm::zip(op->getOperands(), slices)) {
         if (other != operand)
           continue;
+        int64_t d = slice ? slice->dim : -1;
         if (first && *first != d)
           return false;
         first = d;
@@ -278,18 +329,30 @@ private:
       return type.clone(shape);
     }
 
-    /// `v` sliced along `dim`: a new tensor.empty for an empty one (a
-    /// linalg op's init), an all_slice otherwise.
-    Value sliceOperand(PatternRewriter &rewriter, Location loc, Value v,
-                       int64_t dim) const {
+    /// `make` (a collective that slices `input` along `dim` to `type`)
+    /// applied to `v` as `s` says: directly, or, with a view, to `v`
+    /// expanded to the view, and collapsed back.
+    Value
+    sliceAs(PatternRewriter &rewriter, Location loc, Value v, const SliceOf &s,
+            function_ref<Value(Value, int64_t, RankedTensorType)> make) const {
       auto type = cast<RankedTensorType>(v.getType());
-      RankedTensorType slicedType = getSlicedType(type, dim);
-      auto empty = v.getDefiningOp<tensor::EmptyOp>();
-      if (empty && slicedType.hasStaticShape())
-        return tensor::EmptyOp::create(rewriter, loc, slicedType.getShape(),
-                                       slicedType.getElementType());
-      return AllSliceOp::create(rewriter, loc, slicedType, v, mesh, axes,
-                                rewriter.getI64IntegerAttr(dim));
+      if (s.view.empty())
+        return make(v, s.dim, getSlicedType(type, s.dim));
+      SmallVector<int64_t> shape(type.getShape().take_front(s.dim));
+      SmallVector<ReassociationIndices> groups;
+      for (int64_t d = 0; d < type.getRank(); ++d) {
+        ReassociationIndices &group = groups.emplace_back();
+        for (int64_t k = 0, e = d == s.dim ? s.view.size() : 1; k < e; ++k)
+          group.push_back(d + k + (d > s.dim ? s.view.size() - 1 : 0));
+      }
+      llvm::append_range(shape, s.view);
+      llvm::append_range(shape, type.getShape().drop_front(s.dim + 1));
+      Value expanded = tensor::ExpandShapeOp::create(
+          rewriter, loc, type.clone(shape), v, groups);
+      Value sliced = make(expanded, s.dim + s.sub,
+                          getSlicedType(type.clone(shape), s.dim + s.sub));
+      return tensor::CollapseShapeOp::create(
+          rewriter, loc, getSlicedType(type, s.dim), sliced, groups);
     }
 
     /// Paths longer than this are not searched (the search is exhaustive
