@@ -211,6 +211,68 @@ def model_suite():
         c.body.append(f"{r} = arith.addi {y}, %arg0 : {ttype(x_shape)}")
         c.result, c.result_dims = (r, x_shape), seq_dims
         cases.append(c)
+    # Elementwise ops linear in operands that are pending sums (matmuls
+    # whose K dim is split over "b"): partitioning runs them on the partial
+    # values and reduces the result once. p - q; torch-mlir's a - alpha * b
+    # (a generic) times a value that is not partial plus a third partial
+    # value, the result split; a partial row sum broadcast onto a partial
+    # matrix; and p + c (not linear: c must be added once, after the
+    # reduction) and p - q used in a loop, for their numbers.
+    for name in ["partial_sub", "partial_chain", "partial_broadcast",
+                 "partial_plus_fixed", "partial_in_loop"]:
+        c = Case(name, "m24")
+        m, k, n = 8, 16, 8
+        t = ttype([m, n])
+        x_dims = [["a"], ["b"]] if name == "partial_chain" else [[], ["b"]]
+        c.args = [([m, k], x_dims), ([k, n], [["b"], []]), ([k, n], [["b"], []]),
+                  ([m, n], None)]
+        p = matmul(c, "%arg0", "%arg1", m, k, n)
+        q = matmul(c, "%arg0", "%arg2", m, k, n)
+        r = c.fresh()
+        result_dims = [[], []]
+        if name in ("partial_sub", "partial_in_loop"):
+            c.body.append(f"{r} = arith.subi {p}, {q} : {t}")
+        elif name == "partial_chain":
+            s3, e, d, mm = matmul(c, "%arg0", "%arg1", m, k, n), c.fresh(), c.fresh(), c.fresh()
+            c.body += [
+                f"{e} = tensor.empty() : {t}",
+                f"{d} = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = [\"parallel\", \"parallel\"]}} ins({p}, {q} : {t}, {t}) outs({e} : {t}) {{",
+                "^bb0(%a: i32, %b: i32, %o: i32):",
+                "  %alpha = arith.constant 2 : i32",
+                "  %ab = arith.muli %b, %alpha : i32",
+                "  %s = arith.subi %a, %ab : i32",
+                "  linalg.yield %s : i32",
+                f"}} -> {t}",
+                f"{mm} = arith.muli {d}, %arg3 : {t}",
+                f"{r} = arith.addi {mm}, {s3} : {t}"]
+            result_dims = [["a"], ["b"]]
+        elif name == "partial_broadcast":
+            e1, z1, rs, e = c.fresh(), c.fresh(), c.fresh(), c.fresh()
+            c.body += [
+                f"{e1} = tensor.empty() : {ttype([m])}",
+                f"{z1} = linalg.fill ins(%c0_i32 : i32) outs({e1} : {ttype([m])}) -> {ttype([m])}",
+                f"{rs} = linalg.reduce ins(%arg0 : {ttype([m, k])}) outs({z1} : {ttype([m])}) dimensions = [1]",
+                "  (%in: i32, %acc: i32) {",
+                "    %s = arith.addi %in, %acc : i32",
+                "    linalg.yield %s : i32",
+                "  }",
+                f"{e} = tensor.empty() : {t}",
+                f"{r} = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = [\"parallel\", \"parallel\"]}} ins({rs}, {p} : {ttype([m])}, {t}) outs({e} : {t}) {{",
+                "^bb0(%a: i32, %b: i32, %o: i32):",
+                "  %s = arith.addi %a, %b : i32",
+                "  linalg.yield %s : i32",
+                f"}} -> {t}"]
+        else:
+            c.body.append(f"{r} = arith.addi {p}, %arg3 : {t}")
+        if name == "partial_in_loop":
+            loop = c.fresh()
+            c.body += [f"{loop} = scf.for %it = %c0 to %c3 step %c1 iter_args(%acc = %arg3) -> ({t}) {{",
+                       f"  %nxt = arith.addi %acc, {r} : {t}",
+                       f"  scf.yield %nxt : {t}",
+                       "}"]
+            r = loop
+        c.result, c.result_dims = (r, [m, n]), result_dims
+        cases.append(c)
     # Bodies that read loop indices, with the loops split (axes in either
     # order): the partitioner adds each device's block start to its local
     # indices. The first two read the column index only, the others both.

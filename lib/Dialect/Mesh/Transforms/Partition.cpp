@@ -5,15 +5,18 @@
 // takes its factors' axes from its results' shardings, its operands are
 // resharded to the projection of those factors (without pending reductions),
 // and its results come out sharded that way, partial over the axes of
-// sharded reduction factors. A result whose annotation differs from what the
-// op produces is resharded after it. `mesh.shard` becomes the resharding it
-// asks for, a function's return reshards to its result shardings, a call
-// reshards to its callee's, and the tied values of a region op (a loop's
-// init, argument, yielded value and result) take its result's sharding.
-// Ops are seen through interfaces only (see ShardingSupport.h).
+// sharded reduction factors. An op linear in its partial operands keeps
+// them partial and leaves its result partial (Linearity.h). A result whose
+// annotation differs from what the op produces is resharded after it.
+// `mesh.shard` becomes the resharding it asks for, a function's return reshards
+// to its result shardings, a call reshards to its callee's, and the tied values
+// of a region op (a loop's init, argument, yielded value and result) take its
+// result's sharding. Ops are seen through interfaces only (see
+// ShardingSupport.h).
 //
 //===----------------------------------------------------------------------===//
 
+#include "Linearity.h"
 #include "ShardingSupport.h"
 
 #include "mesh/Dialect/Mesh/IR/MeshOps.h"
@@ -139,10 +142,15 @@ private:
   // The steps of partitionRuleOp.
   const ShardingRule *ruleOf(Operation *op);
   FactorAssignment assignFactors(Operation *op, const ShardingRule &rule);
+  std::optional<LinearPartial>
+  getLinearPartial(Operation *op, const ShardingRule &rule,
+                   const FactorAssignment &assignment);
   LogicalResult reshardOperands(Operation *op, const ShardingRule *rule,
-                                const FactorAssignment *assignment);
+                                const FactorAssignment *assignment,
+                                const LinearPartial *linear);
   LogicalResult typeResults(Operation *op, const ShardingRule *rule,
-                            const FactorAssignment *assignment);
+                            const FactorAssignment *assignment,
+                            const LinearPartial *linear);
   void updateSizes(Operation *op, TypeRange globalResultTypes,
                    const ShardingRule &rule,
                    const FactorAssignment &assignment);
@@ -940,12 +948,16 @@ LogicalResult FunctionPartitioner::partitionRuleOp(Operation *op) {
       !isa<ShardingRuleOpInterface>(op) && failed(replicateRegions(op)))
     return failure();
   std::optional<FactorAssignment> assignment;
-  if (rule)
+  std::optional<LinearPartial> linear;
+  if (rule) {
     assignment.emplace(assignFactors(op, *rule));
+    linear = getLinearPartial(op, *rule, *assignment);
+  }
   const FactorAssignment *factors = assignment ? &*assignment : nullptr;
+  const LinearPartial *pending = linear ? &*linear : nullptr;
   SmallVector<Type> globalResultTypes(op->getResultTypes());
-  if (failed(reshardOperands(op, rule, factors)) ||
-      failed(typeResults(op, rule, factors)))
+  if (failed(reshardOperands(op, rule, factors, pending)) ||
+      failed(typeResults(op, rule, factors, pending)))
     return failure();
   if (rule) {
     updateSizes(op, globalResultTypes, *rule, *assignment);
@@ -1038,18 +1050,53 @@ FactorAssignment FunctionPartitioner::assignFactors(Operation *op,
   return assignment;
 }
 
+/// `s` with a pending sum over `axes`.
+static ShardingAttr withPendingSum(ShardingAttr s, AxisListAttr axes) {
+  return ShardingAttr::get(s.getContext(), s.getMesh(), s.getDims(), axes,
+                           ReductionKind::Sum, s.getHalo());
+}
+
+/// The factors `op`'s values are projected from.
+static ArrayRef<AxisListAttr> getFactors(const FactorAssignment *assignment,
+                                         const LinearPartial *linear) {
+  if (linear)
+    return linear->factors;
+  return assignment ? assignment->getFactors() : ArrayRef<AxisListAttr>();
+}
+
+std::optional<LinearPartial>
+FunctionPartitioner::getLinearPartial(Operation *op, const ShardingRule &rule,
+                                      const FactorAssignment &assignment) {
+  FlatSymbolRefAttr mesh = assignment.getMesh();
+  MeshOp meshOp = mesh ? meshFor(op, mesh) : MeshOp();
+  if (!meshOp || op->getNumResults() != 1)
+    return std::nullopt;
+  auto result = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  return findLinearPartial(
+      op, rule, assignment.getFactors(), mesh,
+      [&](Value v) { return placedOf(v); },
+      [&](Value v) {
+        return result && globalTypeOf(v, placedOf(v), meshOp).getShape() ==
+                             result.getShape();
+      });
+}
+
 /// Operands: resharded to what the op needs (replicated without a rule).
 LogicalResult
 FunctionPartitioner::reshardOperands(Operation *op, const ShardingRule *rule,
-                                     const FactorAssignment *assignment) {
+                                     const FactorAssignment *assignment,
+                                     const LinearPartial *linear) {
   FlatSymbolRefAttr mesh = assignment ? assignment->getMesh() : nullptr;
+  ArrayRef<AxisListAttr> factors = getFactors(assignment, linear);
   for (OpOperand &operand : op->getOpOperands()) {
     unsigned i = operand.getOperandNumber();
     ShardingAttr target =
         mesh && i < rule->operandDims.size()
-            ? projector.project(mesh, assignment->getFactors(),
-                                rule->operandDims[i], rule->getOperandHalos(i))
+            ? projector.project(mesh, factors, rule->operandDims[i],
+                                rule->getOperandHalos(i))
             : ShardingAttr();
+    if (target && linear && linear->partial[i])
+      target = withPendingSum(target, linear->axes);
     if (failed(reshardOperand(operand, target, mesh, op,
                               "operand " + Twine(i) + " of '" +
                                   op->getName().getStringRef() + "'")))
@@ -1062,8 +1109,10 @@ FunctionPartitioner::reshardOperands(Operation *op, const ShardingRule *rule,
 /// otherwise is resharded right after the op.
 LogicalResult
 FunctionPartitioner::typeResults(Operation *op, const ShardingRule *rule,
-                                 const FactorAssignment *assignment) {
+                                 const FactorAssignment *assignment,
+                                 const LinearPartial *linear) {
   FlatSymbolRefAttr mesh = assignment ? assignment->getMesh() : nullptr;
+  ArrayRef<AxisListAttr> factors = getFactors(assignment, linear);
   for (OpResult result : op->getResults()) {
     auto type = dyn_cast<RankedTensorType>(result.getType());
     if (!type)
@@ -1075,10 +1124,11 @@ FunctionPartitioner::typeResults(Operation *op, const ShardingRule *rule,
     StringRef opName = op->getName().getStringRef();
     ShardingAttr produced =
         mesh && r < rule->resultDims.size()
-            ? projector.projectResult(mesh, *rule, assignment->getFactors(),
-                                      rule->resultDims[r],
+            ? projector.projectResult(mesh, *rule, factors, rule->resultDims[r],
                                       rule->getResultHalos(r))
             : ShardingAttr();
+    if (produced && linear)
+      produced = withPendingSum(produced, linear->axes);
     FailureOr<RankedTensorType> local = localType(
         op, type, produced, "result " + Twine(r) + " of '" + opName + "'");
     if (failed(local))
@@ -1109,6 +1159,14 @@ FunctionPartitioner::typeResults(Operation *op, const ShardingRule *rule,
       globalTypes[result] = type;
     ShardingAttr annotated = getResultAnnotation(op, r);
     if (!annotated || sameLayout(annotated, produced))
+      continue;
+    // A partial result of a linear op stays partial until a consumer needs
+    // it otherwise: a linear consumer takes it as it is, and the others
+    // share one reshard. Not when a user is in another block, which would
+    // not see that reshard (a loop's body would reduce it every step).
+    if (linear && llvm::all_of(result.getUsers(), [&](Operation *user) {
+          return user->getBlock() == op->getBlock();
+        }))
       continue;
     SmallVector<OpOperand *> uses;
     for (OpOperand &use : value.getUses())

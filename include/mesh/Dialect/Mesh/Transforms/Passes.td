@@ -129,6 +129,14 @@ def Partition : Pass<"mesh-partition", "::mlir::ModuleOp"> {
     finish a pending reduction, all_to_all to move axes between dims,
     all_gather and all_slice; see docs/partitioning.md).
 
+    An elementwise op (or a linalg op with parallel loops only) that is linear
+    in its operands that are pending sums over the same axes runs on the
+    partial values, and its result stays partial until a consumer needs it
+    otherwise: `p - q`, `p * c`, `a - alpha * b` are reduced once, not once
+    per partial operand. Not when a partial operand has another user (it is
+    reduced anyway), when the result is larger than every partial operand (a
+    broadcast), or for `p + c` with `c` not partial, which is not linear.
+
     A static dim that does not divide by its axes' devices is an error that
     names the value and the sizes. A size known only at run time is divided
     after a `cf.assert` that it divides, whose message names the op, its
@@ -194,7 +202,17 @@ def OptimizeCollectives : Pass<"mesh-optimize-collectives"> {
 
     - an `all_reduce` whose only user is an `all_slice` over the same axes,
       in the same order, becomes one `reduce_scatter` (each member receives
-      only its block: 1/n of the traffic);
+      only its block: 1/n of the traffic); also when elementwise ops,
+      broadcasts and transposes (linalg ops with parallel loops only that do
+      not read their indices) and reshapes stand between them, each value
+      used by the next alone: the slice moves up through them, their other
+      operands are sliced with `all_slice` (a bias broadcast along the other
+      dims is taken whole), and a reshape is crossed when the sliced dim is
+      its group's first dim of size other than 1, or, for an `expand_shape`,
+      through a view of its group (the reduction is expanded, scattered along
+      the sliced dim and collapsed back). This is the reduce_scatter of
+      sequence parallelism, where a bias add stands between W2's reduction
+      and the slice;
     - axes of size 1 are dropped from a collective's axis list (the groups
       are the same), and a collective left with a group of one folds away;
     - independent `all_reduce`s in one block, on the same mesh, axes,
@@ -206,11 +224,15 @@ def OptimizeCollectives : Pass<"mesh-optimize-collectives"> {
     ```mlir
     %r = mesh.all_reduce %x on @m axes = ["b"] reduction = sum
         : tensor<8x16xf32> -> tensor<8x16xf32>
-    %s = mesh.all_slice %r on @m axes = ["b"] slice_dim = 0
+    %y = arith.addf %r, %bias : tensor<8x16xf32>
+    %s = mesh.all_slice %y on @m axes = ["b"] slice_dim = 0
         : tensor<8x16xf32> -> tensor<2x16xf32>
     // becomes
-    %s = mesh.reduce_scatter %x on @m axes = ["b"] scatter_dim = 0
+    %r = mesh.reduce_scatter %x on @m axes = ["b"] scatter_dim = 0
         reduction = sum : tensor<8x16xf32> -> tensor<2x16xf32>
+    %b = mesh.all_slice %bias on @m axes = ["b"] slice_dim = 0
+        : tensor<8x16xf32> -> tensor<2x16xf32>
+    %s = arith.addf %r, %b : tensor<2x16xf32>
     ```
   }];
   let options = [
