@@ -376,6 +376,42 @@ def model_suite():
         c.result = (out, [hh, sq, dd])
         c.result_dims = q_dims
         cases.append(c)
+    # Attention as torch-mlir writes it: (batch, heads) collapsed into one
+    # dim for linalg.batch_matmul and expanded back. With one batch row per
+    # device the collapsed dim carries both axes and the heads stay split;
+    # with two rows (batch 4 over "a") it cannot, and the plan gathers.
+    for name, bb in [("attn_reshape_heads", 2), ("attn_reshape_gather", 4)]:
+        c = Case(name, "m24")
+        hh, sq, dd = 4, 4, 4
+        dims = [["a"], ["b"], [], []]
+        c.args = [([bb, hh, sq, dd], dims), ([bb, hh, dd, sq], dims), ([bb, hh, sq, dd], dims)]
+        flat = []
+        for i, (shape, _) in enumerate(c.args):
+            r = c.fresh()
+            c.body.append(f"{r} = tensor.collapse_shape %arg{i} [[0, 1], [2], [3]] : {ttype(shape)} into {ttype([bb * hh] + shape[2:])}")
+            flat.append(r)
+        def bmm3(lhs, rhs, m, k, n):
+            e, f, r = c.fresh(), c.fresh(), c.fresh()
+            t = ttype([bb * hh, m, n])
+            c.body.extend([f"{e} = tensor.empty() : {t}",
+                           f"{f} = linalg.fill ins(%c0_i32 : i32) outs({e} : {t}) -> {t}",
+                           f"{r} = linalg.batch_matmul ins({lhs}, {rhs} : {ttype([bb * hh, m, k])}, {ttype([bb * hh, k, n])}) outs({f} : {t}) -> {t}"])
+            return r
+        out = bmm3(bmm3(flat[0], flat[1], sq, dd, sq), flat[2], sq, sq, dd)
+        r = c.fresh()
+        c.body.append(f"{r} = tensor.expand_shape {out} [[0, 1], [2], [3]] output_shape [{bb}, {hh}, {sq}, {dd}] : {ttype([bb * hh, sq, dd])} into {ttype([bb, hh, sq, dd])}")
+        c.result, c.result_dims = (r, [bb, hh, sq, dd]), dims
+        cases.append(c)
+    # A dim split over two axes expanded into two dims: into [2, 8] the
+    # first takes "a" and the second "b"; into [4, 4] "a" cannot split the
+    # first down to one row, so the value is resharded.
+    for name, shape in [("expand_two_axes", [2, 8]), ("expand_two_axes_uneven", [4, 4])]:
+        c = Case(name, "m24")
+        c.args = [([16], [["a", "b"]])]
+        r = c.fresh()
+        c.body.append(f"{r} = tensor.expand_shape %arg0 [[0, 1]] output_shape {shape} : {ttype([16])} into {ttype(shape)}")
+        c.result, c.result_dims = (r, shape), [["a"], ["b"]] if shape == [2, 8] else [["a"], []]
+        cases.append(c)
     # Masks (i1) that need collectives: gathered whole, and or-reduced over
     # a split dim (a pending "or" on i1, all_reduced as i8).
     for name, dims in [("mask_gather", [["a"], ["b"]]), ("mask_any", [[], ["a", "b"]])]:

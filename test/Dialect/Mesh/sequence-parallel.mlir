@@ -95,7 +95,8 @@ func.func @sp_mlp(%x: tensor<32x16xf32> {mesh.sharding = #mesh.sharding<@m, [["t
 // the sequence is its expand group's first dim of size other than 1.
 // CHECK-LABEL: func.func @sp_mlp_expand
 // CHECK-SAME: (%[[X:.*]]: tensor<1x4x16xf32>
-// CHECK: mesh.all_gather %[[X]] on @m axes = ["tp"] gather_dim = 1 : tensor<1x4x16xf32> -> tensor<1x16x16xf32>
+// CHECK: %[[C:.*]] = tensor.collapse_shape %[[X]] {{\[\[}}0, 1], [2]] : tensor<1x4x16xf32> into tensor<4x16xf32>
+// CHECK: mesh.all_gather %[[C]] on @m axes = ["tp"] gather_dim = 0 : tensor<4x16xf32> -> tensor<16x16xf32>
 // CHECK-NOT: mesh.all_reduce
 // CHECK: %[[S:.*]] = mesh.reduce_scatter %{{.*}} on @m axes = ["tp"] scatter_dim = 0 reduction = sum : tensor<16x16xf32> -> tensor<4x16xf32>
 // CHECK: %[[YB:.*]] = linalg.generic {{.*}} ins(%[[S]], %{{.*}} : tensor<4x16xf32>, tensor<16xf32>)

@@ -541,9 +541,9 @@ mlir::mesh::getLocalType(MeshOp mesh, RankedTensorType global,
     int64_t lo = layout.halo.empty() ? 0 : layout.halo[2 * d];
     int64_t hi = layout.halo.empty() ? 0 : layout.halo[2 * d + 1];
     int64_t core = shape[d] - lo - hi;
-    auto axisList = [&] {
+    auto axisList = [&, &dimAxes = axes] {
       std::string list;
-      for (auto [k, a] : llvm::enumerate(axes))
+      for (auto [k, a] : llvm::enumerate(dimAxes))
         list += (k ? ", \"" : "\"") + a + "\"";
       return "the " + std::to_string(n) + " devices of axes [" + list + "]";
     };

@@ -334,20 +334,34 @@ static FailureOr<ShardingRule> getElementwiseRule(Operation *op) {
 }
 
 /// collapse_shape and expand_shape: a group of dims on the wide side maps to
-/// one dim on the narrow side; only the group's major dim shares its factor
-/// with the narrow dim (a block of the narrow dim is then a block of the
-/// major dim), the group's other dims get factors that stay unsharded.
+/// one dim on the narrow side. A group of one dim shares its factor; the
+/// narrow dim of a larger group is the product of the group's factors, so
+/// that (batch on "dp", heads on "tp") collapses to one dim on ["dp", "tp"]
+/// when each device holds one batch row, and an expand splits it back.
 static FailureOr<ShardingRule>
 getReshapeRule(RankedTensorType wide, RankedTensorType narrow,
                ArrayRef<ReassociationIndices> groups, bool wideIsOperand) {
   ShardingRule rule;
   SmallVector<int64_t> wideDims(wide.getRank(), -1), narrowDims;
-  for (auto [j, group] : llvm::enumerate(groups)) {
-    for (auto [k, d] : llvm::enumerate(group)) {
+  for (const ReassociationIndices &group : groups) {
+    int64_t product = rule.factors.size() + group.size();
+    int64_t size = 1;
+    for (int64_t d : group) {
       wideDims[d] = rule.factors.size();
-      rule.factors.push_back({wide.getDimSize(d), std::nullopt, k != 0});
+      rule.factors.push_back({wide.getDimSize(d), std::nullopt, false});
+      if (group.size() > 1)
+        rule.factors.back().product = product;
+      size = ShapedType::isDynamic(size) || wide.isDynamicDim(d)
+                 ? ShapedType::kDynamic
+                 : size * wide.getDimSize(d);
     }
-    narrowDims.push_back(wideDims[group.front()]);
+    if (group.size() == 1) {
+      narrowDims.push_back(wideDims[group.front()]);
+      continue;
+    }
+    narrowDims.push_back(product);
+    rule.factors.push_back({size, std::nullopt, false});
+    rule.factors.back().numParts = group.size();
   }
   rule.operandDims.push_back(wideIsOperand ? wideDims : narrowDims);
   rule.resultDims.push_back(wideIsOperand ? narrowDims : wideDims);

@@ -296,9 +296,10 @@ std::optional<int64_t> MeshCache::getGroupSize(MeshOp mesh, AxisListAttr axes) {
 static unsigned hashRule(const ShardingRule &rule) {
   llvm::hash_code h = llvm::hash_value(rule.factors.size());
   for (const ShardingFactor &f : rule.factors)
-    h = llvm::hash_combine(
-        h, f.size, f.blocked, f.maxHalo, f.reduction.has_value(),
-        f.reduction ? static_cast<uint32_t>(*f.reduction) : 0u);
+    h = llvm::hash_combine(h, f.size, f.blocked, f.maxHalo, f.numParts,
+                           f.product, f.reduction.has_value(),
+                           f.reduction ? static_cast<uint32_t>(*f.reduction)
+                                       : 0u);
   for (const auto *list : {&rule.operandDims, &rule.resultDims}) {
     h = llvm::hash_combine(h, list->size());
     for (const SmallVector<int64_t> &dims : *list)
@@ -319,6 +320,7 @@ static bool equalRules(const ShardingRule &a, const ShardingRule &b) {
     return false;
   for (auto [x, y] : llvm::zip(a.factors, b.factors))
     if (x.size != y.size || x.blocked != y.blocked || x.maxHalo != y.maxHalo ||
+        x.numParts != y.numParts || x.product != y.product ||
         x.reduction != y.reduction)
       return false;
   return true;
@@ -366,6 +368,83 @@ ShardingRuleTable::intern(FailureOr<ShardingRule> rule) {
 //===----------------------------------------------------------------------===//
 // FactorAssignment
 //===----------------------------------------------------------------------===//
+
+void FactorAssignment::deriveProduct(unsigned product) {
+  SmallVector<StringAttr, 4> axes;
+  for (unsigned p = product - rule.factors[product].numParts; p < product; ++p)
+    if (factors[p])
+      llvm::append_range(axes, factors[p].getAxes());
+  factors[product] =
+      axes.empty() ? AxisListAttr() : AxisListAttr::get(op->getContext(), axes);
+}
+
+void FactorAssignment::takePart(unsigned part, AxisListAttr axes,
+                                int64_t devices) {
+  unsigned product = rule.factors[part].product;
+  unsigned first = product - rule.factors[product].numParts;
+  // Every part before the last sharded one must be split down to size 1:
+  // then a block of the product is a block of each part.
+  unsigned last = part;
+  for (unsigned p = part + 1; p < product; ++p)
+    if (factors[p])
+      last = p;
+  for (unsigned p = first; p < last; ++p) {
+    int64_t size = rule.factors[p].size;
+    std::optional<int64_t> n = p == part ? std::optional<int64_t>(devices)
+                               : factors[p]
+                                   ? meshes.getGroupSize(meshOp, factors[p])
+                                   : std::optional<int64_t>(1);
+    if (!n || ShapedType::isDynamic(*n) || *n != size)
+      return;
+  }
+  assign(part, axes);
+  deriveProduct(product);
+}
+
+void FactorAssignment::takeProduct(unsigned product, AxisListAttr axes) {
+  MLIRContext *ctx = op->getContext();
+  unsigned first = product - rule.factors[product].numParts;
+  SmallVector<std::pair<unsigned, AxisListAttr>, 4> split;
+  ArrayRef<StringAttr> rest = axes.getAxes();
+  for (unsigned p = first; p < product && !rest.empty(); ++p) {
+    const ShardingFactor &part = rule.factors[p];
+    if (part.size == 1)
+      continue;
+    // The last part sharded takes every axis left, if its size divides
+    // (an unknown size or group is taken on trust)...
+    AxisListAttr all = AxisListAttr::get(ctx, rest);
+    std::optional<int64_t> n = meshes.getGroupSize(meshOp, all);
+    if (!n)
+      return;
+    if (ShapedType::isDynamic(part.size) || ShapedType::isDynamic(*n) ||
+        part.size % *n == 0) {
+      split.push_back({p, all});
+      rest = {};
+      break;
+    }
+    // ... the others take the leading axes that split them down to 1.
+    size_t k = 1;
+    for (; k < rest.size(); ++k) {
+      std::optional<int64_t> m = meshes.getGroupSize(
+          meshOp, AxisListAttr::get(ctx, rest.take_front(k)));
+      if (!m || ShapedType::isDynamic(*m) || *m >= part.size)
+        break;
+    }
+    AxisListAttr lead = AxisListAttr::get(ctx, rest.take_front(k));
+    std::optional<int64_t> m = meshes.getGroupSize(meshOp, lead);
+    if (k == rest.size() || !m || *m != part.size)
+      return;
+    split.push_back({p, lead});
+    rest = rest.drop_front(k);
+  }
+  if (!rest.empty() || llvm::any_of(split, [&](auto &s) {
+        return factors[s.first] || rule.factors[s.first].blocked;
+      }))
+    return;
+  for (auto [p, a] : split)
+    assign(p, a);
+  deriveProduct(product);
+}
 
 void FactorAssignment::takePartial(
     ShardingAttr s, function_ref<ShardingAttr(unsigned)> operandSharding) {

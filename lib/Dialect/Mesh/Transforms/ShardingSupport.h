@@ -237,7 +237,10 @@ private:
 /// values on other meshes are ignored. A factor takes the axes of the first
 /// dim mapped to it, unless it is blocked, one of the axes already shards
 /// another factor, the mesh lacks one, or its size does not divide by the
-/// axes' group size.
+/// axes' group size. A product of factors (a collapsed dim) has its parts'
+/// axes; a dim mapped to it gives its axes to the parts, major first, each
+/// split down to size 1 before the next takes any. A part takes axes only
+/// where the product stays a block sharding.
 class FactorAssignment {
 public:
   FactorAssignment(const ShardingRule &rule, Operation *op, MeshCache &meshes)
@@ -264,6 +267,13 @@ private:
   bool onMesh(ShardingAttr s);
   bool isUsed(AxisListAttr axes) const;
   void assign(unsigned factor, AxisListAttr axes);
+  /// Splits `axes` over the parts of `product`, if they fit.
+  void takeProduct(unsigned product, AxisListAttr axes);
+  /// Gives `part` (of a product) `axes` over `devices` devices, if the
+  /// product stays a block sharding.
+  void takePart(unsigned part, AxisListAttr axes, int64_t devices);
+  /// The product's axes: its parts', major first.
+  void deriveProduct(unsigned product);
 
   const ShardingRule &rule;
   Operation *op;
@@ -307,6 +317,10 @@ inline void FactorAssignment::takeDims(ShardingAttr s, ArrayRef<int64_t> dims) {
     const ShardingFactor &factor = rule.factors[f];
     if (axes.empty() || factors[f] || factor.blocked || isUsed(axes))
       continue;
+    if (factor.numParts) {
+      takeProduct(f, axes);
+      continue;
+    }
     std::optional<int64_t> n = meshes.getGroupSize(meshOp, axes);
     if (!n)
       continue;
@@ -317,7 +331,10 @@ inline void FactorAssignment::takeDims(ShardingAttr s, ArrayRef<int64_t> dims) {
     if (known ? factor.size % *n != 0 || factor.size / *n < factor.maxHalo
               : factor.maxHalo != 0)
       continue;
-    assign(f, axes);
+    if (factor.product >= 0)
+      takePart(f, axes, *n);
+    else
+      assign(f, axes);
   }
 }
 

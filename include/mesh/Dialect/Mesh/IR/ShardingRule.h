@@ -35,6 +35,14 @@ struct ShardingFactor {
   /// is only split into blocks at least that long (halos come from the
   /// neighbouring devices).
   int64_t maxHalo = 0;
+  /// For a factor that is the product of others (the dim a collapse_shape
+  /// makes of a group of dims): how many; they are the factors right
+  /// before it, major first. Its axes are always theirs, in that order,
+  /// and it is sharded only when that is a block sharding of the product:
+  /// every part before the last sharded one is split down to size 1.
+  int32_t numParts = 0;
+  /// For a part of such a product: the index of the product (-1: none).
+  int32_t product = -1;
 };
 
 /// The halo of a dim whose factor is sharded: each device also holds `lo`

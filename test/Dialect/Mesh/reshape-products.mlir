@@ -1,0 +1,94 @@
+// RUN: mesh-opt %s --mesh-propagate-sharding | FileCheck %s
+// RUN: mesh-opt %s --mesh-propagate-sharding --mesh-partition | FileCheck %s --check-prefix=PART
+
+// A reshape's narrow dim is the product of its group's factors: it carries
+// their axes, major first, where that is a block sharding of the product
+// (every part before the last sharded one split down to one element).
+
+mesh.mesh @m(["dp" = 2, "tp" = 4])
+mesh.mesh @m222(["p" = 2, "q" = 2, "r" = 2])
+
+// (batch on "dp", heads on "tp") with one batch row per device: ["dp", "tp"].
+// CHECK-LABEL: func.func @collapse_heads
+// CHECK: tensor.collapse_shape %{{.*}} {mesh.sharding = #mesh.sharding<@m, {{\[}}["dp", "tp"], [], []]>}
+// PART-LABEL: func.func @collapse_heads
+// PART-NOT: mesh.all
+// PART: tensor.collapse_shape %{{.*}} : tensor<1x2x16x4xf32> into tensor<2x16x4xf32>
+func.func @collapse_heads(%q: tensor<2x8x16x4xf32> {mesh.sharding = #mesh.sharding<@m, [["dp"], ["tp"], [], []]>}) -> tensor<16x16x4xf32> {
+  %c = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<2x8x16x4xf32> into tensor<16x16x4xf32>
+  return %c : tensor<16x16x4xf32>
+}
+
+// Two batch rows per device: the heads' axis cannot follow.
+// CHECK-LABEL: func.func @collapse_two_rows
+// CHECK: tensor.collapse_shape %{{.*}} {mesh.sharding = #mesh.sharding<@m, {{\[}}["dp"], []]>}
+func.func @collapse_two_rows(%q: tensor<4x8x16xf32> {mesh.sharding = #mesh.sharding<@m, [["dp"], ["tp"], []]>}) -> tensor<32x16xf32> {
+  %c = tensor.collapse_shape %q [[0, 1], [2]] : tensor<4x8x16xf32> into tensor<32x16xf32>
+  return %c : tensor<32x16xf32>
+}
+
+// A leading dim of size 1 is no obstacle.
+// CHECK-LABEL: func.func @collapse_unit
+// CHECK: tensor.collapse_shape %{{.*}} {mesh.sharding = #mesh.sharding<@m, {{\[}}["tp"], []]>}
+func.func @collapse_unit(%x: tensor<1x16x8xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["tp"], []]>}) -> tensor<16x8xf32> {
+  %c = tensor.collapse_shape %x [[0, 1], [2]] : tensor<1x16x8xf32> into tensor<16x8xf32>
+  return %c : tensor<16x8xf32>
+}
+
+// An expand splits the axes back over the group, major first.
+// CHECK-LABEL: func.func @expand_axes
+// CHECK: tensor.expand_shape %{{.*}} {mesh.sharding = #mesh.sharding<@m, {{\[}}["dp"], ["tp"], []]>}
+// PART-LABEL: func.func @expand_axes
+// PART-NOT: mesh.all
+// PART: tensor.expand_shape %{{.*}} output_shape [1, 2, 4] : tensor<2x4xf32> into tensor<1x2x4xf32>
+func.func @expand_axes(%x: tensor<16x4xf32> {mesh.sharding = #mesh.sharding<@m, [["dp", "tp"], []]>}) -> tensor<2x8x4xf32> {
+  %e = tensor.expand_shape %x [[0, 1], [2]] output_shape [2, 8, 4] : tensor<16x4xf32> into tensor<2x8x4xf32>
+  return %e : tensor<2x8x4xf32>
+}
+
+// CHECK-LABEL: func.func @expand_three
+// CHECK: tensor.expand_shape %{{.*}} {mesh.sharding = #mesh.sharding<@m222, {{\[}}["p"], ["q"], ["r"]]>}
+func.func @expand_three(%x: tensor<16xf32> {mesh.sharding = #mesh.sharding<@m222, [["p", "q", "r"]]>}) -> tensor<2x2x4xf32> {
+  %e = tensor.expand_shape %x [[0, 1, 2]] output_shape [2, 2, 4] : tensor<16xf32> into tensor<2x2x4xf32>
+  return %e : tensor<2x2x4xf32>
+}
+
+// 4 rows over "dp" (2) leave two rows per device, and ["dp", "tp"] (8)
+// does not divide 4: no block sharding of [4, 4] has these blocks.
+// CHECK-LABEL: func.func @expand_no_fit
+// CHECK: tensor.expand_shape %{{.*}} {mesh.sharding = #mesh.sharding<@m, {{\[}}[], []]>}
+// PART-LABEL: func.func @expand_no_fit
+// PART: mesh.all_gather %{{.*}} on @m axes = ["dp", "tp"]
+func.func @expand_no_fit(%x: tensor<16xf32> {mesh.sharding = #mesh.sharding<@m, [["dp", "tp"]]>}) -> tensor<4x4xf32> {
+  %e = tensor.expand_shape %x [[0, 1]] output_shape [4, 4] : tensor<16xf32> into tensor<4x4xf32>
+  return %e : tensor<4x4xf32>
+}
+
+// Attention as torch-mlir writes it, heads over "tp" and batch over "dp":
+// no collective at all (before, q, k and v were gathered over "tp").
+// PART-LABEL: func.func @attention
+// PART-NOT: mesh.
+// PART: linalg.batch_matmul {{.*}} -> tensor<2x16x16xf32>
+// PART-NOT: mesh.
+// PART: linalg.batch_matmul {{.*}} -> tensor<2x16x4xf32>
+// PART-NOT: mesh.
+// PART: tensor.expand_shape %{{.*}} output_shape [1, 2, 16, 4] : tensor<2x16x4xf32> into tensor<1x2x16x4xf32>
+// PART-NOT: mesh.
+// PART: return
+func.func @attention(%q: tensor<2x8x16x4xf32> {mesh.sharding = #mesh.sharding<@m, [["dp"], ["tp"], [], []]>},
+                %kt: tensor<2x8x4x16xf32> {mesh.sharding = #mesh.sharding<@m, [["dp"], ["tp"], [], []]>},
+                %v: tensor<2x8x16x4xf32> {mesh.sharding = #mesh.sharding<@m, [["dp"], ["tp"], [], []]>})
+    -> (tensor<2x8x16x4xf32> {mesh.sharding = #mesh.sharding<@m, [["dp"], ["tp"], [], []]>}) {
+  %z = arith.constant 0.0 : f32
+  %q2 = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<2x8x16x4xf32> into tensor<16x16x4xf32>
+  %k2 = tensor.collapse_shape %kt [[0, 1], [2], [3]] : tensor<2x8x4x16xf32> into tensor<16x4x16xf32>
+  %v2 = tensor.collapse_shape %v [[0, 1], [2], [3]] : tensor<2x8x16x4xf32> into tensor<16x16x4xf32>
+  %e = tensor.empty() : tensor<16x16x16xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<16x16x16xf32>) -> tensor<16x16x16xf32>
+  %s = linalg.batch_matmul ins(%q2, %k2 : tensor<16x16x4xf32>, tensor<16x4x16xf32>) outs(%f : tensor<16x16x16xf32>) -> tensor<16x16x16xf32>
+  %e2 = tensor.empty() : tensor<16x16x4xf32>
+  %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<16x16x4xf32>) -> tensor<16x16x4xf32>
+  %o = linalg.batch_matmul ins(%s, %v2 : tensor<16x16x16xf32>, tensor<16x16x4xf32>) outs(%f2 : tensor<16x16x4xf32>) -> tensor<16x16x4xf32>
+  %r = tensor.expand_shape %o [[0, 1], [2], [3]] output_shape [2, 8, 16, 4] : tensor<16x16x4xf32> into tensor<2x8x16x4xf32>
+  return %r : tensor<2x8x16x4xf32>
+}
