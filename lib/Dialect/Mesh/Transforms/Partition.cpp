@@ -431,17 +431,18 @@ RankedTensorType FunctionPartitioner::globalTypeOf(Value v, ShardingAttr from,
 }
 
 namespace {
-/// The offsets, sizes and strides of the slab of a tensor of type `type`
+/// The offsets, sizes and strides of the slab of a tensor shaped as `of`
 /// that is [offset, offset + size) along dim `dim` and whole along the
-/// others.
+/// others (a dynamic one, split over a `?` axis, sized by a tensor.dim).
 struct Slab {
   SmallVector<OpFoldResult> offsets, sizes, strides;
-  Slab(OpBuilder &b, RankedTensorType type, unsigned dim, OpFoldResult offset,
+  Slab(OpBuilder &b, Location loc, Value of, unsigned dim, OpFoldResult offset,
        int64_t size)
-      : offsets(type.getRank(), b.getIndexAttr(0)),
-        strides(type.getRank(), b.getIndexAttr(1)) {
-    for (int64_t k = 0; k < type.getRank(); ++k)
-      sizes.push_back(b.getIndexAttr(k == dim ? size : type.getDimSize(k)));
+      : offsets(cast<RankedTensorType>(of.getType()).getRank(),
+                b.getIndexAttr(0)),
+        sizes(tensor::getMixedSizes(b, loc, of)),
+        strides(offsets.size(), b.getIndexAttr(1)) {
+    sizes[dim] = b.getIndexAttr(size);
     offsets[dim] = offset;
   }
   Value extract(OpBuilder &b, Location loc, Value from) const {
@@ -513,11 +514,11 @@ FailureOr<Value> FunctionPartitioner::reshardHalos(Value v, ShardingAttr from,
       SmallVector<int64_t> shape(type.getShape());
       shape[d] = block * *n;
       Value blocks =
-          Slab(b, type, d, b.getIndexAttr(0), block).extract(b, loc, cur);
+          Slab(b, loc, cur, d, b.getIndexAttr(0), block).extract(b, loc, cur);
       Value whole = AllGatherOp::create(b, loc, type.clone(shape), blocks, ref,
                                         axes, b.getI64IntegerAttr(d));
-      Value tail =
-          Slab(b, type, d, b.getIndexAttr(block), lo + hi).extract(b, loc, cur);
+      Value tail = Slab(b, loc, cur, d, b.getIndexAttr(block), lo + hi)
+                       .extract(b, loc, cur);
       tail = BroadcastOp::create(b, loc, tail.getType(), tail, ref, axes,
                                  b.getI64IntegerAttr(*n - 1), UnitAttr());
       cur = tensor::ConcatOp::create(b, loc, d, ValueRange{whole, tail});
@@ -547,7 +548,7 @@ FailureOr<Value> FunctionPartitioner::reshardHalos(Value v, ShardingAttr from,
     Value index = groupIndex(b, loc, mesh, target.getDimAxes(d).getNames());
     Value offset = arith::MulIOp::create(
         b, loc, index, arith::ConstantIndexOp::create(b, loc, block));
-    cur = Slab(b, type, d, offset, block + lo + hi).extract(b, loc, cur);
+    cur = Slab(b, loc, cur, d, offset, block + lo + hi).extract(b, loc, cur);
   }
   return cur;
 }
@@ -567,6 +568,7 @@ FailureOr<Value> FunctionPartitioner::fillHalos(OpBuilder &b, Operation *op,
   Location loc = op->getLoc();
   FlatSymbolRefAttr ref = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
   auto type = cast<RankedTensorType>(local.getType());
+  Value made = local; // Its sizes are the slabs' (halos do not change them).
   bool periodic = isa<CircularPadOp>(op);
   for (unsigned d = 0; d < s.getRank(); ++d) {
     auto [lo, hi] = s.getDimHalo(d);
@@ -586,21 +588,21 @@ FailureOr<Value> FunctionPartitioner::fillHalos(OpBuilder &b, Operation *op,
     // at `edge` keeps what the op made.
     auto exchange = [&](int64_t at, int64_t from, int64_t size, int64_t offset,
                         int64_t edge) {
-      Value slab =
-          Slab(b, type, d, b.getIndexAttr(from), size).extract(b, loc, local);
+      Value slab = Slab(b, loc, made, d, b.getIndexAttr(from), size)
+                       .extract(b, loc, local);
       Value got = PermuteOp::create(b, loc, slab.getType(), slab, ref, axes,
                                     b.getI64IntegerAttr(offset),
                                     periodic ? b.getUnitAttr() : UnitAttr());
-      Slab dst(b, type, d, b.getIndexAttr(at), size);
+      Slab dst(b, loc, made, d, b.getIndexAttr(at), size);
       if (periodic) {
         local = dst.insert(b, loc, got, local);
         return;
       }
-      Value made = dst.extract(b, loc, local);
+      Value own = dst.extract(b, loc, local);
       Value atEdge =
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, index,
                                 arith::ConstantIndexOp::create(b, loc, edge));
-      Value halo = arith::SelectOp::create(b, loc, atEdge, made, got);
+      Value halo = arith::SelectOp::create(b, loc, atEdge, own, got);
       local = dst.insert(b, loc, halo, local);
     };
     // The low halo: the last `lo` of the previous device's block.
