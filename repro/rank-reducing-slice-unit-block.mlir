@@ -16,7 +16,9 @@
 // never rewritten. The dropped dims must be computed from the global types
 // (the hook's globalResultTypes for extract_slice; for insert_slice the
 // source's global type, or the mask computed before retyping).
-// The same with insert_slice: @insert.
+// The same with insert_slice: @insert; and with a kept size-1 dim between
+// the two (sizes [2, 1, 1] to tensor<2x1xi32>, dim 2 dropped, dim 0 over
+// "x" of 2): @extract_between (found by partition-stress, seed 353439).
 mesh.mesh @m(["x" = 8])
 func.func @extract(%a: tensor<8x8xi32> {mesh.sharding = #mesh.sharding<@m, [["x"], []]>})
     -> (tensor<8xi32> {mesh.sharding = #mesh.sharding<@m, [["x"]]>}) {
@@ -28,4 +30,10 @@ func.func @insert(%a: tensor<8x8xi32> {mesh.sharding = #mesh.sharding<@m, [["x"]
     -> (tensor<8x8xi32> {mesh.sharding = #mesh.sharding<@m, [["x"], []]>}) {
   %s = tensor.insert_slice %r into %a[0, 3] [8, 1] [1, 1] {mesh.sharding = #mesh.sharding<@m, [["x"], []]>} : tensor<8xi32> into tensor<8x8xi32>
   return %s : tensor<8x8xi32>
+}
+mesh.mesh @m2(["y" = 2])
+func.func @extract_between(%a: tensor<2x2x16xi32> {mesh.sharding = #mesh.sharding<@m2, [["y"], [], []]>})
+    -> (tensor<2x1xi32> {mesh.sharding = #mesh.sharding<@m2, [["y"], []]>}) {
+  %s = tensor.extract_slice %a[0, 1, 1] [2, 1, 1] [1, 1, 1] {mesh.sharding = #mesh.sharding<@m2, [["y"], []]>} : tensor<2x2x16xi32> to tensor<2x1xi32>
+  return %s : tensor<2x1xi32>
 }

@@ -739,13 +739,15 @@ def random_extract(rng, case, v, s, kinds, drop="random"):
         if rank >= 2 and rng.random() < 0.3:
             ones = [d for d in range(rank) if s[d] == 1]
             drop = rng.choice(ones) if ones and rng.random() < 0.6 else rng.randrange(rank)
-    if drop and "drop-after-narrow" not in kinds and 1 < windows[drop - 1][1] <= 8:
-        # The dim before the dropped one may be 1 per device, which
-        # partitioning gets wrong (repro/rank-reducing-slice-unit-block.mlir):
-        # that dim whole if it is wide, else the leading dim dropped.
-        if s[drop - 1] >= 16:
-            windows[drop - 1] = (0, s[drop - 1], 1)
-        else:
+    if drop and "drop-after-narrow" not in kinds:
+        # A kept dim before the dropped one that may be 1 per device (2 to 8
+        # elements) is what partitioning gets wrong
+        # (repro/rank-reducing-slice-unit-block.mlir): such dims whole if
+        # they are wide, else the leading dim dropped.
+        for d in range(drop):
+            if 1 < windows[d][1] <= 8 and s[d] >= 16:
+                windows[d] = (0, s[d], 1)
+        if any(1 < windows[d][1] <= 8 for d in range(drop)):
             drop = 0
     if drop is not None:
         windows[drop] = (rng.randrange(s[drop]), 1, 1)
