@@ -18,7 +18,7 @@
 // source's global type, or the mask computed before retyping).
 // The same with insert_slice: @insert; and with a kept size-1 dim between
 // the two (sizes [2, 1, 1] to tensor<2x1xi32>, dim 2 dropped, dim 0 over
-// "x" of 2): @extract_between (found by partition-stress, seed 353439).
+// "y" = 2): @extract_between (found by partition-stress, seed 353439).
 mesh.mesh @m(["x" = 8])
 func.func @extract(%a: tensor<8x8xi32> {mesh.sharding = #mesh.sharding<@m, [["x"], []]>})
     -> (tensor<8xi32> {mesh.sharding = #mesh.sharding<@m, [["x"]]>}) {
