@@ -29,10 +29,11 @@ Reshape and slice results feed the ops after them. main prints how many
 random cases have each of these.
 
 Left out unless asked for (--with), as they fail today: rank-reducing slices
-that drop a dim after a kept one of at most 8 elements (drop-after-narrow,
+that drop a dim after a kept one of 2 to 8 elements (drop-after-narrow,
 repro/rank-reducing-slice-unit-block.mlir), and on `?` meshes reshapes whose
-groups' major dims are not multiples of 8 (reshape-dynamic-small,
-repro/dynamic-axis-reshape-trust.mlir). --without leaves out the random
+groups' major dims are not multiples of 8 and windows without a halo (a
+stride-2 slice of half a dim) (dynamic-small,
+repro/dynamic-axis-trust.mlir). --without leaves out the random
 reshapes, slices or `?` meshes (each kind then as before it was added).
 
 Usage: gen_partition.py OUT.mlir [--cases N] [--seed S] [--only REGEX]
@@ -56,7 +57,7 @@ WORLD = 8
 # those left out unless a flag asks for them (--with): they fail today (the
 # reproducer under repro/ says how).
 KINDS = ["reshape", "slice", "dynamic"]
-OPT_IN = ["drop-after-narrow", "reshape-dynamic-small"]
+OPT_IN = ["drop-after-narrow", "dynamic-small"]
 
 
 def prod(xs):
@@ -710,14 +711,19 @@ def split_reshape(rng, case, mesh, v, s, fits):
     return expand(case, c, s, d, [g, n // g])
 
 
-def random_window(rng, n, whole=0.5):
+def random_window(rng, n, whole=0.5, halo=False):
     """(offset, size, stride) of a dim of n: the whole dim, or a window (a
-    power of two or a few less than n, stride 1 or 2)."""
+    power of two or a few less than n, stride 1 or 2); with `halo`, only
+    windows that leave part of the dim beyond stride x size (a halo, which
+    keeps propagation from trusting a `?` axis with them)."""
     if n == 1 or rng.random() < whole:
         return 0, n, 1
     stride = 2 if rng.random() < 0.25 else 1
     sizes = [k for k in (1, 2, 4, 8, 16, n - 1, n - 2, n - 3)
-             if 1 <= k < n and (k - 1) * stride + 1 <= n]
+             if 1 <= k < n and (k - 1) * stride + 1 <= n and
+             (not halo or n > stride * k)]
+    if not sizes:
+        return 0, n, 1
     size = rng.choice(sizes)
     offset = rng.randint(0, n - ((size - 1) * stride + 1))
     return offset, size, stride
@@ -733,7 +739,10 @@ def random_extract(rng, case, v, s, kinds, drop="random"):
     `drop` (by default, by chance, a random one) taken at a single index and
     dropped. Returns the slice, its shape and the dim dropped (or None)."""
     rank = len(s)
-    windows = [random_window(rng, n) for n in s]
+    # On `?` meshes a window without a halo may get axes it cannot divide
+    # (repro/dynamic-axis-trust.mlir).
+    halo = "windows-with-halos" in kinds
+    windows = [random_window(rng, n, halo=halo) for n in s]
     if drop == "random":
         drop = None
         if rank >= 2 and rng.random() < 0.3:
@@ -754,7 +763,7 @@ def random_extract(rng, case, v, s, kinds, drop="random"):
     if drop is None and all(w == (0, n, 1) for w, n in zip(windows, s)):
         d = rng.randrange(rank)
         if s[d] > 1:
-            windows[d] = random_window(rng, s[d], whole=0)
+            windows[d] = random_window(rng, s[d], whole=0, halo=halo)
     offsets, sizes, strides = zip(*windows)
     t = [k for d, k in enumerate(sizes) if d != drop]
     r = case.fresh()
@@ -850,9 +859,9 @@ def dynamic_suite(kinds):
     c.result = (expand(c, "%arg0", [16, 4], 0, [8, 2])[0], [8, 2, 4])
     c.result_dims = [["a", "b"], [], []]
     cases.append(c)
-    if "reshape-dynamic-small" in kinds:
+    if "dynamic-small" in kinds:
         # The expand the other way: the major dim (2) is smaller than
-        # "a" x "b" (repro/dynamic-axis-reshape-trust.mlir).
+        # "a" x "b" (repro/dynamic-axis-trust.mlir).
         c = Case("expandq_small", "mq2q")
         c.args = [([16, 4], [["a", "b"], []])]
         c.result = (expand(c, "%arg0", [16, 4], 0, [2, 8])[0], [2, 8, 4])
@@ -934,10 +943,13 @@ def random_case(rng, index, kinds):
         pool.append((f"%arg{i}", s))
 
     # On a `?` mesh, propagation takes a `?` axis on trust onto a reshape's
-    # major dim smaller than the axis will be
-    # (repro/dynamic-axis-reshape-trust.mlir): there, unless asked for,
-    # reshapes keep major dims that any axis divides.
-    if mesh in DYNAMIC_MESHES and "reshape-dynamic-small" not in kinds:
+    # major dim, or a window without a halo, smaller than the axis will be
+    # (repro/dynamic-axis-trust.mlir): there, unless asked for,
+    # reshapes keep major dims that any axis divides, and windows have
+    # halos.
+    if mesh in DYNAMIC_MESHES and "dynamic-small" not in kinds:
+        kinds = kinds + ["windows-with-halos"]
+
         def fits(major):
             return major % WORLD == 0
     else:
@@ -1193,11 +1205,12 @@ def main():
                     choices=OPT_IN,
                     help="add a kind that fails today: drop-after-narrow "
                          "(rank-reducing slices that drop a dim after a kept "
-                         "one of at most 8 elements, "
+                         "one of 2 to 8 elements, "
                          "repro/rank-reducing-slice-unit-block.mlir), "
-                         "reshape-dynamic-small (on `?` meshes, reshapes "
-                         "whose groups' major dims are not multiples of 8, "
-                         "repro/dynamic-axis-reshape-trust.mlir)")
+                         "dynamic-small (on `?` meshes, reshapes whose "
+                         "groups' major dims are not multiples of 8 and "
+                         "windows without a halo, "
+                         "repro/dynamic-axis-trust.mlir)")
     ap.add_argument("--only", metavar="REGEX",
                     help="keep the cases whose name matches (to minimise a "
                          "failure: the same programs and inputs as in the "
