@@ -38,11 +38,12 @@ void mlir::mesh::addBufferizationAndRuntimeCalls(
 
   // Tensors: elementwise arith/math to linalg, chains of elementwise linalg
   // ops fused into one loop nest (no buffer for each intermediate, one pass
-  // over memory), then bufferize everything, function boundaries included,
-  // with plain (identity-layout) buffers.
+  // over memory; linalg-fuse-elementwise-ops without a fold MLIR 22 gets
+  // wrong), then bufferize everything, function boundaries included, with
+  // plain (identity-layout) buffers.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   if (fuseElementwise)
-    pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
+    pm.addNestedPass<func::FuncOp>(createMeshFuseElementwise());
   pm.addPass(createCanonicalizerPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;

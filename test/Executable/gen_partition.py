@@ -10,22 +10,60 @@ mesh-compile, and runs on 8 ranks: the annotated copy runs partitioned, the
 reference runs replicated, on every rank.
 
 Cases: a fixed suite (a matmul with every sharding of its three dims on the
-(2, 4) mesh, the examples' models, stencils and convolutions with halos)
-followed by random programs (elementwise chains, matmuls,
-transposes, reductions, loops (scf.for, scf.while), branches, pads,
-stencils (a pad, zero or circular, and shifted windows of it),
-tensor.generate (a region op with no rule), constraints)
-on the meshes (8), (2, 4), (2, 2, 2).
+(2, 4) mesh, the examples' models, stencils and convolutions with halos, and
+on meshes with a `?` axis, sized at start-up from the 8 ranks: the matmuls
+again on (2, ?), each matmul dim over (?), reductions leaving a partial sum
+or max, reshapes, values gathered back to whole whose static types return, a
+loop and a Jacobi stencil) followed by random programs on the meshes (8),
+(2, 4), (2, 2, 2), (?), (2, ?) and (?, 4), about 3 in 10 on the last three:
+elementwise chains, matmuls, transposes (of any rank), reductions,
+concatenations, loops (scf.for, scf.while), branches, pads, stencils (a pad,
+zero or circular, and shifted windows of it), tensor.generate (a region op
+with no rule), constraints; collapse_shape / expand_shape in both
+directions (groups of 2 or 3 dims, up to rank 4, leading size-1 dims, rank-3
+arguments, and reshapes whose group's major dim a constraint splits whole so
+that the narrow dim carries that dim's axes and the next one's); and
+extract_slice / insert_slice with static offsets, sizes and strides (dims
+taken whole, windows, stride 2, rank-reducing ones dropping a dim).
+Reshape and slice results feed the ops after them. main prints how many
+random cases have each of these.
 
-Usage: gen_partition.py OUT.mlir [--cases N] [--seed S]
+--without leaves out the random reshapes, slices or `?` meshes (each kind
+then as before it was added).
+
+Usage: gen_partition.py OUT.mlir [--cases N] [--seed S] [--only REGEX]
+                        [--without KIND] [--corrupt]
 """
 import argparse
 import itertools
 import random
 import re
 
+# A size None is `?`: the runtime resolves it at start-up as the world size
+# (WORLD ranks) over the product of the other sizes.
 MESHES = {"m8": [("x", 8)], "m24": [("a", 2), ("b", 4)],
-          "m222": [("p", 2), ("q", 2), ("r", 2)]}
+          "m222": [("p", 2), ("q", 2), ("r", 2)],
+          "mq8": [("x", None)], "mq2q": [("a", 2), ("b", None)],
+          "mqq4": [("a", None), ("b", 4)]}
+DYNAMIC_MESHES = [m for m, axes in MESHES.items()
+                  if any(size is None for _, size in axes)]
+WORLD = 8
+# The kinds of random program that a flag may leave out (--without).
+KINDS = ["reshape", "slice", "dynamic"]
+
+
+def prod(xs):
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+def mesh_axes(mesh):
+    """(name, size) of each axis, a `?` resolved as on WORLD ranks."""
+    known = prod(size for _, size in MESHES[mesh] if size is not None)
+    return [(name, WORLD // known if size is None else size)
+            for name, size in MESHES[mesh]]
 
 
 def sharding(mesh, dims, partial=None):
@@ -38,7 +76,7 @@ def random_sharding(rng, mesh, shape):
     """Each axis goes to a random dim (or none) if the dim still divides."""
     dims = [[] for _ in shape]
     local = list(shape)
-    axes = MESHES[mesh][:]
+    axes = mesh_axes(mesh)
     rng.shuffle(axes)
     for name, size in axes:
         d = rng.randrange(len(shape) + 1)
@@ -60,6 +98,7 @@ class Case:
         self.result = None  # (value, shape)
         self.result_dims = None
         self.counter = 0
+        self.tags = set()   # what a random case covers (counted by main)
 
     def fresh(self):
         self.counter += 1
@@ -115,8 +154,9 @@ def matmul(case, lhs, rhs, m, k, n):
     return r
 
 
-def matmul_suite():
-    """Every sharding of (m, k, n) by the axes "a" and "b" of (2, 4)."""
+def matmul_suite(mesh="m24", prefix="mm"):
+    """Every sharding of (m, k, n) by the axes "a" and "b" of (2, 4) (or of
+    (2, ?), which is (2, 4) on 8 ranks)."""
     cases = []
     places = ["m", "k", "n", None]
     for pa, pb in itertools.product(places, places):
@@ -127,7 +167,7 @@ def matmul_suite():
                 p = pa if axis == "a" else pb
                 if p:
                     dims[p].append(axis)
-            c = Case(f"mm_{pa}_{pb}_{''.join(order)}", "m24")
+            c = Case(f"{prefix}_{pa}_{pb}_{''.join(order)}", mesh)
             m, k, n = 16, 16, 8
             c.args = [([m, k], [dims["m"], dims["k"]]),
                       ([k, n], [dims["k"], dims["n"]])]
@@ -678,58 +718,432 @@ def halo_suite():
     return cases
 
 
-def random_case(rng, index):
-    mesh = rng.choice(list(MESHES))
+def factorizations(n, parts):
+    """The ordered ways to write n as a product of `parts` factors (factors
+    of 1 included: a reshape may add size-1 dims)."""
+    if parts == 1:
+        return [[n]]
+    return [[f] + rest for f in range(1, n + 1) if n % f == 0
+            for rest in factorizations(n // f, parts - 1)]
+
+
+def collapse(case, v, s, groups):
+    r, t = case.fresh(), [prod(s[d] for d in g) for g in groups]
+    case.tags.add("collapse_shape")
+    case.body.append(f"{r} = tensor.collapse_shape {v} {groups} : {ttype(s)} into {ttype(t)}")
+    return r, t
+
+
+def expand(case, v, s, d, sizes):
+    """Dim d of v (shape s) expanded into `sizes`."""
+    groups, k = [], 0
+    for i in range(len(s)):
+        n = len(sizes) if i == d else 1
+        groups.append(list(range(k, k + n)))
+        k += n
+    t = s[:d] + list(sizes) + s[d + 1:]
+    r = case.fresh()
+    case.tags.add("expand_shape")
+    if sizes[0] == 1:
+        case.tags.add("a size-1 major dim")
+    case.body.append(
+        f"{r} = tensor.expand_shape {v} {groups} output_shape "
+        f"[{', '.join(map(str, t))}] : {ttype(s)} into {ttype(t)}")
+    return r, t
+
+
+def reshape_choices(s):
+    """The reshapes of a value of shape s, as ("collapse", groups) or
+    ("expand", dim, sizes): collapses of 2 or 3 adjacent dims, expansions of
+    one dim into 2 or 3 (up to rank 4)."""
+    rank, out = len(s), []
+    for n in (2, 3):
+        for start in range(rank - n + 1):
+            out.append(("collapse", [[d] for d in range(start)] +
+                        [list(range(start, start + n))] +
+                        [[d] for d in range(start + n, rank)]))
+    for d in range(rank):
+        for parts in (2, 3):
+            if rank + parts - 1 <= 4:
+                out += [("expand", d, f) for f in factorizations(s[d], parts)]
+    return out
+
+
+def apply_reshape(case, v, s, choice):
+    if choice[0] == "collapse":
+        return collapse(case, v, s, choice[1])
+    return expand(case, v, s, choice[1], choice[2])
+
+
+def random_reshape(rng, case, v, s):
+    """A random reshape of v (shape s), half of them collapses; None if
+    there is none."""
+    choices = reshape_choices(s)
+    collapses = [c for c in choices if c[0] == "collapse"]
+    expands = [c for c in choices if c[0] == "expand"]
+    if not choices:
+        return None
+    kind = collapses if collapses and (not expands or rng.random() < 0.5) else expands
+    # Now and then a leading size-1 dim (a batch of one).
+    ones = [c for c in kind if c[0] == "expand" and c[2][0] == 1]
+    if ones and rng.random() < 0.25:
+        kind = ones
+    return apply_reshape(case, v, s, rng.choice(kind))
+
+
+def as_2d(rng, case, v, s):
+    """v reshaped to rank 2 (for the ops written for matrices); None if
+    there is no such reshape."""
+    if len(s) == 2:
+        return v, s
+    rank = len(s)
+    choices = [("collapse", [list(range(cut)), list(range(cut, rank))])
+               for cut in range(1, rank)]
+    if rank == 1:
+        choices = [("expand", 0, f) for f in factorizations(s[0], 2)]
+    return apply_reshape(case, v, s, rng.choice(choices)) if choices else None
+
+
+def axis_subsets(axes, n):
+    """Ordered non-empty lists of distinct axes whose devices divide n."""
+    out = []
+    for k in range(1, len(axes) + 1):
+        for sub in itertools.permutations(axes, k):
+            if n % prod(size for _, size in sub) == 0:
+                out.append(list(sub))
+    return out
+
+
+def split_reshape(rng, case, mesh, v, s):
+    """A reshape whose group's major dim is split whole by some axes, so
+    that the narrow dim carries those axes and the next dim's: either
+    dim d expanded into [g, n / g], constrained so that g is split by
+    axes of g devices and n / g by others, and collapsed back; or dim d
+    constrained to carry several axes and then expanded into [g, n / g]
+    with g the devices of the major ones. None if there is none."""
+    d = rng.randrange(len(s))
+    n = s[d]
+    subs = axis_subsets(mesh_axes(mesh), n)
+    if not subs:
+        return random_reshape(rng, case, v, s)
+    # Mostly a major dim that leaves axes for the next dim.
+    partial = [sub for sub in subs if len(sub) < len(mesh_axes(mesh))]
+    major = rng.choice(partial if partial and rng.random() < 0.75 else subs)
+    g = prod(size for _, size in major)
+    rest = [a for a in mesh_axes(mesh) if a not in major]
+    minors = axis_subsets(rest, n // g)
+    minor = rng.choice(minors) if minors and rng.random() < 0.85 else []
+    case.tags.add("a reshape's major dim split whole" +
+                  (", the narrow dim over several axes" if minor else ""))
+    if rng.random() < 0.5:
+        w, t = expand(case, v, s, d, [g, n // g])
+        dims = [[] for _ in t]
+        dims[d] = [a for a, _ in major]
+        dims[d + 1] = [a for a, _ in minor]
+        c = case.fresh()
+        case.body.append(f"SHARD {c} {w} {ttype(t)} {dims!r}")
+        groups = [[i] for i in range(d)] + [[d, d + 1]] + \
+            [[i] for i in range(d + 2, len(t))]
+        return collapse(case, c, t, groups)
+    dims = [[] for _ in s]
+    dims[d] = [a for a, _ in major + minor]
+    c = case.fresh()
+    case.body.append(f"SHARD {c} {v} {ttype(s)} {dims!r}")
+    return expand(case, c, s, d, [g, n // g])
+
+
+def random_window(rng, n, whole=0.5):
+    """(offset, size, stride) of a dim of n: the whole dim, or a window (a
+    power of two or a few less than n, stride 1 or 2)."""
+    if n == 1 or rng.random() < whole:
+        return 0, n, 1
+    stride = 2 if rng.random() < 0.25 else 1
+    sizes = [k for k in (1, 2, 4, 8, 16, n - 1, n - 2, n - 3)
+             if 1 <= k < n and (k - 1) * stride + 1 <= n]
+    if not sizes:
+        return 0, n, 1
+    size = rng.choice(sizes)
+    offset = rng.randint(0, n - ((size - 1) * stride + 1))
+    return offset, size, stride
+
+
+def slice_text(offsets, sizes, strides):
+    return (f"[{', '.join(map(str, offsets))}] [{', '.join(map(str, sizes))}] "
+            f"[{', '.join(map(str, strides))}]")
+
+
+def random_extract(rng, case, v, s, drop="random"):
+    """A random extract_slice of v: each dim whole or a window, and dim
+    `drop` (by default, by chance, a random one) taken at a single index and
+    dropped. Returns the slice, its shape and the dim dropped (or None)."""
+    rank = len(s)
+    windows = [random_window(rng, n) for n in s]
+    if drop == "random":
+        drop = None
+        if rank >= 2 and rng.random() < 0.3:
+            ones = [d for d in range(rank) if s[d] == 1]
+            drop = rng.choice(ones) if ones and rng.random() < 0.6 else rng.randrange(rank)
+    if drop is not None:
+        windows[drop] = (rng.randrange(s[drop]), 1, 1)
+    if drop is None and all(w == (0, n, 1) for w, n in zip(windows, s)):
+        d = rng.randrange(rank)
+        if s[d] > 1:
+            windows[d] = random_window(rng, s[d], whole=0)
+    offsets, sizes, strides = zip(*windows)
+    t = [k for d, k in enumerate(sizes) if d != drop]
+    r = case.fresh()
+    case.tags.add("extract_slice")
+    if drop is not None:
+        case.tags.add("a rank-reducing slice")
+    if any(w[1] < n for w, n in zip(windows, s)):
+        case.tags.add("a window")
+    if 2 in strides:
+        case.tags.add("a slice with stride 2")
+    case.body.append(f"{r} = tensor.extract_slice {v}{slice_text(offsets, sizes, strides)} : "
+                     f"{ttype(s)} to {ttype(t)}")
+    return r, t, drop
+
+
+def random_insert(rng, case, v, w, s):
+    """A window of w (shape s, some dims whole, maybe one dim dropped)
+    inserted into v (shape s) at other offsets, with stride 1 or 2."""
+    rank = len(s)
+    drop = rng.randrange(rank) if rank >= 2 and rng.random() < 0.3 else None
+    part, pshape, drop = random_extract(rng, case, w, s, drop)
+    sizes = list(pshape)
+    if drop is not None:
+        sizes.insert(drop, 1)
+    offsets, strides = [], []
+    for n, k in zip(s, sizes):
+        stride = 2 if k < n and (k - 1) * 2 + 1 <= n and rng.random() < 0.3 else 1
+        offsets.append(rng.randint(0, n - ((k - 1) * stride + 1)))
+        strides.append(stride)
+    r = case.fresh()
+    case.tags.add("insert_slice")
+    if 2 in strides:
+        case.tags.add("a slice with stride 2")
+    case.body.append(f"{r} = tensor.insert_slice {part} into {v}{slice_text(offsets, sizes, strides)} : "
+                     f"{ttype(pshape)} into {ttype(s)}")
+    return r, s
+
+
+def reduce_case(name, mesh, shape, dims, result_dims, combiner="addi",
+                init="%c0_i32"):
+    """A reduction of the last dim of %arg0."""
+    c = Case(name, mesh)
+    c.args = [(shape, dims)]
+    t = shape[:-1]
+    e, f, r = c.fresh(), c.fresh(), c.fresh()
+    if init != "%c0_i32":
+        c.body.append(f"%init = arith.constant {init} : i32")
+        init = "%init"
+    c.body += [
+        f"{e} = tensor.empty() : {ttype(t)}",
+        f"{f} = linalg.fill ins({init} : i32) outs({e} : {ttype(t)}) -> {ttype(t)}",
+        f"{r} = linalg.reduce ins(%arg0 : {ttype(shape)}) outs({f} : {ttype(t)}) dimensions = [{len(shape) - 1}]",
+        "  (%in: i32, %acc: i32) {",
+        f"    %s = arith.{combiner} %in, %acc : i32",
+        "    linalg.yield %s : i32",
+        "  }"]
+    c.result, c.result_dims = (r, t), result_dims
+    return c
+
+
+def dynamic_suite():
+    """Meshes with a `?` axis, sized when the program starts: per-device
+    types are dynamic where a dim is split over it, and values gathered
+    back to whole get their static types again."""
+    # Every matmul sharding on (2, ?), and each of m, k, n over (?).
+    cases = matmul_suite("mq2q", "mmq")
+    for dim in "mkn":
+        c = Case(f"mmq8_{dim}", "mq8")
+        dims = {d: (["x"] if d == dim else []) for d in "mkn"}
+        c.args = [([16, 16], [dims["m"], dims["k"]]), ([16, 8], [dims["k"], dims["n"]])]
+        c.result = (matmul(c, "%arg0", "%arg1", 16, 16, 8), [16, 8])
+        c.result_dims = [dims["m"], dims["n"]]
+        cases.append(c)
+    # Reductions over a dim split by the `?` axis: a partial sum (or max)
+    # reduced whole, or scattered.
+    cases += [
+        reduce_case("sumq_whole", "mq2q", [16, 16], [[], ["b"]], [[]]),
+        reduce_case("sumq_scatter", "mq2q", [16, 16], [[], ["b"]], [["b"]]),
+        reduce_case("sumq8_whole", "mq8", [16, 16], [[], ["x"]], [[]]),
+        reduce_case("sumqq4", "mqq4", [8, 16], [["a"], ["b"]], [[]]),
+        reduce_case("maxq_whole", "mq2q", [8, 16], [["a"], ["b"]], [["a"]],
+                    "maxsi", "-2147483648")]
+    # Reshapes: a collapse whose group's major dim is split whole by "a" and
+    # the next by "b" (the narrow dim then carries both), an expand whose
+    # major dim takes both axes, and through 1-D and back over (?).
+    c = Case("collapseq", "mq2q")
+    c.args = [([2, 8, 4], [["a"], ["b"], []])]
+    c.result = (collapse(c, "%arg0", [2, 8, 4], [[0, 1], [2]])[0], [16, 4])
+    c.result_dims = [["a", "b"], []]
+    cases.append(c)
+    c = Case("expandq", "mq2q")
+    c.args = [([16, 4], [["a", "b"], []])]
+    c.result = (expand(c, "%arg0", [16, 4], 0, [8, 2])[0], [8, 2, 4])
+    c.result_dims = [["a", "b"], [], []]
+    cases.append(c)
+    # The expand the other way: the major dim (2) is smaller than "a" x "b",
+    # which propagation must not give it.
+    c = Case("expandq_small", "mq2q")
+    c.args = [([16, 4], [["a", "b"], []])]
+    c.result = (expand(c, "%arg0", [16, 4], 0, [2, 8])[0], [2, 8, 4])
+    c.result_dims = [["a"], ["b"], []]
+    cases.append(c)
+    c = Case("reshapeq8", "mq8")
+    c.args = [([16, 8], [["x"], []])]
+    f, _ = collapse(c, "%arg0", [16, 8], [[0, 1]])
+    c.result = (expand(c, f, [128], 0, [8, 16])[0], [8, 16])
+    c.result_dims = [["x"], []]
+    cases.append(c)
+    # Gathered back to whole: the static type is restored for a static
+    # consumer (an unannotated argument, a matmul), and for the result.
+    c = Case("gatherq_add", "mq2q")
+    c.args = [([16, 8], [["b"], []]), ([16, 8], None)]
+    sq, w, r = c.fresh(), c.fresh(), c.fresh()
+    c.body += [f"{sq} = arith.muli %arg0, %arg0 : {ttype([16, 8])}",
+               f"SHARD {w} {sq} {ttype([16, 8])} [[], []]",
+               f"{r} = arith.addi {w}, %arg1 : {ttype([16, 8])}"]
+    c.result, c.result_dims = (r, [16, 8]), [[], []]
+    cases.append(c)
+    c = Case("gatherq_matmul", "mq8")
+    c.args = [([16, 16], [["x"], []]), ([16, 8], None)]
+    w = c.fresh()
+    c.body.append(f"SHARD {w} %arg0 {ttype([16, 16])} [[], []]")
+    c.result, c.result_dims = (matmul(c, w, "%arg1", 16, 16, 8), [16, 8]), None
+    cases.append(c)
+    c = Case("gatherq_result", "mqq4")
+    c.args = [([8, 16], [["a"], ["b"]])]
+    r = c.fresh()
+    c.body.append(f"{r} = arith.addi %arg0, %arg0 : {ttype([8, 16])}")
+    c.result, c.result_dims = (r, [8, 16]), [[], []]
+    cases.append(c)
+    # A loop carrying a value split over the `?` axis, and a Jacobi stencil
+    # on (2, ?): halos on "a", dim 1 whole (no halos over a `?` axis).
+    c = Case("loopq", "mq2q")
+    c.args = [([16, 8], [["b"], []]), ([16, 8], [["b"], []])]
+    r, acc, y = c.fresh(), c.fresh(), c.fresh()
+    c.body += [
+        f"{r} = scf.for %it = %c0 to %c3 step %c1 iter_args({acc} = %arg0) -> ({ttype([16, 8])}) {{",
+        f"  {y} = arith.addi {acc}, %arg1 : {ttype([16, 8])}",
+        f"  scf.yield {y} : {ttype([16, 8])}",
+        "}"]
+    c.result, c.result_dims = (r, [16, 8]), [["b"], []]
+    cases.append(c)
+    c = Case("jacobiq", "mq2q")
+    c.args = [([16, 16], [["a"], ["b"]]), ([16, 16], [["a"], ["b"]])]
+    c.result = (stencil(c, [16, 16], 10), [16, 16])
+    c.result_dims = [["a"], ["b"]]
+    cases.append(c)
+    return cases
+
+
+def random_case(rng, index, kinds):
+    """A random program on a random mesh; `kinds` are the optional kinds
+    of op it may use (KINDS)."""
+    static = [m for m in MESHES if m not in DYNAMIC_MESHES]
+    if "dynamic" in kinds and rng.random() < 0.3:
+        mesh = rng.choice(DYNAMIC_MESHES)
+    else:
+        mesh = rng.choice(static)
     c = Case(f"rand{index}", mesh)
+    if mesh in DYNAMIC_MESHES:
+        c.tags.add("a `?` mesh")
     sizes = [8, 16]
-    shape = [rng.choice(sizes), rng.choice(sizes)]
+    if "reshape" in kinds and rng.random() < 0.15:
+        # A rank-3 start, e.g. [2, 8, 4]: its random sharding may split
+        # a group's major dim whole before a collapse.
+        shape = rng.choice([[2, 8, 4], [4, 4, 8], [1, 8, 16], [2, 4, 16],
+                            [8, 2, 8], [2, 2, 16]])
+    else:
+        shape = [rng.choice(sizes), rng.choice(sizes)]
     nargs = rng.randint(1, 3)
     pool = []
     for i in range(nargs):
-        s = list(shape) if i == 0 or rng.random() < 0.7 else [shape[1], shape[0]]
+        s = list(shape) if i == 0 or rng.random() < 0.7 else list(reversed(shape))
         dims = random_sharding(rng, mesh, s) if rng.random() < 0.85 else None
         c.args.append((s, dims))
         pool.append((f"%arg{i}", s))
+
+    def matrix(v, s):
+        """A rank-2 value of the pool, or v reshaped to one (None if there
+        is no such reshape)."""
+        two = [p for p in pool if len(p[1]) == 2]
+        if len(s) == 2:
+            return v, s
+        if two and rng.random() < 0.7:
+            return rng.choice(two)
+        return as_2d(rng, c, v, s) or (rng.choice(two) if two else None)
+
     for _ in range(rng.randint(1, 6)):
         kind = rng.random()
-        v, s = rng.choice(pool)
-        if kind < 0.45:
-            same = [p for p in pool if p[1] == s]
+        # Mostly the latest value: chains of ops whose results reach the
+        # result (which is the last value).
+        v, s = pool[-1] if rng.random() < 0.5 else rng.choice(pool)
+        same = [p for p in pool if p[1] == s]
+        if kind < 0.36:
             w, _ = rng.choice(same)
             op = rng.choice(["addi", "subi", "muli", "maxsi"])
             r = c.fresh()
             c.body.append(f"{r} = arith.{op} {v}, {w} : {ttype(s)}")
             pool.append((r, s))
-        elif kind < 0.65:
+        elif kind < 0.52:
+            m = matrix(v, s)
+            if m is None:
+                continue
+            v, s = m
             n = rng.choice(sizes)
             w = f"%arg{len(c.args)}"
             wdims = random_sharding(rng, mesh, [s[1], n]) if rng.random() < 0.5 else None
             c.args.append(([s[1], n], wdims))
             r = matmul(c, v, w, s[0], s[1], n)
             pool.append((r, [s[0], n]))
-        elif kind < 0.72:
-            # Reshape through 1-D: [m, n] -> [m * n] -> [2m, n / 2].
-            f, r = c.fresh(), c.fresh()
-            t = [s[0] * 2, s[1] // 2]
-            c.body += [f"{f} = tensor.collapse_shape {v} [[0, 1]] : {ttype(s)} into {ttype([s[0] * s[1]])}",
-                       f"{r} = tensor.expand_shape {f} [[0, 1]] output_shape [{t[0]}, {t[1]}] : {ttype([s[0] * s[1]])} into {ttype(t)}"]
-            pool.append((r, t))
-        elif kind < 0.76:
-            # The right half of the columns, or a concatenation of two values.
-            r = c.fresh()
-            if rng.random() < 0.5 and s[1] >= 8:
-                t = [s[0], s[1] // 2]
-                c.body.append(f"{r} = tensor.extract_slice {v}[0, {t[1]}] [{t[0]}, {t[1]}] [1, 1] : {ttype(s)} to {ttype(t)}")
+        elif kind < 0.62:
+            if "reshape" not in kinds:
+                # As before reshapes were random: through 1-D and back.
+                m = matrix(v, s)
+                if m is None:
+                    continue
+                v, s = m
+                f, _ = collapse(c, v, s, [[0, 1]])
+                pool.append(expand(c, f, [s[0] * s[1]], 0, [s[0] * 2, s[1] // 2]))
+            elif rng.random() < 0.45:
+                r = split_reshape(rng, c, mesh, v, s)
+                if r:
+                    pool.append(r)
             else:
-                same = [p for p in pool if p[1] == s]
+                r = random_reshape(rng, c, v, s)
+                if r:
+                    pool.append(r)
+        elif kind < 0.72:
+            if "slice" not in kinds and s[-1] >= 2:
+                # As before: the right half of the last dim.
+                t = s[:-1] + [s[-1] // 2]
+                r = c.fresh()
+                c.body.append(f"{r} = tensor.extract_slice {v}"
+                              f"{slice_text([0] * (len(s) - 1) + [t[-1]], t, [1] * len(s))} : "
+                              f"{ttype(s)} to {ttype(t)}")
+                pool.append((r, t))
+            elif "slice" not in kinds:
+                continue
+            elif rng.random() < 0.6:
+                pool.append(random_extract(rng, c, v, s)[:2])
+            else:
                 w, _ = rng.choice(same)
-                t = [s[0] * 2, s[1]]
-                c.body.append(f"{r} = tensor.concat dim(0) {v}, {w} : ({ttype(s)}, {ttype(s)}) -> {ttype(t)}")
+                pool.append(random_insert(rng, c, v, w, s))
+        elif kind < 0.75:
+            # A concatenation of two values along a random dim.
+            w, _ = rng.choice(same)
+            d = rng.randrange(len(s))
+            t = list(s)
+            t[d] *= 2
+            r = c.fresh()
+            c.body.append(f"{r} = tensor.concat dim({d}) {v}, {w} : ({ttype(s)}, {ttype(s)}) -> {ttype(t)}")
             pool.append((r, t))
         elif kind < 0.80:
             # A loop carrying a value, or a branch (scf.for / scf.while /
             # scf.if).
-            same = [p for p in pool if p[1] == s]
             w, _ = rng.choice(same)
             r, y = c.fresh(), c.fresh()
             roll = rng.random()
@@ -751,11 +1165,14 @@ def random_case(rng, index):
                 pool.append((r + "#0", s))
                 continue
             if 0.6 <= roll < 0.7:
-                # A pad of dim 1 (tensor.pad's rule keeps dim 0's factor).
-                t = [s[0], s[1] + 2]
+                # A pad of the last dim (tensor.pad's rule keeps the
+                # others' factors).
+                t = s[:-1] + [s[-1] + 2]
+                idx = ", ".join(f"%i{d}_{c.counter}: index" for d in range(len(s)))
                 c.body += [
-                    f"{r} = tensor.pad {v} low[0, 1] high[0, 1] {{",
-                    f"^bb0(%i{c.counter}: index, %j{c.counter}: index):",
+                    f"{r} = tensor.pad {v} low[{', '.join(['0'] * (len(s) - 1) + ['1'])}] "
+                    f"high[{', '.join(['0'] * (len(s) - 1) + ['1'])}] {{",
+                    f"^bb0({idx}):",
                     "  tensor.yield %c0_i32 : i32",
                     f"}} : {ttype(s)} to {ttype(t)}"]
                 pool.append((r, t))
@@ -763,6 +1180,10 @@ def random_case(rng, index):
             if 0.7 <= roll < 0.8:
                 # A region op with no rule: it runs replicated on whole values
                 # (here a transposed copy of v, read from above).
+                m = matrix(v, s)
+                if m is None:
+                    continue
+                v, s = m
                 i, j, e = c.fresh(), c.fresh(), c.fresh()
                 t = [s[1], s[0]]
                 c.body += [
@@ -794,10 +1215,18 @@ def random_case(rng, index):
                     "}"]
             pool.append((r, s))
         elif kind < 0.83:
-            # A stencil: v padded on one or both dims by random widths (a
+            # A stencil: v padded on one or two dims by random widths (a
             # halo where the dim is split), then a sum of shifted windows of
             # v's shape (halo exchange, or gather and slice).
-            padded_dims = rng.choice([[0], [1], [0, 1]])
+            m = matrix(v, s)
+            if m is None:
+                continue
+            v, s = m
+            # (A circular pad is at most as wide as the dim it pads.)
+            choices = [p for p in ([0], [1], [0, 1]) if all(s[d] >= 2 for d in p)]
+            if not choices:
+                continue
+            padded_dims = rng.choice(choices)
             lo = [rng.randint(1, 2) if d in padded_dims else 0 for d in range(2)]
             hi = [rng.randint(0, 2) if d in padded_dims else 0 for d in range(2)]
             p, padded = pad(c, v, s, lo, hi,
@@ -813,10 +1242,18 @@ def random_case(rng, index):
                 total = w
             pool.append((total, s))
         elif kind < 0.87:
+            if len(s) < 2:
+                m = matrix(v, s)
+                if m is None:
+                    continue
+                v, s = m
+            perm = list(range(len(s)))
+            while perm == sorted(perm):
+                rng.shuffle(perm)
             e, r = c.fresh(), c.fresh()
-            t = [s[1], s[0]]
+            t = [s[d] for d in perm]
             c.body += [f"{e} = tensor.empty() : {ttype(t)}",
-                       f"{r} = linalg.transpose ins({v} : {ttype(s)}) outs({e} : {ttype(t)}) permutation = [1, 0]"]
+                       f"{r} = linalg.transpose ins({v} : {ttype(s)}) outs({e} : {ttype(t)}) permutation = {perm}"]
             pool.append((r, t))
         else:
             r = c.fresh()
@@ -824,20 +1261,26 @@ def random_case(rng, index):
             c.body.append(f"SHARD {r} {v} {ttype(s)} {dims!r}")
             pool.append((r, s))
     v, s = pool[-1]
-    if rng.random() < 0.25:
+    if len(s) >= 2 and rng.random() < 0.25:
         e, f, r = c.fresh(), c.fresh(), c.fresh()
+        t = s[:1] + s[2:]
         c.body += [
-            f"{e} = tensor.empty() : {ttype([s[0]])}",
-            f"{f} = linalg.fill ins(%c0_i32 : i32) outs({e} : {ttype([s[0]])}) -> {ttype([s[0]])}",
-            f"{r} = linalg.reduce ins({v} : {ttype(s)}) outs({f} : {ttype([s[0]])}) dimensions = [1]",
+            f"{e} = tensor.empty() : {ttype(t)}",
+            f"{f} = linalg.fill ins(%c0_i32 : i32) outs({e} : {ttype(t)}) -> {ttype(t)}",
+            f"{r} = linalg.reduce ins({v} : {ttype(s)}) outs({f} : {ttype(t)}) dimensions = [1]",
             "  (%in: i32, %acc: i32) {",
             "    %s = arith.addi %in, %acc : i32",
             "    linalg.yield %s : i32",
             "  }",
         ]
-        v, s = r, [s[0]]
+        v, s = r, t
     c.result = (v, s)
     c.result_dims = random_sharding(rng, mesh, s) if rng.random() < 0.8 else None
+    for op in ("scf.while", "scf.for", "scf.if", "tensor.pad", "linalg.matmul"):
+        if any(op in line for line in c.body):
+            c.tags.add(op)
+    if any(re.search(r"tensor<\d+x\d+x\d+", line) for line in c.body):
+        c.tags.add("a value of rank 3 or 4")
     return c
 
 
@@ -862,18 +1305,33 @@ def main():
     ap.add_argument("--cases", type=int, default=200,
                     help="random cases after the fixed suite")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--without", action="append", default=[], choices=KINDS,
+                    help="leave a kind out of the random programs: reshape "
+                         "(reshapes are then one through 1-D and back, as "
+                         "before), slice (a slice is then the right half of "
+                         "the last dim, as before), dynamic (no `?` meshes, "
+                         "random or fixed)")
+    ap.add_argument("--only", metavar="REGEX",
+                    help="keep the cases whose name matches (to minimise a "
+                         "failure: the same programs and inputs as in the "
+                         "whole file)")
     ap.add_argument("--corrupt", action="store_true",
                     help="a negative control: every check adds 1 to the "
                          "difference, so a run whose kernels really compute "
                          "fails at the first case")
     args = ap.parse_args()
     rng = random.Random(args.seed)
+    kinds = [k for k in KINDS if k not in args.without]
     cases = matmul_suite() + model_suite() + halo_suite() + \
-        [random_case(rng, i) for i in range(args.cases)]
+        (dynamic_suite() if "dynamic" in kinds else []) + \
+        [random_case(rng, i, kinds) for i in range(args.cases)]
     lines = ["// Generated by gen_partition.py; do not edit."]
     for name, axes in MESHES.items():
-        lines.append(f"mesh.mesh @{name}([" + ", ".join(f'"{a}" = {s}' for a, s in axes) + "])")
-    for c in cases:
+        lines.append(f"mesh.mesh @{name}([" + ", ".join(
+            f'"{a}" = {"?" if s is None else s}' for a, s in axes) + "])")
+    keep = [args.only is None or re.fullmatch(args.only, c.name) is not None
+            for c in cases]
+    for c in (c for c, k in zip(cases, keep) if k):
         for ref in (False, True):
             body = c.emit(ref)
             # Every function gets the constants its fills, loops and
@@ -888,7 +1346,10 @@ def main():
             lines += body
     # One small check function per case keeps every function small (the
     # lowering and clang are much faster on many small functions).
+    all_lines = lines
     for i, c in enumerate(cases):
+        # The inputs are drawn for every case, kept or not.
+        lines = all_lines if keep[i] else []
         lines.append(f"func.func @check{i}() {{")
         lines.append("  %c0_i32 = arith.constant 0 : i32")
         ins = []
@@ -921,15 +1382,22 @@ def main():
         lines.append(f'  cf.assert %ok, "case {c.name}: the partitioned program differs from the unpartitioned one"')
         lines.append("  return")
         lines.append("}")
+    lines = all_lines
     lines.append("func.func @main() -> i32 {")
     for i in range(len(cases)):
-        lines.append(f"  call @check{i}() : () -> ()")
+        if keep[i]:
+            lines.append(f"  call @check{i}() : () -> ()")
     lines.append("  %c0_i32 = arith.constant 0 : i32")
     lines.append("  return %c0_i32 : i32")
     lines.append("}")
     with open(args.out, "w") as f:
         f.write("\n".join(lines) + "\n")
-    print(f"{len(cases)} cases")
+    tags = {}
+    for c in cases:
+        for t in c.tags:
+            tags[t] = tags.get(t, 0) + 1
+    print(f"{sum(keep)} cases; of the {args.cases} random ones, with " +
+          ", ".join(f"{t}: {n}" for t, n in sorted(tags.items())))
 
 
 if __name__ == "__main__":

@@ -148,6 +148,42 @@ def MeshLineBufferStdout
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def MeshFuseElementwise
+    : Pass<"mesh-fuse-elementwise", "::mlir::func::FuncOp"> {
+  let summary = "Fuses elementwise linalg ops, as linalg-fuse-elementwise-ops "
+                "does, without the reshape fold MLIR 22 breaks";
+  let description = [{
+    The patterns of upstream's `linalg-fuse-elementwise-ops` (elementwise
+    producer-consumer fusion, reshapes folded into their producers and
+    consumers by expansion, the canonicalizations and constant folding that
+    pass adds, applied top-down), with the same control (a producer with one
+    use), except that a `tensor.expand_shape` with dynamic output sizes is
+    not folded into a `tensor.pad` that produces it: MLIR 22's pattern for
+    that (`FoldReshapeWithProducerPadOpByExpansion`) builds the new
+    `expand_shape` right after the pad's source and hands it the old one's
+    size operands, which are defined later, and the program fails to verify
+    ("operand #1 does not dominate this use"). Partitioning makes such pairs
+    when a padded tensor is reshaped along a dim split over a `?` axis (its
+    per-device size is computed at the reshape).
+
+    `--mesh-to-llvm` runs it on every function after
+    `convert-elementwise-to-linalg`.
+
+    ```mlir
+    %p = tensor.pad %x low[0, 1] high[0, 1] { ... } : tensor<?x16xi32> to tensor<?x18xi32>
+    %n = arith.divui %c8, %devices : index
+    %e = tensor.expand_shape %p [[0, 1], [2]] output_shape [%n, 1, 18]
+        : tensor<?x18xi32> into tensor<?x1x18xi32>
+    // stays as it is (linalg-fuse-elementwise-ops moves the expand_shape
+    // above the pad, before %n)
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+}
+
 //===----------------------------------------------------------------------===//
 // The device stage of --mesh-to-nvvm
 //===----------------------------------------------------------------------===//

@@ -179,3 +179,35 @@ func.func @halo_on_split_dim(%u: tensor<16x16xf32> {mesh.sharding = #mesh.shardi
   %s = arith.addf %l, %r : tensor<16x16xf32>
   return %s : tensor<16x16xf32>
 }
+
+// -----
+
+mesh.mesh @m(["a" = ?, "b" = 4])
+
+// A halo on dim 1 beside a dim 0 split over a `?` axis, whose per-device
+// size is dynamic: the slabs exchanged, and those of the halos dropped for
+// the slice asked without them, take dim 0's size from the tensor (found by
+// gen_partition.py on ["a" = ?, "b" = 4]: they were given no size operand).
+// CHECK-LABEL: func.func @halo_beside_unknown_axis
+// CHECK: %[[P:.*]] = tensor.pad %{{.*}} low[0, 2] high[0, 1]
+// CHECK: } : tensor<?x4xi32> to tensor<?x7xi32>
+// CHECK: %[[D:.*]] = tensor.dim %[[P]], %{{.*}} : tensor<?x7xi32>
+// CHECK: %[[S:.*]] = tensor.extract_slice %[[P]][0, 4] [%[[D]], 2] [1, 1] : tensor<?x7xi32> to tensor<?x2xi32>
+// CHECK: mesh.permute %[[S]] on @m axes = ["b"] offset = 1 : tensor<?x2xi32> -> tensor<?x2xi32>
+// CHECK: mesh.permute %{{.*}} on @m axes = ["b"] offset = -1 : tensor<?x1xi32> -> tensor<?x1xi32>
+// CHECK: %[[F:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[0, 6] [%{{.*}}, 1] [1, 1] : tensor<?x1xi32> into tensor<?x7xi32>
+// CHECK: %[[D2:.*]] = tensor.dim %[[F]], %{{.*}} : tensor<?x7xi32>
+// CHECK: %[[B:.*]] = tensor.extract_slice %[[F]][0, 0] [%[[D2]], 4] [1, 1] : tensor<?x7xi32> to tensor<?x4xi32>
+// CHECK: mesh.all_gather %[[B]] on @m axes = ["b"] gather_dim = 1 : tensor<?x4xi32> -> tensor<?x16xi32>
+// CHECK: mesh.broadcast %{{.*}} on @m axes = ["b"] root = 3 : tensor<?x3xi32> -> tensor<?x3xi32>
+func.func @halo_beside_unknown_axis(%x: tensor<8x16xi32> {mesh.sharding = #mesh.sharding<@m, [["a"], ["b"]]>}) -> tensor<8x16xi32> {
+  %c0 = arith.constant 0 : i32
+  %p = tensor.pad %x low[0, 2] high[0, 1] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %c0 : i32
+  } : tensor<8x16xi32> to tensor<8x19xi32>
+  %s = tensor.extract_slice %p[0, 2] [8, 16] [1, 1] : tensor<8x19xi32> to tensor<8x16xi32>
+  %t = tensor.extract_slice %p[0, 1] [8, 16] [1, 1] {mesh.sharding = #mesh.sharding<@m, [["a"], []]>} : tensor<8x19xi32> to tensor<8x16xi32>
+  %r = arith.addi %s, %t : tensor<8x16xi32>
+  return %r : tensor<8x16xi32>
+}

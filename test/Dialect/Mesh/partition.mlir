@@ -214,6 +214,45 @@ func.func @rank_reducing_slice(%x: tensor<8x16xi32>) -> tensor<16xi32> {
 
 // -----
 
+// A rank-reducing slice whose kept dim is one element per device: the
+// dropped dims are those of the types before partitioning (matched against
+// the per-device types, the kept dim of 1 looked dropped and its size
+// stayed 8).
+mesh.mesh @m(["x" = 8])
+// CHECK-LABEL: func.func @rank_reducing_unit_block
+// CHECK: tensor.extract_slice %{{.*}}[0, 3] [1, 1] [1, 1] : tensor<1x8xi32> to tensor<1xi32>
+func.func @rank_reducing_unit_block(%a: tensor<8x8xi32> {mesh.sharding = #mesh.sharding<@m, [["x"], []]>})
+    -> (tensor<8xi32> {mesh.sharding = #mesh.sharding<@m, [["x"]]>}) {
+  %s = tensor.extract_slice %a[0, 3] [8, 1] [1, 1] {mesh.sharding = #mesh.sharding<@m, [["x"]]>} : tensor<8x8xi32> to tensor<8xi32>
+  return %s : tensor<8xi32>
+}
+// CHECK-LABEL: func.func @rank_reducing_unit_block_insert
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 3] [1, 1] [1, 1] : tensor<1xi32> into tensor<1x8xi32>
+func.func @rank_reducing_unit_block_insert(%a: tensor<8x8xi32> {mesh.sharding = #mesh.sharding<@m, [["x"], []]>},
+                  %r: tensor<8xi32> {mesh.sharding = #mesh.sharding<@m, [["x"]]>})
+    -> (tensor<8x8xi32> {mesh.sharding = #mesh.sharding<@m, [["x"], []]>}) {
+  %s = tensor.insert_slice %r into %a[0, 3] [8, 1] [1, 1] {mesh.sharding = #mesh.sharding<@m, [["x"], []]>} : tensor<8xi32> into tensor<8x8xi32>
+  return %s : tensor<8x8xi32>
+}
+// A kept dim of size 1 between the split one and the dropped one.
+// CHECK-LABEL: func.func @rank_reducing_unit_between
+// CHECK: tensor.extract_slice %{{.*}}[0, 1, 1] [1, 1, 1] [1, 1, 1] : tensor<1x2x16xi32> to tensor<1x1xi32>
+func.func @rank_reducing_unit_between(%a: tensor<8x2x16xi32> {mesh.sharding = #mesh.sharding<@m, [["x"], [], []]>})
+    -> (tensor<8x1xi32> {mesh.sharding = #mesh.sharding<@m, [["x"], []]>}) {
+  %s = tensor.extract_slice %a[0, 1, 1] [8, 1, 1] [1, 1, 1] {mesh.sharding = #mesh.sharding<@m, [["x"], []]>} : tensor<8x2x16xi32> to tensor<8x1xi32>
+  return %s : tensor<8x1xi32>
+}
+// A dropped dim before the split one, a kept dim of 1 after it.
+// CHECK-LABEL: func.func @rank_reducing_drop_first
+// CHECK: tensor.extract_slice %{{.*}}[0, 0, 8] [1, 1, 1] [1, 1, 1] : tensor<1x1x16xi32> to tensor<1x1xi32>
+func.func @rank_reducing_drop_first(%a: tensor<1x8x16xi32> {mesh.sharding = #mesh.sharding<@m, [[], ["x"], []]>})
+    -> (tensor<8x1xi32> {mesh.sharding = #mesh.sharding<@m, [["x"], []]>}) {
+  %s = tensor.extract_slice %a[0, 0, 8] [1, 8, 1] [1, 1, 1] {mesh.sharding = #mesh.sharding<@m, [["x"], []]>} : tensor<1x8x16xi32> to tensor<8x1xi32>
+  return %s : tensor<8x1xi32>
+}
+
+// -----
+
 // Calls: operands take the callee's argument shardings, and the call keeps no
 // annotation.
 mesh.mesh @m(["a" = 2, "b" = 4])

@@ -61,3 +61,21 @@ func.func @softmax(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
   %s = linalg.softmax dimension(1) ins(%x : tensor<2x8xf32>) outs(%e : tensor<2x8xf32>) -> tensor<2x8xf32>
   return %s : tensor<2x8xf32>
 }
+
+// A slice's size-1 dims take stride 1: MLIR 22's expand-strided-metadata
+// crashed (memref::SubViewOp::getDroppedDims) on the subview this
+// rank-reducing slice with stride 2 on a size-1 dim bufferized to (found by
+// gen_partition.py's random slices; the same slice of the insert below).
+// CHECK-LABEL: func.func @unit_dim_strides
+// CHECK: tensor.extract_slice %{{.*}}[1, 3] [1, 1] [1, 1] : tensor<4x8xi32> to tensor<1xi32>
+// CHECK: tensor.extract_slice %{{.*}}[0, 2] [2, 4] [2, 1] : tensor<4x8xi32> to tensor<2x4xi32>
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[2, 0] [1, 1] [1, 1] : tensor<1xi32> into tensor<4x8xi32>
+// LOWERED-LABEL: llvm.func @unit_dim_strides
+func.func @unit_dim_strides(%x: tensor<4x8xi32>) -> (tensor<1xi32>, tensor<2x4xi32>, tensor<4x8xi32>) {
+  %y = arith.addi %x, %x : tensor<4x8xi32>
+  %s = tensor.extract_slice %y[1, 3] [1, 1] [2, 1] : tensor<4x8xi32> to tensor<1xi32>
+  // Other strides stay.
+  %t = tensor.extract_slice %y[0, 2] [2, 4] [2, 1] : tensor<4x8xi32> to tensor<2x4xi32>
+  %u = tensor.insert_slice %s into %y[2, 0] [1, 1] [3, 2] : tensor<1xi32> into tensor<4x8xi32>
+  return %s, %t, %u : tensor<1xi32>, tensor<2x4xi32>, tensor<4x8xi32>
+}

@@ -95,13 +95,43 @@ func.func @explain(%x: tensor<8xf32> {mesh.sharding = #mesh.sharding<@m, [["b"]]
 
 mesh.mesh @d(["a" = ?, "b" = 4])
 
-// An axis of unknown size still propagates: divisibility is checked only
-// where both sizes are known.
+// An axis of unknown size still propagates where its sharding says it
+// divides: onto dims of the size it was found on, or multiples of it.
 // CHECK-LABEL: func.func @dynamic_axis
 // CHECK: math.tanh {{.*}} {mesh.sharding = #mesh.sharding<@d, {{\[\[}}"a"], []]>}
 func.func @dynamic_axis(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@d, [["a"], []]>}) -> tensor<8x16xf32> {
   %y = math.tanh %x : tensor<8x16xf32>
   return %y : tensor<8x16xf32>
+}
+
+// Not onto a smaller dim: a stride-2 slice of half a dim over ["b", "a"]
+// (4 * ? divides 16, not necessarily 8) is replicated, and the slice taken
+// from the whole dim. With "a" = 4 the dim would be 8 elements over 16
+// devices; gen_partition.py found it on 8 ranks.
+// CHECK-LABEL: func.func @dynamic_axis_window
+// CHECK: tensor.extract_slice {{.*}} {mesh.sharding = #mesh.sharding<@d, {{\[\[}}], []]>}
+func.func @dynamic_axis_window(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@d, [[], ["b", "a"]]>}) -> tensor<8x8xf32> {
+  %s = tensor.extract_slice %x[0, 1] [8, 8] [1, 2] : tensor<8x16xf32> to tensor<8x8xf32>
+  return %s : tensor<8x8xf32>
+}
+
+// Through a reshape, a `?` axis goes to the part that what it shards is
+// left in: [32] over ["b", "a"] expanded to [4, 8] is ["b"] on the 4 (split
+// down to one) and ["a"] on the 8, which ? divides as it divides 32 / 4.
+// CHECK-LABEL: func.func @dynamic_axis_expand
+// CHECK: tensor.expand_shape {{.*}} {mesh.sharding = #mesh.sharding<@d, {{\[\[}}"b"], ["a"], []]>}
+func.func @dynamic_axis_expand(%x: tensor<32x4xf32> {mesh.sharding = #mesh.sharding<@d, [["b", "a"], []]>}) -> tensor<4x8x4xf32> {
+  %e = tensor.expand_shape %x [[0, 1], [2]] output_shape [4, 8, 4] : tensor<32x4xf32> into tensor<4x8x4xf32>
+  return %e : tensor<4x8x4xf32>
+}
+
+// Not the whole list onto the major dim: [32] expanded to [2, 16] cannot
+// give ["b", "a"] to the 2, nor split it down to one with "b" = 4 first.
+// CHECK-LABEL: func.func @dynamic_axis_expand_small
+// CHECK: tensor.expand_shape {{.*}} {mesh.sharding = #mesh.sharding<@d, {{\[\[}}], [], []]>}
+func.func @dynamic_axis_expand_small(%x: tensor<32x4xf32> {mesh.sharding = #mesh.sharding<@d, [["b", "a"], []]>}) -> tensor<2x16x4xf32> {
+  %e = tensor.expand_shape %x [[0, 1], [2]] output_shape [2, 16, 4] : tensor<32x4xf32> into tensor<2x16x4xf32>
+  return %e : tensor<2x16x4xf32>
 }
 
 // -----

@@ -289,7 +289,9 @@ private:
       if (!s.view.empty() || !src.hasStaticShape() ||
           !op.getResultType().hasStaticShape())
         return std::nullopt;
-      for (int64_t d : op.getReassociationIndices()[s.dim]) {
+      // A local: the loop would otherwise range over a temporary's element.
+      SmallVector<ReassociationIndices> groups = op.getReassociationIndices();
+      for (int64_t d : groups[s.dim]) {
         if (src.getDimSize(d) == 1)
           continue;
         if (src.getDimSize(d) % *groupSize != 0)

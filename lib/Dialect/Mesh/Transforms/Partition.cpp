@@ -151,8 +151,8 @@ private:
   LogicalResult typeResults(Operation *op, const ShardingRule *rule,
                             const FactorAssignment *assignment,
                             const LinearPartial *linear);
-  void updateSizes(Operation *op, TypeRange globalResultTypes,
-                   const ShardingRule &rule,
+  void updateSizes(Operation *op, TypeRange globalOperandTypes,
+                   TypeRange globalResultTypes, const ShardingRule &rule,
                    const FactorAssignment &assignment);
   void localizeLoopIndices(linalg::LinalgOp op,
                            const FactorAssignment &assignment);
@@ -439,17 +439,18 @@ RankedTensorType FunctionPartitioner::globalTypeOf(Value v, ShardingAttr from,
 }
 
 namespace {
-/// The offsets, sizes and strides of the slab of a tensor of type `type`
+/// The offsets, sizes and strides of the slab of a tensor shaped as `of`
 /// that is [offset, offset + size) along dim `dim` and whole along the
-/// others.
+/// others (a dynamic one, split over a `?` axis, sized by a tensor.dim).
 struct Slab {
   SmallVector<OpFoldResult> offsets, sizes, strides;
-  Slab(OpBuilder &b, RankedTensorType type, unsigned dim, OpFoldResult offset,
+  Slab(OpBuilder &b, Location loc, Value of, unsigned dim, OpFoldResult offset,
        int64_t size)
-      : offsets(type.getRank(), b.getIndexAttr(0)),
-        strides(type.getRank(), b.getIndexAttr(1)) {
-    for (int64_t k = 0; k < type.getRank(); ++k)
-      sizes.push_back(b.getIndexAttr(k == dim ? size : type.getDimSize(k)));
+      : offsets(cast<RankedTensorType>(of.getType()).getRank(),
+                b.getIndexAttr(0)),
+        sizes(tensor::getMixedSizes(b, loc, of)),
+        strides(offsets.size(), b.getIndexAttr(1)) {
+    sizes[dim] = b.getIndexAttr(size);
     offsets[dim] = offset;
   }
   Value extract(OpBuilder &b, Location loc, Value from) const {
@@ -521,11 +522,11 @@ FailureOr<Value> FunctionPartitioner::reshardHalos(Value v, ShardingAttr from,
       SmallVector<int64_t> shape(type.getShape());
       shape[d] = block * *n;
       Value blocks =
-          Slab(b, type, d, b.getIndexAttr(0), block).extract(b, loc, cur);
+          Slab(b, loc, cur, d, b.getIndexAttr(0), block).extract(b, loc, cur);
       Value whole = AllGatherOp::create(b, loc, type.clone(shape), blocks, ref,
                                         axes, b.getI64IntegerAttr(d));
-      Value tail =
-          Slab(b, type, d, b.getIndexAttr(block), lo + hi).extract(b, loc, cur);
+      Value tail = Slab(b, loc, cur, d, b.getIndexAttr(block), lo + hi)
+                       .extract(b, loc, cur);
       tail = BroadcastOp::create(b, loc, tail.getType(), tail, ref, axes,
                                  b.getI64IntegerAttr(*n - 1), UnitAttr());
       cur = tensor::ConcatOp::create(b, loc, d, ValueRange{whole, tail});
@@ -555,7 +556,7 @@ FailureOr<Value> FunctionPartitioner::reshardHalos(Value v, ShardingAttr from,
     Value index = groupIndex(b, loc, mesh, target.getDimAxes(d).getNames());
     Value offset = arith::MulIOp::create(
         b, loc, index, arith::ConstantIndexOp::create(b, loc, block));
-    cur = Slab(b, type, d, offset, block + lo + hi).extract(b, loc, cur);
+    cur = Slab(b, loc, cur, d, offset, block + lo + hi).extract(b, loc, cur);
   }
   return cur;
 }
@@ -575,6 +576,7 @@ FailureOr<Value> FunctionPartitioner::fillHalos(OpBuilder &b, Operation *op,
   Location loc = op->getLoc();
   FlatSymbolRefAttr ref = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
   auto type = cast<RankedTensorType>(local.getType());
+  Value made = local; // Its sizes are the slabs' (halos do not change them).
   bool periodic = isa<CircularPadOp>(op);
   for (unsigned d = 0; d < s.getRank(); ++d) {
     auto [lo, hi] = s.getDimHalo(d);
@@ -594,21 +596,21 @@ FailureOr<Value> FunctionPartitioner::fillHalos(OpBuilder &b, Operation *op,
     // at `edge` keeps what the op made.
     auto exchange = [&](int64_t at, int64_t from, int64_t size, int64_t offset,
                         int64_t edge) {
-      Value slab =
-          Slab(b, type, d, b.getIndexAttr(from), size).extract(b, loc, local);
+      Value slab = Slab(b, loc, made, d, b.getIndexAttr(from), size)
+                       .extract(b, loc, local);
       Value got = PermuteOp::create(b, loc, slab.getType(), slab, ref, axes,
                                     b.getI64IntegerAttr(offset),
                                     periodic ? b.getUnitAttr() : UnitAttr());
-      Slab dst(b, type, d, b.getIndexAttr(at), size);
+      Slab dst(b, loc, made, d, b.getIndexAttr(at), size);
       if (periodic) {
         local = dst.insert(b, loc, got, local);
         return;
       }
-      Value made = dst.extract(b, loc, local);
+      Value own = dst.extract(b, loc, local);
       Value atEdge =
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, index,
                                 arith::ConstantIndexOp::create(b, loc, edge));
-      Value halo = arith::SelectOp::create(b, loc, atEdge, made, got);
+      Value halo = arith::SelectOp::create(b, loc, atEdge, own, got);
       local = dst.insert(b, loc, halo, local);
     };
     // The low halo: the last `lo` of the previous device's block.
@@ -955,12 +957,22 @@ LogicalResult FunctionPartitioner::partitionRuleOp(Operation *op) {
   }
   const FactorAssignment *factors = assignment ? &*assignment : nullptr;
   const LinearPartial *pending = linear ? &*linear : nullptr;
+  // The operands are already per-device (their producers came first); the
+  // results not yet.
+  SmallVector<Type> globalOperandTypes;
+  for (Value v : op->getOperands()) {
+    ShardingAttr from =
+        isa<RankedTensorType>(v.getType()) ? placedOf(v) : ShardingAttr();
+    MeshOp mesh = from ? meshFor(op, from.getMesh()) : MeshOp();
+    globalOperandTypes.push_back(mesh ? Type(globalTypeOf(v, from, mesh))
+                                      : v.getType());
+  }
   SmallVector<Type> globalResultTypes(op->getResultTypes());
   if (failed(reshardOperands(op, rule, factors, pending)) ||
       failed(typeResults(op, rule, factors, pending)))
     return failure();
   if (rule) {
-    updateSizes(op, globalResultTypes, *rule, *assignment);
+    updateSizes(op, globalOperandTypes, globalResultTypes, *rule, *assignment);
     if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
       localizeLoopIndices(linalgOp, *assignment);
   }
@@ -1044,7 +1056,7 @@ FactorAssignment FunctionPartitioner::assignFactors(Operation *op,
     ShardingAttr s = getResultAnnotation(op, r);
     if (!s)
       continue;
-    assignment.takeDims(s, dims);
+    assignment.takeDims(s, dims, op->getResult(r).getType());
     assignment.takePartial(s, operandSharding);
   }
   return assignment;
@@ -1184,6 +1196,7 @@ FunctionPartitioner::typeResults(Operation *op, const ShardingRule *rule,
 
 /// Lets the op rewrite the sizes it spells for its per-device types.
 void FunctionPartitioner::updateSizes(Operation *op,
+                                      TypeRange globalOperandTypes,
                                       TypeRange globalResultTypes,
                                       const ShardingRule &rule,
                                       const FactorAssignment &assignment) {
@@ -1201,7 +1214,8 @@ void FunctionPartitioner::updateSizes(Operation *op,
     return groupSize(b, op->getLoc(), meshFor(op, mesh),
                      assignment.getFactors()[f].getNames());
   };
-  iface.updateSizesForLocalTypes(globalResultTypes, devicesAlong);
+  iface.updateSizesForLocalTypes(globalOperandTypes, globalResultTypes,
+                                 devicesAlong);
 }
 
 /// A linalg op whose body reads the index of a loop that is now split

@@ -5,7 +5,9 @@
 // bufferization, so that compiled kernels do not overwrite their callers'
 // buffers. In the compile pipelines, also refuses memref.dealloc, which
 // their buffer deallocation cannot take. Collectives of i1 tensors move i8;
-// aggregates of linalg ops (linalg.softmax) are decomposed.
+// aggregates of linalg ops (linalg.softmax) are decomposed; slices take
+// their size-1 dims with stride 1 (MLIR 22 crashes on some rank-reducing
+// subviews with other strides there).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +20,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
 namespace mlir {
@@ -65,6 +68,7 @@ struct PrepareForBufferizationPass
     widenMasks();
     if (failed(decomposeAggregates()))
       return signalPassFailure();
+    unitStrides();
     if (writableArguments)
       return;
     getOperation().walk([&](FunctionOpInterface fn) {
@@ -97,6 +101,36 @@ struct PrepareForBufferizationPass
       op->erase();
     }
     return success();
+  }
+
+  /// A slice's dim of static size 1 takes one element, whatever its stride:
+  /// the stride becomes 1. A rank-reducing slice of size-1 dims with another
+  /// stride (`[1, 3] [1, 1] [2, 1] : tensor<4x8xi32> to tensor<1xi32>`,
+  /// which random slices and partitioned windows make) bufferizes to a
+  /// subview whose result layout keeps the other dim than the tensor op
+  /// drops, and MLIR 22's expand-strided-metadata crashes on it
+  /// (memref::SubViewOp::getDroppedDims).
+  void unitStrides() {
+    getOperation().walk([](OffsetSizeAndStrideOpInterface op) {
+      if (!isa<tensor::ExtractSliceOp, tensor::InsertSliceOp>(op))
+        return;
+      SmallVector<int64_t> strides(op.getStaticStrides());
+      bool changed = false;
+      for (auto [d, stride] : llvm::enumerate(strides)) {
+        if (stride == 1 || ShapedType::isDynamic(stride) ||
+            op.isDynamicSize(d) || op.getStaticSize(d) != 1)
+          continue;
+        stride = 1;
+        changed = true;
+      }
+      if (!changed)
+        return;
+      if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op.getOperation()))
+        extract.setStaticStrides(strides);
+      else
+        cast<tensor::InsertSliceOp>(op.getOperation())
+            .setStaticStrides(strides);
+    });
   }
 
   /// A collective of an i1 tensor moves it as i8: sign-extended, so that

@@ -355,7 +355,7 @@ bool Propagation::visitRule(Operation *op, const ShardingRule &rule,
   auto take = [&](Value v, ArrayRef<int64_t> dims) {
     auto it = info.find(v);
     if (it != info.end())
-      assignment.takeDims(it->second.sharding, dims);
+      assignment.takeDims(it->second.sharding, dims, v.getType());
   };
   auto takeOperands = [&] {
     for (auto [v, dims] : llvm::zip(op->getOperands(), rule.operandDims))

@@ -571,14 +571,25 @@ localSize(OpBuilder &b, Operation *op, int64_t globalSize, unsigned result,
 
 /// A slice's sizes after partitioning: a dim taken whole takes the whole
 /// per-device dim of `part` (the slice side, now local), a size operand when
-/// that dim is dynamic. Sizes that were operands stay.
+/// that dim is dynamic. Sizes that were operands stay. `whole` is the slice
+/// side's type before partitioning.
 static void setLocalSliceSizes(
-    OffsetSizeAndStrideOpInterface slice, RankedTensorType part,
-    const llvm::SmallBitVector &dropped, MutableOperandRange sizeOperands,
+    OffsetSizeAndStrideOpInterface slice, RankedTensorType whole,
+    RankedTensorType part, MutableOperandRange sizeOperands,
     function_ref<void(ArrayRef<int64_t>)> setStatic,
     function_ref<Value(OpBuilder &, unsigned, unsigned)> devicesAlong) {
   OpBuilder b(slice);
   SmallVector<int64_t> sizes(slice.getStaticSizes());
+  // The dims a rank-reducing slice drops, from the types before
+  // partitioning: the op's getDroppedDims() matches the sizes against
+  // `part`, where a kept dim may now be 1 per device and look dropped.
+  std::optional<llvm::SmallDenseSet<unsigned>> mask =
+      computeRankReductionMask(sizes, whole.getShape(), /*matchDynamic=*/true);
+  if (!mask) // Not for an op that verified with these types.
+    return;
+  llvm::SmallBitVector dropped(sizes.size());
+  for (unsigned d : *mask)
+    dropped.set(d);
   SmallVector<Value> dynamic;
   ValueRange old = slice.getSizes();
   unsigned k = 0;
@@ -623,7 +634,7 @@ struct LinalgRuleModel
   bool isRuleFixedByTypes(Operation *) const { return false; }
   bool needsNoData(Operation *) const { return false; }
   void updateSizesForLocalTypes(
-      Operation *, TypeRange,
+      Operation *, TypeRange, TypeRange,
       function_ref<Value(OpBuilder &, unsigned, unsigned)>) const {}
 };
 
@@ -657,7 +668,7 @@ struct EmptyRuleModel
   /// (an operand, or the static global size) divided by the devices along
   /// the dim. A static global dim becomes dynamic on a `?` axis.
   void updateSizesForLocalTypes(
-      Operation *op, TypeRange globalResultTypes,
+      Operation *op, TypeRange, TypeRange globalResultTypes,
       function_ref<Value(OpBuilder &, unsigned, unsigned)> devicesAlong) const {
     auto empty = cast<tensor::EmptyOp>(op);
     auto global = cast<RankedTensorType>(globalResultTypes[0]);
@@ -724,7 +735,7 @@ struct ExpandShapeRuleModel
   /// The output shape follows the per-device result type; a dim a `?` axis
   /// splits gets a size operand.
   void updateSizesForLocalTypes(
-      Operation *op, TypeRange globalResultTypes,
+      Operation *op, TypeRange, TypeRange globalResultTypes,
       function_ref<Value(OpBuilder &, unsigned, unsigned)> devicesAlong) const {
     auto expand = cast<tensor::ExpandShapeOp>(op);
     auto global = cast<RankedTensorType>(globalResultTypes[0]);
@@ -749,12 +760,12 @@ struct ExtractSliceRuleModel
                         extract.getDroppedDims());
   }
   void updateSizesForLocalTypes(
-      Operation *op, TypeRange,
+      Operation *op, TypeRange, TypeRange globalResultTypes,
       function_ref<Value(OpBuilder &, unsigned, unsigned)> devicesAlong) const {
     auto extract = cast<tensor::ExtractSliceOp>(op);
     setLocalSliceSizes(
-        extract, extract.getType(), extract.getDroppedDims(),
-        extract.getSizesMutable(),
+        extract, cast<RankedTensorType>(globalResultTypes.front()),
+        extract.getType(), extract.getSizesMutable(),
         [&](ArrayRef<int64_t> s) { extract.setStaticSizes(s); }, devicesAlong);
   }
 };
@@ -768,12 +779,12 @@ struct InsertSliceRuleModel
                         insert.getDroppedDims());
   }
   void updateSizesForLocalTypes(
-      Operation *op, TypeRange,
+      Operation *op, TypeRange globalOperandTypes, TypeRange,
       function_ref<Value(OpBuilder &, unsigned, unsigned)> devicesAlong) const {
     auto insert = cast<tensor::InsertSliceOp>(op);
     setLocalSliceSizes(
-        insert, insert.getSourceType(), insert.getDroppedDims(),
-        insert.getSizesMutable(),
+        insert, cast<RankedTensorType>(globalOperandTypes.front()),
+        insert.getSourceType(), insert.getSizesMutable(),
         [&](ArrayRef<int64_t> s) { insert.setStaticSizes(s); }, devicesAlong);
   }
 };

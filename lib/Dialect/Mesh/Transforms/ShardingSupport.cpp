@@ -401,7 +401,8 @@ void FactorAssignment::takePart(unsigned part, AxisListAttr axes,
   deriveProduct(product);
 }
 
-void FactorAssignment::takeProduct(unsigned product, AxisListAttr axes) {
+void FactorAssignment::takeProduct(unsigned product, AxisListAttr axes,
+                                   int64_t from) {
   MLIRContext *ctx = op->getContext();
   unsigned first = product - rule.factors[product].numParts;
   SmallVector<std::pair<unsigned, AxisListAttr>, 4> split;
@@ -410,14 +411,13 @@ void FactorAssignment::takeProduct(unsigned product, AxisListAttr axes) {
     const ShardingFactor &part = rule.factors[p];
     if (part.size == 1)
       continue;
-    // The last part sharded takes every axis left, if its size divides
-    // (an unknown size or group is taken on trust)...
+    // The last part sharded takes every axis left, if they may shard it
+    // (the axes left shard what the parts before left of `from`)...
     AxisListAttr all = AxisListAttr::get(ctx, rest);
     std::optional<int64_t> n = meshes.getGroupSize(meshOp, all);
     if (!n)
       return;
-    if (ShapedType::isDynamic(part.size) || ShapedType::isDynamic(*n) ||
-        part.size % *n == 0) {
+    if (mayShard(part.size, *n, from)) {
       split.push_back({p, all});
       rest = {};
       break;
@@ -436,6 +436,8 @@ void FactorAssignment::takeProduct(unsigned product, AxisListAttr axes) {
       return;
     split.push_back({p, lead});
     rest = rest.drop_front(k);
+    if (!ShapedType::isDynamic(from))
+      from /= part.size;
   }
   if (!rest.empty() || llvm::any_of(split, [&](auto &s) {
         return factors[s.first] || rule.factors[s.first].blocked;

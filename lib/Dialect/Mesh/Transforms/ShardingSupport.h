@@ -246,9 +246,9 @@ public:
   FactorAssignment(const ShardingRule &rule, Operation *op, MeshCache &meshes)
       : rule(rule), op(op), meshes(meshes), factors(rule.factors.size()) {}
 
-  /// Takes the axes of the dims of a value sharded as `s` whose dims map to
-  /// the factors `dims`.
-  void takeDims(ShardingAttr s, ArrayRef<int64_t> dims);
+  /// Takes the axes of the dims of a value of type `type` sharded as `s`
+  /// whose dims map to the factors `dims`.
+  void takeDims(ShardingAttr s, ArrayRef<int64_t> dims, Type type);
 
   /// Gives the reduction factors the pending axes of a result sharded as
   /// `s`: each to the reduction factor one of whose operand dims is sharded
@@ -267,8 +267,9 @@ private:
   bool onMesh(ShardingAttr s);
   bool isUsed(AxisListAttr axes) const;
   void assign(unsigned factor, AxisListAttr axes);
-  /// Splits `axes` over the parts of `product`, if they fit.
-  void takeProduct(unsigned product, AxisListAttr axes);
+  /// Splits `axes`, which shard a dim of `from` elements, over the parts of
+  /// `product`, if they fit.
+  void takeProduct(unsigned product, AxisListAttr axes, int64_t from);
   /// Gives `part` (of a product) `axes` over `devices` devices, if the
   /// product stays a block sharding.
   void takePart(unsigned part, AxisListAttr axes, int64_t devices);
@@ -306,10 +307,25 @@ inline void FactorAssignment::assign(unsigned factor, AxisListAttr axes) {
   llvm::append_range(used, axes.getAxes());
 }
 
-inline void FactorAssignment::takeDims(ShardingAttr s, ArrayRef<int64_t> dims) {
+/// True when a group of `n` devices may shard `size` elements, the group
+/// sharding a dim of `from` elements where it was found. A known group must
+/// divide the size. A group of unknown size (a `?` axis) is trusted to
+/// divide `from`, whose sharding says so, and so a multiple of it; an
+/// unknown size is taken on trust (the partitioned program checks it).
+inline bool mayShard(int64_t size, int64_t n, int64_t from) {
+  if (ShapedType::isDynamic(size))
+    return true;
+  if (!ShapedType::isDynamic(n))
+    return size % n == 0;
+  return !ShapedType::isDynamic(from) && size % from == 0;
+}
+
+inline void FactorAssignment::takeDims(ShardingAttr s, ArrayRef<int64_t> dims,
+                                       Type type) {
   if (!onMesh(s))
     return;
   ArrayRef<AxisListAttr> valueDims = s.getDims();
+  auto tensor = dyn_cast<RankedTensorType>(type);
   for (auto [d, f] : llvm::enumerate(dims)) {
     if (f < 0 || d >= valueDims.size())
       continue;
@@ -317,19 +333,21 @@ inline void FactorAssignment::takeDims(ShardingAttr s, ArrayRef<int64_t> dims) {
     const ShardingFactor &factor = rule.factors[f];
     if (axes.empty() || factors[f] || factor.blocked || isUsed(axes))
       continue;
+    int64_t from = tensor && d < static_cast<size_t>(tensor.getRank())
+                       ? tensor.getDimSize(d)
+                       : ShapedType::kDynamic;
     if (factor.numParts) {
-      takeProduct(f, axes);
+      takeProduct(f, axes, from);
       continue;
     }
     std::optional<int64_t> n = meshes.getGroupSize(meshOp, axes);
-    if (!n)
+    if (!n || !mayShard(factor.size, *n, from))
       continue;
-    // Unknown sizes are taken on trust, but not for a factor with halos,
-    // whose blocks must be long enough to hold them.
-    bool known =
-        !ShapedType::isDynamic(factor.size) && !ShapedType::isDynamic(*n);
-    if (known ? factor.size % *n != 0 || factor.size / *n < factor.maxHalo
-              : factor.maxHalo != 0)
+    // A factor with halos needs blocks long enough to hold them: its size
+    // and group must be known.
+    if (factor.maxHalo != 0 &&
+        (ShapedType::isDynamic(factor.size) || ShapedType::isDynamic(*n) ||
+         factor.size / *n < factor.maxHalo))
       continue;
     if (factor.product >= 0)
       takePart(f, axes, *n);

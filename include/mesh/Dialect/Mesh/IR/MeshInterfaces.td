@@ -65,13 +65,16 @@ def Mesh_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
         Called by partitioning once the op's operands and results have their
         per-device types: rewrites the sizes the op spells (static sizes in
         attributes, an output shape, dynamic size operands) to per-device
-        ones. `globalResultTypes` are the result types before partitioning.
+        ones. `globalOperandTypes` and `globalResultTypes` are the operand
+        and result types before partitioning (a dim split over a `?` axis
+        may be dynamic there).
         `devicesAlong(builder, result, dim)` builds, before the op, the
         number of devices that split dim `dim` of result `result`, or returns
         null when none do.
       }],
       "void", "updateSizesForLocalTypes",
-      (ins "::mlir::TypeRange":$globalResultTypes,
+      (ins "::mlir::TypeRange":$globalOperandTypes,
+           "::mlir::TypeRange":$globalResultTypes,
            "::llvm::function_ref<::mlir::Value(::mlir::OpBuilder &, unsigned, "
            "unsigned)>":$devicesAlong), [{}], [{ return; }]>
   ];

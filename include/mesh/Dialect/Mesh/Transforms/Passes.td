@@ -36,7 +36,12 @@ def PrepareForBufferization
     - moves `i1` tensors (masks) through collectives as `i8`: each is
       sign-extended before and truncated after, which keeps every reduction's
       meaning on `i1` (sum is xor, prod and max are and, min is or); the
-      runtime has no 1-bit type.
+      runtime has no 1-bit type;
+    - gives the size-1 dims of `tensor.extract_slice` and
+      `tensor.insert_slice` stride 1 (one element is taken whatever the
+      stride): MLIR 22's `expand-strided-metadata` crashes on the subview
+      that a rank-reducing slice with another stride on such a dim
+      bufferizes to.
 
     ```mlir
     func.func @k(%a: tensor<4xf32>) -> tensor<4xf32> {
