@@ -62,20 +62,36 @@ func.func @softmax(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
   return %s : tensor<2x8xf32>
 }
 
-// A slice's size-1 dims take stride 1: MLIR 22's expand-strided-metadata
-// crashed (memref::SubViewOp::getDroppedDims) on the subview this
-// rank-reducing slice with stride 2 on a size-1 dim bufferized to (found by
-// gen_partition.py's random slices; the same slice of the insert below).
+// Rank-reducing slices keep their rank and reshape: MLIR 22's
+// expand-strided-metadata crashed (memref::SubViewOp::getDroppedDims) on the
+// subviews these bufferized to, a stride of 2 on a dropped unit dim, and two
+// unit dims of equal strides beside a stride of 2 (both found by
+// gen_partition.py's random slices). Slices that keep their rank stay.
 // CHECK-LABEL: func.func @unit_dim_strides
-// CHECK: tensor.extract_slice %{{.*}}[1, 3] [1, 1] [1, 1] : tensor<4x8xi32> to tensor<1xi32>
+// CHECK: %[[S:.*]] = tensor.extract_slice %{{.*}}[1, 3] [1, 1] [2, 1] : tensor<4x8xi32> to tensor<1x1xi32>
+// CHECK: %[[C:.*]] = tensor.collapse_shape %[[S]] {{\[\[}}0, 1]] : tensor<1x1xi32> into tensor<1xi32>
 // CHECK: tensor.extract_slice %{{.*}}[0, 2] [2, 4] [2, 1] : tensor<4x8xi32> to tensor<2x4xi32>
-// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[2, 0] [1, 1] [1, 1] : tensor<1xi32> into tensor<4x8xi32>
+// CHECK: %[[E:.*]] = tensor.expand_shape %[[C]] {{\[\[}}0, 1]] output_shape [1, 1] : tensor<1xi32> into tensor<1x1xi32>
+// CHECK: tensor.insert_slice %[[E]] into %{{.*}}[2, 0] [1, 1] [3, 2] : tensor<1x1xi32> into tensor<4x8xi32>
 // LOWERED-LABEL: llvm.func @unit_dim_strides
 func.func @unit_dim_strides(%x: tensor<4x8xi32>) -> (tensor<1xi32>, tensor<2x4xi32>, tensor<4x8xi32>) {
   %y = arith.addi %x, %x : tensor<4x8xi32>
   %s = tensor.extract_slice %y[1, 3] [1, 1] [2, 1] : tensor<4x8xi32> to tensor<1xi32>
-  // Other strides stay.
+  // A slice that keeps its rank stays.
   %t = tensor.extract_slice %y[0, 2] [2, 4] [2, 1] : tensor<4x8xi32> to tensor<2x4xi32>
   %u = tensor.insert_slice %s into %y[2, 0] [1, 1] [3, 2] : tensor<1xi32> into tensor<4x8xi32>
   return %s, %t, %u : tensor<1xi32>, tensor<2x4xi32>, tensor<4x8xi32>
+}
+
+// CHECK-LABEL: func.func @equal_unit_strides
+// CHECK: %[[S:.*]] = tensor.extract_slice %{{.*}}[0, 0, 0, 0] [4, 1, 1, 16] [2, 1, 1, 1] : tensor<8x1x1x16xi32> to tensor<4x1x1x16xi32>
+// CHECK: tensor.collapse_shape %[[S]] {{\[\[}}0], [1], [2, 3]] : tensor<4x1x1x16xi32> into tensor<4x1x16xi32>
+// A slice to rank 0: a collapse with no groups.
+// CHECK: %[[Z:.*]] = tensor.extract_slice %{{.*}}[1, 0, 0, 3] [1, 1, 1, 1] [1, 1, 1, 1] : tensor<8x1x1x16xi32> to tensor<1x1x1x1xi32>
+// CHECK: tensor.collapse_shape %[[Z]] [] : tensor<1x1x1x1xi32> into tensor<i32>
+// LOWERED-LABEL: llvm.func @equal_unit_strides
+func.func @equal_unit_strides(%a: tensor<8x1x1x16xi32>) -> (tensor<4x1x16xi32>, tensor<i32>) {
+  %s = tensor.extract_slice %a[0, 0, 0, 0] [4, 1, 1, 16] [2, 1, 1, 1] : tensor<8x1x1x16xi32> to tensor<4x1x16xi32>
+  %z = tensor.extract_slice %a[1, 0, 0, 3] [1, 1, 1, 1] [1, 1, 1, 1] : tensor<8x1x1x16xi32> to tensor<i32>
+  return %s, %z : tensor<4x1x16xi32>, tensor<i32>
 }

@@ -5,9 +5,9 @@
 // bufferization, so that compiled kernels do not overwrite their callers'
 // buffers. In the compile pipelines, also refuses memref.dealloc, which
 // their buffer deallocation cannot take. Collectives of i1 tensors move i8;
-// aggregates of linalg ops (linalg.softmax) are decomposed; slices take
-// their size-1 dims with stride 1 (MLIR 22 crashes on some rank-reducing
-// subviews with other strides there).
+// aggregates of linalg ops (linalg.softmax) are decomposed; rank-reducing
+// slices keep their rank and reshape (MLIR 22 crashes on some rank-reducing
+// subviews).
 //
 //===----------------------------------------------------------------------===//
 
@@ -68,7 +68,7 @@ struct PrepareForBufferizationPass
     widenMasks();
     if (failed(decomposeAggregates()))
       return signalPassFailure();
-    unitStrides();
+    keepSliceRanks();
     if (writableArguments)
       return;
     getOperation().walk([&](FunctionOpInterface fn) {
@@ -103,34 +103,78 @@ struct PrepareForBufferizationPass
     return success();
   }
 
-  /// A slice's dim of static size 1 takes one element, whatever its stride:
-  /// the stride becomes 1. A rank-reducing slice of size-1 dims with another
-  /// stride (`[1, 3] [1, 1] [2, 1] : tensor<4x8xi32> to tensor<1xi32>`,
-  /// which random slices and partitioned windows make) bufferizes to a
-  /// subview whose result layout keeps the other dim than the tensor op
-  /// drops, and MLIR 22's expand-strided-metadata crashes on it
-  /// (memref::SubViewOp::getDroppedDims).
-  void unitStrides() {
-    getOperation().walk([](OffsetSizeAndStrideOpInterface op) {
-      if (!isa<tensor::ExtractSliceOp, tensor::InsertSliceOp>(op))
-        return;
-      SmallVector<int64_t> strides(op.getStaticStrides());
-      bool changed = false;
-      for (auto [d, stride] : llvm::enumerate(strides)) {
-        if (stride == 1 || ShapedType::isDynamic(stride) ||
-            op.isDynamicSize(d) || op.getStaticSize(d) != 1)
-          continue;
-        stride = 1;
-        changed = true;
-      }
-      if (!changed)
-        return;
-      if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op.getOperation()))
-        extract.setStaticStrides(strides);
-      else
-        cast<tensor::InsertSliceOp>(op.getOperation())
-            .setStaticStrides(strides);
+  /// A rank-reducing slice becomes a slice that keeps every dim and a
+  /// collapse_shape dropping its unit dims (an insert: an expand_shape of
+  /// the source and a slice that keeps every dim). MLIR 22's
+  /// expand-strided-metadata crashes (memref::SubViewOp::getDroppedDims) on
+  /// some rank-reducing subviews, those where the dims it could drop have
+  /// equal strides or a stride other than 1 (`[0, 0, 0, 0] [4, 1, 1, 16]
+  /// [2, 1, 1, 1] : tensor<8x1x1x16xi32> to tensor<4x1x16xi32>`, found by
+  /// gen_partition.py's random slices); subviews that keep their rank and
+  /// reshapes of unit dims bufferize without it.
+  void keepSliceRanks() {
+    SmallVector<Operation *> slices;
+    getOperation().walk([&](Operation *op) {
+      if (isa<tensor::ExtractSliceOp, tensor::InsertSliceOp>(op))
+        slices.push_back(op);
     });
+    for (Operation *op : slices) {
+      auto slice = cast<OffsetSizeAndStrideOpInterface>(op);
+      auto extract = dyn_cast<tensor::ExtractSliceOp>(op);
+      auto insert = dyn_cast<tensor::InsertSliceOp>(op);
+      RankedTensorType reduced =
+          extract ? extract.getType() : insert.getSourceType();
+      ArrayRef<int64_t> sizes = slice.getStaticSizes();
+      if (reduced.getRank() == static_cast<int64_t>(sizes.size()))
+        continue;
+      std::optional<SmallVector<ReassociationIndices>> groups =
+          getUnitDimGroups(sizes, reduced.getShape());
+      if (!groups)
+        continue;
+      RankedTensorType full = reduced.clone(sizes);
+      OpBuilder b(op);
+      if (extract) {
+        Value whole = tensor::ExtractSliceOp::create(
+            b, op->getLoc(), full, extract.getSource(),
+            extract.getMixedOffsets(), extract.getMixedSizes(),
+            extract.getMixedStrides());
+        Value collapsed = tensor::CollapseShapeOp::create(
+            b, op->getLoc(), reduced, whole, *groups);
+        extract.replaceAllUsesWith(collapsed);
+      } else {
+        Value expanded = tensor::ExpandShapeOp::create(
+            b, op->getLoc(), full, insert.getSource(), *groups);
+        insert.getSourceMutable().assign(expanded);
+      }
+      if (extract)
+        extract.erase();
+    }
+  }
+
+  /// The groups of a collapse from `sizes` (a slice's static sizes) to
+  /// `reduced`: each dim it drops (of size 1) joins the next kept dim's
+  /// group, or the last group (none to rank 0). None when `reduced` is not
+  /// `sizes` without some of their 1s, or a size is dynamic.
+  static std::optional<SmallVector<ReassociationIndices>>
+  getUnitDimGroups(ArrayRef<int64_t> sizes, ArrayRef<int64_t> reduced) {
+    if (llvm::any_of(sizes, ShapedType::isDynamic))
+      return std::nullopt;
+    std::optional<llvm::SmallDenseSet<unsigned>> dropped =
+        computeRankReductionMask(sizes, reduced);
+    if (!dropped)
+      return std::nullopt;
+    SmallVector<ReassociationIndices> groups;
+    ReassociationIndices pending;
+    for (int64_t d = 0, e = sizes.size(); d < e; ++d) {
+      pending.push_back(d);
+      if (!dropped->contains(d)) {
+        groups.push_back(pending);
+        pending.clear();
+      }
+    }
+    if (!groups.empty())
+      llvm::append_range(groups.back(), pending);
+    return groups;
   }
 
   /// A collective of an i1 tensor moves it as i8: sign-extended, so that

@@ -37,11 +37,12 @@ def PrepareForBufferization
       sign-extended before and truncated after, which keeps every reduction's
       meaning on `i1` (sum is xor, prod and max are and, min is or); the
       runtime has no 1-bit type;
-    - gives the size-1 dims of `tensor.extract_slice` and
-      `tensor.insert_slice` stride 1 (one element is taken whatever the
-      stride): MLIR 22's `expand-strided-metadata` crashes on the subview
-      that a rank-reducing slice with another stride on such a dim
-      bufferizes to.
+    - makes each rank-reducing `tensor.extract_slice` a slice that keeps
+      its rank and a `tensor.collapse_shape` of the dropped unit dims (each
+      `tensor.insert_slice` an `expand_shape` of its source and a slice
+      that keeps its rank): MLIR 22's `expand-strided-metadata` crashes on
+      some rank-reducing subviews (a stride other than 1 on a dropped dim,
+      or dims it could drop with equal strides).
 
     ```mlir
     func.func @k(%a: tensor<4xf32>) -> tensor<4xf32> {
