@@ -574,3 +574,49 @@ func.func @splat_unknown_axis_gathered(%x: tensor<8x16xf32> {mesh.sharding = #me
   %y = arith.mulf %x, %q {mesh.sharding = #mesh.sharding<@m, [[], ["b"]]>} : tensor<8x16xf32>
   return %y : tensor<8x16xf32>
 }
+
+// -----
+
+// A value from outside a loop is resharded before the loop, out of nested
+// loops too, so the gather runs once instead of on every iteration; not out
+// of a branch, which may not run.
+mesh.mesh @m(["x" = 4])
+// CHECK-LABEL: func.func @reshard_hoisted
+// CHECK: %[[G:.*]] = mesh.all_gather %arg0 on @m axes = ["x"] gather_dim = 0 : tensor<4x8xf32> -> tensor<16x8xf32>
+// CHECK-NEXT: scf.for
+// CHECK-NOT: mesh.all_gather
+// CHECK: tensor.extract_slice %[[G]][0, 0] [8, 8] [1, 1]
+func.func @reshard_hoisted(%a: tensor<16x8xf32> {mesh.sharding = #mesh.sharding<@m, [["x"], []]>},
+                           %w: tensor<8x8xf32>, %n: index) -> tensor<8x8xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %w) -> tensor<8x8xf32> {
+    %r2 = scf.for %j = %c0 to %n step %c1 iter_args(%acc2 = %acc) -> tensor<8x8xf32> {
+      %s = tensor.extract_slice %a[0, 0] [8, 8] [1, 1] : tensor<16x8xf32> to tensor<8x8xf32>
+      %t = arith.addf %acc2, %s : tensor<8x8xf32>
+      scf.yield %t : tensor<8x8xf32>
+    }
+    scf.yield %r2 : tensor<8x8xf32>
+  }
+  return %r : tensor<8x8xf32>
+}
+// CHECK-LABEL: func.func @reshard_in_branch
+// CHECK: scf.for
+// CHECK: scf.if
+// CHECK: mesh.all_gather %arg0 on @m axes = ["x"] gather_dim = 0
+func.func @reshard_in_branch(%a: tensor<16x8xf32> {mesh.sharding = #mesh.sharding<@m, [["x"], []]>},
+                             %w: tensor<8x8xf32>, %n: index, %c: i1) -> tensor<8x8xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %w) -> tensor<8x8xf32> {
+    %b = scf.if %c -> tensor<8x8xf32> {
+      %s = tensor.extract_slice %a[0, 0] [8, 8] [1, 1] : tensor<16x8xf32> to tensor<8x8xf32>
+      %t = arith.addf %acc, %s : tensor<8x8xf32>
+      scf.yield %t : tensor<8x8xf32>
+    } else {
+      scf.yield %acc : tensor<8x8xf32>
+    }
+    scf.yield %b : tensor<8x8xf32>
+  }
+  return %r : tensor<8x8xf32>
+}

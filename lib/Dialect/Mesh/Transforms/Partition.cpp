@@ -29,6 +29,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -151,8 +152,8 @@ private:
   LogicalResult typeResults(Operation *op, const ShardingRule *rule,
                             const FactorAssignment *assignment,
                             const LinearPartial *linear);
-  void updateSizes(Operation *op, TypeRange globalOperandTypes,
-                   TypeRange globalResultTypes, const ShardingRule &rule,
+  void updateSizes(Operation *op, TypeRange globalResultTypes,
+                   const ShardingRule &rule,
                    const FactorAssignment &assignment);
   void localizeLoopIndices(linalg::LinalgOp op,
                            const FactorAssignment &assignment);
@@ -302,8 +303,27 @@ static bool isVisibleAt(Value made, Operation *where) {
   return def && def->getBlock()->findAncestorOpInBlock(*where);
 }
 
+/// Where a reshard of `v` needed by `where` goes: before the outermost loop
+/// around `where` (directly, with no branch between) that `v` is defined
+/// outside of, so that it runs once, not on every iteration.
+static Operation *hoistOutOfLoops(Value v, Operation *where) {
+  Operation *at = where;
+  // A function (isolated from above) ends the search without an interface
+  // lookup.
+  for (Operation *parent = at->getParentOp();
+       parent && !parent->hasTrait<OpTrait::IsIsolatedFromAbove>();
+       parent = at->getParentOp()) {
+    auto loop = dyn_cast<LoopLikeOpInterface>(parent);
+    if (!loop || !loop.isDefinedOutsideOfLoop(v))
+      break;
+    at = loop;
+  }
+  return at;
+}
+
 /// `v` resharded from its sharding to `target` (null: replicated), before
-/// `where`. `mesh` is the target's mesh when `target` is null.
+/// `where` (or the loops around it that `v` comes from outside of).
+/// `mesh` is the target's mesh when `target` is null.
 FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
                                               FlatSymbolRefAttr mesh,
                                               Operation *where,
@@ -316,9 +336,10 @@ FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
   // Replicated targets share one key whether spelled or null.
   Attribute targetKey =
       !target || target.isFullyReplicated() ? Attribute() : target;
-  if (Value cached = findReshard(v, targetKey, where))
+  Operation *at = hoistOutOfLoops(v, where);
+  if (Value cached = findReshard(v, targetKey, at))
     return cached;
-  if (Value made = remake(v, target, where)) {
+  if (Value made = remake(v, target, at)) {
     placed[made] = target;
     reshardCache[{v, targetKey}] = made;
     return made;
@@ -385,7 +406,7 @@ FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
     };
     std::pair<int64_t, size_t> best = price(from, *plan);
     for (Value other : others->second) {
-      if (!isVisibleAt(other, where))
+      if (!isVisibleAt(other, at))
         continue;
       std::string whyNot;
       FailureOr<ArrayRef<ReshardStep>> otherPlan =
@@ -401,7 +422,7 @@ FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
       plan = otherPlan;
     }
   }
-  OpBuilder b(where);
+  OpBuilder b(at);
   Value out = emitResharding(b, where->getLoc(), meshOp, source, *plan);
   // A `?` axis leaves dims dynamic that the target's layout knows: cast
   // back, and remember the global type of what stays dynamic (a static
@@ -957,24 +978,16 @@ LogicalResult FunctionPartitioner::partitionRuleOp(Operation *op) {
   }
   const FactorAssignment *factors = assignment ? &*assignment : nullptr;
   const LinearPartial *pending = linear ? &*linear : nullptr;
-  // The operands are already per-device (their producers came first); the
-  // results not yet.
-  SmallVector<Type> globalOperandTypes;
-  for (Value v : op->getOperands()) {
-    ShardingAttr from =
-        isa<RankedTensorType>(v.getType()) ? placedOf(v) : ShardingAttr();
-    MeshOp mesh = from ? meshFor(op, from.getMesh()) : MeshOp();
-    globalOperandTypes.push_back(mesh ? Type(globalTypeOf(v, from, mesh))
-                                      : v.getType());
-  }
   SmallVector<Type> globalResultTypes(op->getResultTypes());
   if (failed(reshardOperands(op, rule, factors, pending)) ||
       failed(typeResults(op, rule, factors, pending)))
     return failure();
   if (rule) {
-    updateSizes(op, globalOperandTypes, globalResultTypes, *rule, *assignment);
-    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
-      localizeLoopIndices(linalgOp, *assignment);
+    updateSizes(op, globalResultTypes, *rule, *assignment);
+    // (The dialect first: a failed interface lookup on every op is dear.)
+    if (isa_and_present<linalg::LinalgDialect>(op->getDialect()))
+      if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+        localizeLoopIndices(linalgOp, *assignment);
   }
   op->removeDiscardableAttr(shardingName);
   return success();
@@ -1079,9 +1092,16 @@ static ArrayRef<AxisListAttr> getFactors(const FactorAssignment *assignment,
 std::optional<LinearPartial>
 FunctionPartitioner::getLinearPartial(Operation *op, const ShardingRule &rule,
                                       const FactorAssignment &assignment) {
+  // Most ops read no pending sum: nothing to look at.
+  if (op->getNumResults() != 1 ||
+      llvm::none_of(op->getOperands(), [&](Value v) {
+        ShardingAttr s = placedOf(v);
+        return s && s.isPartial();
+      }))
+    return std::nullopt;
   FlatSymbolRefAttr mesh = assignment.getMesh();
   MeshOp meshOp = mesh ? meshFor(op, mesh) : MeshOp();
-  if (!meshOp || op->getNumResults() != 1)
+  if (!meshOp)
     return std::nullopt;
   auto result = dyn_cast<RankedTensorType>(op->getResult(0).getType());
   return findLinearPartial(
@@ -1196,7 +1216,6 @@ FunctionPartitioner::typeResults(Operation *op, const ShardingRule *rule,
 
 /// Lets the op rewrite the sizes it spells for its per-device types.
 void FunctionPartitioner::updateSizes(Operation *op,
-                                      TypeRange globalOperandTypes,
                                       TypeRange globalResultTypes,
                                       const ShardingRule &rule,
                                       const FactorAssignment &assignment) {
@@ -1214,7 +1233,15 @@ void FunctionPartitioner::updateSizes(Operation *op,
     return groupSize(b, op->getLoc(), meshFor(op, mesh),
                      assignment.getFactors()[f].getNames());
   };
-  iface.updateSizesForLocalTypes(globalOperandTypes, globalResultTypes,
+  // The operands are per-device now, each placed as the op needs it.
+  auto globalOperandType = [&](unsigned i) -> Type {
+    Value v = op->getOperand(i);
+    ShardingAttr from =
+        isa<RankedTensorType>(v.getType()) ? placedOf(v) : ShardingAttr();
+    MeshOp meshOp = from ? meshFor(op, from.getMesh()) : MeshOp();
+    return meshOp ? Type(globalTypeOf(v, from, meshOp)) : v.getType();
+  };
+  iface.updateSizesForLocalTypes(globalOperandType, globalResultTypes,
                                  devicesAlong);
 }
 

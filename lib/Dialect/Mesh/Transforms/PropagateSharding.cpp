@@ -70,7 +70,9 @@ public:
                                      MeshDialect::getShardingAttrName())) {}
 
   /// Reads the annotations and rules, then sweeps until nothing changes.
-  void run();
+  /// Fails, with an error naming it, on an annotation that does not split
+  /// its tensor evenly.
+  LogicalResult run();
   /// Writes the shardings back as annotations; remarks with `explain`.
   void annotate(bool explain);
 
@@ -80,6 +82,12 @@ private:
   void collectAnnotations(FunctionOpInterface fn);
   void collectAnnotations(Operation *op);
   void setFixed(Value v, ShardingAttr s);
+  /// Checks that the annotation `s` of a value of type `type` splits it
+  /// evenly (a dim of static size over static axes divides by their
+  /// devices), before propagation spreads it; `what` names the value in
+  /// the error. Only the first error is reported.
+  void checkDivides(Operation *scope, Type type, ShardingAttr s,
+                    function_ref<InFlightDiagnostic()> what);
 
   // Sweeps.
   bool visitAndMark(size_t index, bool forward);
@@ -122,6 +130,8 @@ private:
   ShardingRuleTable rules;
   DenseMap<int64_t, ShardingAttr> replicatedByRank;
   FlatSymbolRefAttr defaultMesh;
+  /// An annotation did not divide its tensor.
+  bool badAnnotation = false;
 };
 
 } // namespace
@@ -130,9 +140,9 @@ private:
 // Reading the program
 //===----------------------------------------------------------------------===//
 
-void Propagation::run() {
-  // One walk lists the ops, reads the annotations and finds the rules,
-  // touching each op once.
+LogicalResult Propagation::run() {
+  // One walk lists the ops, reads and checks the annotations and finds the
+  // rules, touching each op once.
   size_t values = 0;
   module.walk([&](Operation *op) {
     if (isa<ModuleOp, MeshOp>(op))
@@ -146,6 +156,8 @@ void Propagation::run() {
     addOp(op);
     values += op->getNumResults();
   });
+  if (badAnnotation)
+    return failure();
   info.reserve(values + info.size());
   done.resize(ops.size());
   // Sweeps until nothing changes; a value only ever goes from unknown to
@@ -166,6 +178,7 @@ void Propagation::run() {
       break;
   }
   warnAboutOpsWithoutRules();
+  return success();
 }
 
 void Propagation::addOp(Operation *op) {
@@ -196,24 +209,66 @@ void Propagation::setFixed(Value v, ShardingAttr s) {
 }
 
 void Propagation::collectAnnotations(FunctionOpInterface fn) {
-  if (fn.isExternal())
-    return;
-  StringRef name = MeshDialect::getShardingAttrName();
-  for (BlockArgument arg : fn.getArguments())
-    if (auto s = fn.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(), name))
-      setFixed(arg, s);
+  ArrayRef<Type> argTypes = fn.getArgumentTypes();
+  for (unsigned i = 0, e = argTypes.size(); i < e; ++i) {
+    auto s = fn.getArgAttrOfType<ShardingAttr>(i, shardingName);
+    if (!s)
+      continue;
+    checkDivides(fn, argTypes[i], s, [&] {
+      Location loc = fn.isExternal() ? fn.getLoc() : fn.getArgument(i).getLoc();
+      return emitError(loc) << "argument " << i << " of @" << fn.getName();
+    });
+    if (!fn.isExternal())
+      setFixed(fn.getArgument(i), s);
+  }
+  ArrayRef<Type> resultTypes = fn.getResultTypes();
+  for (unsigned i = 0, e = resultTypes.size(); i < e; ++i)
+    checkDivides(fn, resultTypes[i],
+                 fn.getResultAttrOfType<ShardingAttr>(i, shardingName), [&] {
+                   return emitError(fn.getLoc())
+                          << "result " << i << " of @" << fn.getName();
+                 });
 }
 
 void Propagation::collectAnnotations(Operation *op) {
   if (auto shard = dyn_cast<ShardOp>(op)) {
+    checkDivides(op, shard.getResult().getType(), shard.getSharding(), [&] {
+      return emitError(op->getLoc()) << "the mesh.shard operand";
+    });
     setFixed(shard.getResult(), shard.getSharding());
     return;
   }
-  if (!op->getDiscardableAttr(shardingName))
+  if (op->getDiscardableAttrDictionary().empty() ||
+      !op->getDiscardableAttr(shardingName))
     return;
   for (OpResult r : op->getResults())
-    if (ShardingAttr s = getResultAnnotation(op, r.getResultNumber()))
+    if (ShardingAttr s = getResultAnnotation(op, r.getResultNumber())) {
+      checkDivides(op, r.getType(), s, [&] {
+        return emitError(op->getLoc()) << "result " << r.getResultNumber()
+                                       << " of '" << op->getName() << "'";
+      });
       setFixed(r, s);
+    }
+}
+
+void Propagation::checkDivides(Operation *scope, Type type, ShardingAttr s,
+                               function_ref<InFlightDiagnostic()> what) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (badAnnotation || !s || !tensor)
+    return;
+  // Dims without axes always fit (most annotations replicate weights).
+  if (static_cast<int64_t>(s.getDims().size()) == tensor.getRank() &&
+      llvm::all_of(s.getDims(), [](AxisListAttr a) { return a.empty(); }))
+    return;
+  MeshOp mesh = meshCache.get(scope, s.getMesh());
+  if (!mesh)
+    return; // The verifier names an unknown mesh.
+  std::string whyNot;
+  if (succeeded(getLocalType(mesh, tensor, ShardingLayout::get(s), whyNot)))
+    return;
+  what() << " of type " << tensor << " cannot be sharded as " << s << ": "
+         << whyNot;
+  badAnnotation = true;
 }
 
 //===----------------------------------------------------------------------===//
@@ -548,63 +603,6 @@ FlatSymbolRefAttr Propagation::getDefaultMesh() {
 // The pass
 //===----------------------------------------------------------------------===//
 
-/// Every annotation the user wrote (arguments, results, ops, mesh.shard)
-/// must split its tensor evenly: a dim of static size over static axes must
-/// divide by their devices. Checked before propagation spreads the
-/// annotation to other values, with the user's annotation named.
-static LogicalResult checkAnnotationsDivide(ModuleOp module) {
-  StringRef name = MeshDialect::getShardingAttrName();
-  auto check = [&](Location loc, Operation *scope, Type type, ShardingAttr s,
-                   const Twine &what) -> LogicalResult {
-    auto tensor = dyn_cast<RankedTensorType>(type);
-    if (!s || !tensor)
-      return success();
-    auto mesh =
-        SymbolTable::lookupNearestSymbolFrom<MeshOp>(scope, s.getMesh());
-    if (!mesh)
-      return success(); // The verifier names an unknown mesh.
-    std::string whyNot;
-    if (succeeded(getLocalType(mesh, tensor, ShardingLayout::get(s), whyNot)))
-      return success();
-    return emitError(loc) << what << " of type " << tensor << " cannot be "
-                          << "sharded as " << s << ": " << whyNot,
-           failure();
-  };
-  WalkResult result = module.walk([&](Operation *op) {
-    if (auto fn = dyn_cast<FunctionOpInterface>(op)) {
-      for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
-        Location loc =
-            fn.isExternal() ? fn.getLoc() : fn.getArgument(i).getLoc();
-        if (failed(check(loc, op, fn.getArgumentTypes()[i],
-                         fn.getArgAttrOfType<ShardingAttr>(i, name),
-                         "argument " + Twine(i) + " of @" + fn.getName())))
-          return WalkResult::interrupt();
-      }
-      for (unsigned i = 0, e = fn.getNumResults(); i < e; ++i)
-        if (failed(check(fn.getLoc(), op, fn.getResultTypes()[i],
-                         fn.getResultAttrOfType<ShardingAttr>(i, name),
-                         "result " + Twine(i) + " of @" + fn.getName())))
-          return WalkResult::interrupt();
-      return WalkResult::advance();
-    }
-    if (auto shard = dyn_cast<ShardOp>(op))
-      return failed(check(op->getLoc(), op, shard.getResult().getType(),
-                          shard.getSharding(), "the mesh.shard operand"))
-                 ? WalkResult::interrupt()
-                 : WalkResult::advance();
-    if (!op->getDiscardableAttr(name))
-      return WalkResult::advance();
-    for (OpResult r : op->getResults())
-      if (failed(check(op->getLoc(), op, r.getType(),
-                       getResultAnnotation(op, r.getResultNumber()),
-                       "result " + Twine(r.getResultNumber()) + " of '" +
-                           op->getName().getStringRef() + "'")))
-        return WalkResult::interrupt();
-    return WalkResult::advance();
-  });
-  return failure(result.wasInterrupted());
-}
-
 namespace {
 struct PropagateShardingPass
     : public mesh::impl::PropagateShardingBase<PropagateShardingPass> {
@@ -613,12 +611,11 @@ struct PropagateShardingPass
     registerShardingRuleModels(registry);
   }
   void runOnOperation() override {
-    if (failed(checkAnnotationsDivide(getOperation())))
-      return signalPassFailure();
     raiseCircularPads(getOperation());
     eraseUnusedLinalgResults(getOperation());
     Propagation propagation(getOperation());
-    propagation.run();
+    if (failed(propagation.run()))
+      return signalPassFailure();
     propagation.annotate(explain);
   }
 };

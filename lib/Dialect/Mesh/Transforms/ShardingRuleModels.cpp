@@ -634,7 +634,7 @@ struct LinalgRuleModel
   bool isRuleFixedByTypes(Operation *) const { return false; }
   bool needsNoData(Operation *) const { return false; }
   void updateSizesForLocalTypes(
-      Operation *, TypeRange, TypeRange,
+      Operation *, function_ref<Type(unsigned)>, TypeRange,
       function_ref<Value(OpBuilder &, unsigned, unsigned)>) const {}
 };
 
@@ -668,7 +668,7 @@ struct EmptyRuleModel
   /// (an operand, or the static global size) divided by the devices along
   /// the dim. A static global dim becomes dynamic on a `?` axis.
   void updateSizesForLocalTypes(
-      Operation *op, TypeRange, TypeRange globalResultTypes,
+      Operation *op, function_ref<Type(unsigned)>, TypeRange globalResultTypes,
       function_ref<Value(OpBuilder &, unsigned, unsigned)> devicesAlong) const {
     auto empty = cast<tensor::EmptyOp>(op);
     auto global = cast<RankedTensorType>(globalResultTypes[0]);
@@ -735,7 +735,7 @@ struct ExpandShapeRuleModel
   /// The output shape follows the per-device result type; a dim a `?` axis
   /// splits gets a size operand.
   void updateSizesForLocalTypes(
-      Operation *op, TypeRange, TypeRange globalResultTypes,
+      Operation *op, function_ref<Type(unsigned)>, TypeRange globalResultTypes,
       function_ref<Value(OpBuilder &, unsigned, unsigned)> devicesAlong) const {
     auto expand = cast<tensor::ExpandShapeOp>(op);
     auto global = cast<RankedTensorType>(globalResultTypes[0]);
@@ -760,7 +760,7 @@ struct ExtractSliceRuleModel
                         extract.getDroppedDims());
   }
   void updateSizesForLocalTypes(
-      Operation *op, TypeRange, TypeRange globalResultTypes,
+      Operation *op, function_ref<Type(unsigned)>, TypeRange globalResultTypes,
       function_ref<Value(OpBuilder &, unsigned, unsigned)> devicesAlong) const {
     auto extract = cast<tensor::ExtractSliceOp>(op);
     setLocalSliceSizes(
@@ -779,11 +779,11 @@ struct InsertSliceRuleModel
                         insert.getDroppedDims());
   }
   void updateSizesForLocalTypes(
-      Operation *op, TypeRange globalOperandTypes, TypeRange,
+      Operation *op, function_ref<Type(unsigned)> globalOperandType, TypeRange,
       function_ref<Value(OpBuilder &, unsigned, unsigned)> devicesAlong) const {
     auto insert = cast<tensor::InsertSliceOp>(op);
     setLocalSliceSizes(
-        insert, cast<RankedTensorType>(globalOperandTypes.front()),
+        insert, cast<RankedTensorType>(globalOperandType(0)),
         insert.getSourceType(), insert.getSizesMutable(),
         [&](ArrayRef<int64_t> s) { insert.setStaticSizes(s); }, devicesAlong);
   }

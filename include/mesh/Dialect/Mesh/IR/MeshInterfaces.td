@@ -65,15 +65,15 @@ def Mesh_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
         Called by partitioning once the op's operands and results have their
         per-device types: rewrites the sizes the op spells (static sizes in
         attributes, an output shape, dynamic size operands) to per-device
-        ones. `globalOperandTypes` and `globalResultTypes` are the operand
+        ones. `globalOperandType(i)` and `globalResultTypes` are the operand
         and result types before partitioning (a dim split over a `?` axis
-        may be dynamic there).
+        may be dynamic there; an operand's is computed when asked).
         `devicesAlong(builder, result, dim)` builds, before the op, the
         number of devices that split dim `dim` of result `result`, or returns
         null when none do.
       }],
       "void", "updateSizesForLocalTypes",
-      (ins "::mlir::TypeRange":$globalOperandTypes,
+      (ins "::llvm::function_ref<::mlir::Type(unsigned)>":$globalOperandType,
            "::mlir::TypeRange":$globalResultTypes,
            "::llvm::function_ref<::mlir::Value(::mlir::OpBuilder &, unsigned, "
            "unsigned)>":$devicesAlong), [{}], [{ return; }]>
