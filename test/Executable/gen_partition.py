@@ -397,6 +397,35 @@ def model_suite():
     c.body.append(f"{r} = tensor.expand_shape %arg0 [[0, 1]] output_shape [6, 8] : {ttype([48])} into {ttype([6, 8])}")
     c.result, c.result_dims = (r, [6, 8]), [["a"], []]
     cases.append(c)
+    # An scf.if whose branches yield different layouts, the function's
+    # result wanting the else branch's (the result takes it: the then path
+    # moves once), taken each way; and a loop whose body yields another
+    # layout than its initial value's (moved once, before the loop).
+    for name, cond in [("if_layouts_then", "%true"), ("if_layouts_else", "%false")]:
+        c = Case(name, "m24")
+        c.args = [([8, 8], [["b"], []]), ([8, 8], [[], ["b"]])]
+        r, y, z = c.fresh(), c.fresh(), c.fresh()
+        t = ttype([8, 8])
+        c.body += [f"{r} = scf.if {cond} -> ({t}) {{",
+                   f"  {y} = arith.addi %arg0, %arg0 : {t}",
+                   f"  scf.yield {y} : {t}",
+                   "} else {",
+                   f"  {z} = arith.muli %arg1, %arg1 : {t}",
+                   f"  scf.yield {z} : {t}",
+                   "}"]
+        c.result, c.result_dims = (r, [8, 8]), [[], ["b"]]
+        cases.append(c)
+    c = Case("loop_body_layout", "m24")
+    c.args = [([8, 8], [["b"], []]), ([8, 8], [[], ["b"]])]
+    r, acc, y, w = c.fresh(), c.fresh(), c.fresh(), c.fresh()
+    t = ttype([8, 8])
+    c.body += [f"{r} = scf.for %iv = %c0 to %c3 step %c1 iter_args({acc} = %arg0) -> ({t}) {{",
+               f"  {w} = arith.muli %arg1, %arg1 : {t}",
+               f"  {y} = arith.addi {acc}, {w} : {t}",
+               f"  scf.yield {y} : {t}",
+               "}"]
+    c.result, c.result_dims = (r, [8, 8]), [[], []]
+    cases.append(c)
     # Attention without softmax: (Q K^T) V per head, heads over "b" (Megatron)
     # or sequence over "b" (context parallel: K and V gathered by the partitioner).
     for name, q_dims, kv_dims in [("attn_heads", [["b"], [], []], [["b"], [], []]),

@@ -224,3 +224,48 @@ func.func @dynamic_row_index(%x: tensor<?x8xi32> {mesh.sharding = #mesh.sharding
   } -> tensor<?x8xi32>
   return %r : tensor<?x8xi32>
 }
+
+// The branches of an scf.if yield different layouts, and the function's
+// result wants the else branch's: the result takes the layout its user
+// wants, so the then path moves once (an all_to_all) and the else path not at
+// all (taking the then branch's layout cost the else path two all_to_alls).
+// CHECK-LABEL: func.func @if_branch_layouts
+// CHECK-SAME: (%[[A:.*]]: tensor<2x8xf32>, %[[B:.*]]: tensor<8x2xf32>, %{{.*}}: i1) -> tensor<8x2xf32>
+// CHECK: scf.if
+// CHECK-NEXT: %[[T:.*]] = mesh.all_to_all %[[A]] on @m axes = ["b"] split_dim = 1 concat_dim = 0 : tensor<2x8xf32> -> tensor<8x2xf32>
+// CHECK-NEXT: scf.yield %[[T]]
+// CHECK-NEXT: } else {
+// CHECK-NEXT: scf.yield %[[B]]
+// CHECK-NOT: mesh.
+// CHECK: return
+func.func @if_branch_layouts(%a: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>},
+                             %b: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["b"]]>},
+                             %c: i1) -> (tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["b"]]>}) {
+  %r = scf.if %c -> tensor<8x8xf32> {
+    scf.yield %a : tensor<8x8xf32>
+  } else {
+    scf.yield %b : tensor<8x8xf32>
+  }
+  return %r : tensor<8x8xf32>
+}
+
+// A loop starts from one layout and its body yields another: the loop
+// carries the body's layout, and its initial value moves once, before the
+// loop, not on every iteration.
+// CHECK-LABEL: func.func @loop_body_layout
+// CHECK-SAME: (%[[A:.*]]: tensor<2x8xf32>, %[[B:.*]]: tensor<8x2xf32>
+// CHECK: %[[I:.*]] = mesh.all_to_all %[[A]] on @m axes = ["b"] split_dim = 1 concat_dim = 0
+// CHECK-NEXT: scf.for {{.*}} iter_args(%{{.*}} = %[[I]]) -> (tensor<8x2xf32>)
+// CHECK-NOT: mesh.
+// CHECK: scf.yield
+func.func @loop_body_layout(%a: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>},
+                            %b: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["b"]]>},
+                            %n: index) -> tensor<8x8xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %a) -> tensor<8x8xf32> {
+    %y = arith.mulf %b, %b : tensor<8x8xf32>
+    scf.yield %y : tensor<8x8xf32>
+  }
+  return %r : tensor<8x8xf32>
+}

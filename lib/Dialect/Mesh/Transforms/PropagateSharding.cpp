@@ -369,7 +369,14 @@ bool Propagation::visitFunctionReturn(Operation *ret, bool forward) {
 }
 
 /// The values of each tied group share one sharding: the first known one (in
-/// program order forward, reversed backward) gives it to the others.
+/// program order forward, reversed backward) gives it to the others. Where
+/// the known values disagree (the two branches of an `scf.if` yield
+/// different layouts, or a loop's body yields another layout than the one
+/// it starts from), the forward sweep leaves the group to the backward one,
+/// which sees the results first: the layout the results' users want (a
+/// function result's annotation, a consumer's other operands) wins, else the
+/// last one yielded, so a loop carries its body's layout and reshards its
+/// initial value once, before the loop, not on every iteration.
 bool Propagation::visitRegionBranch(Operation *op, bool forward) {
   bool changed = false;
   auto source =
@@ -389,6 +396,12 @@ bool Propagation::visitRegionBranch(Operation *op, bool forward) {
     // Loops and branches carry complete values: a pending reduction is
     // finished before the value enters (the partitioner reshards).
     ShardingAttr complete = withoutPartial(known->sharding);
+    if (forward && llvm::any_of(group, [&](Value v) {
+          auto it = info.find(v);
+          return it != info.end() &&
+                 withoutPartial(it->second.sharding) != complete;
+        }))
+      continue;
     auto assignAll = [&](auto &&values) {
       for (Value v : values)
         changed |= assign(v, complete, source, op);
