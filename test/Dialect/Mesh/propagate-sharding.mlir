@@ -85,6 +85,37 @@ func.func @reductions(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [
 
 mesh.mesh @m(["a" = 2, "b" = 4])
 
+// Named linalg ops of one name, types and properties share one derived
+// rule; what the rule reads of the accumulators is part of the key: a
+// matmul into a fill of zero splits K (partial sum), into a fill of one or
+// an argument not; a matmul whose indexing_maps transpose x (a property;
+// the types are the same) splits M instead. The accumulator of one is seen
+// first, so a cached rule that ignored it would split K there too.
+// CHECK-LABEL: func.func @named_rule_sharing
+// CHECK: linalg.matmul {mesh.sharding = #mesh.sharding<@m, {{\[\[\], \[\]\]}}>} ins(%arg0, %arg1 : {{.*}}) outs(%[[F1:.*]] :
+// CHECK: linalg.matmul {mesh.sharding = #mesh.sharding<@m, {{\[\[\], \[\]\]}}, partial = sum["b"]>}
+// CHECK: linalg.matmul {mesh.sharding = #mesh.sharding<@m, {{\[\[\], \[\]\]}}>} ins(%arg0, %arg1 : {{.*}}) outs(%arg2 :
+// CHECK: linalg.matmul indexing_maps = {{.*}} {mesh.sharding = #mesh.sharding<@m, {{\[\["b"\], \[\]\]}}>}
+func.func @named_rule_sharing(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["b"]]>},
+                              %w: tensor<8x8xf32>, %acc: tensor<8x8xf32>)
+    -> (tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<8x8xf32>
+  %f0 = linalg.fill ins(%zero : f32) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %f1 = linalg.fill ins(%one : f32) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %m1 = linalg.matmul ins(%x, %w : tensor<8x8xf32>, tensor<8x8xf32>) outs(%f1 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %m0 = linalg.matmul ins(%x, %w : tensor<8x8xf32>, tensor<8x8xf32>) outs(%f0 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %m2 = linalg.matmul ins(%x, %w : tensor<8x8xf32>, tensor<8x8xf32>) outs(%acc : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %m3 = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>]
+        ins(%x, %w : tensor<8x8xf32>, tensor<8x8xf32>) outs(%f0 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %m0, %m1, %m2, %m3 : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>
+}
+
+// -----
+
+mesh.mesh @m(["a" = 2, "b" = 4])
+
 // explain says where each sharding came from.
 func.func @explain(%x: tensor<8xf32> {mesh.sharding = #mesh.sharding<@m, [["b"]]>}) -> tensor<8xf32> {
   %y = math.exp %x : tensor<8xf32>

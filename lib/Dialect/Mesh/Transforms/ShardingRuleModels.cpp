@@ -92,7 +92,8 @@ static std::optional<ReductionKind> getReductionKind(linalg::LinalgOp op) {
   return kind;
 }
 
-/// True when `init` starts from the neutral value of `kind`.
+/// True when `init` starts from the neutral value of `kind`. (What it reads
+/// of `init` is what getShardingRuleVariant records.)
 static bool startsNeutral(Value init, ReductionKind kind) {
   if (kind == ReductionKind::Max || kind == ReductionKind::Min)
     return true; // Idempotent: combining the initial value again is harmless.
@@ -885,4 +886,38 @@ bool mlir::mesh::isShardingRuleFixedByTypes(Operation *op) {
   if (auto iface = dyn_cast<ShardingRuleOpInterface>(op))
     return iface.isRuleFixedByTypes();
   return op->hasTrait<OpTrait::Elementwise>();
+}
+
+bool mlir::mesh::isShardingRuleFixedBySignature(Operation *op) {
+  return isa<linalg::LinalgOp>(op) &&
+         !isa<linalg::GenericOp, linalg::MapOp, linalg::ReduceOp>(op);
+}
+
+std::optional<unsigned> mlir::mesh::getShardingRuleVariant(Operation *op) {
+  // What startsNeutral reads of each accumulator, whatever the reduction
+  // kind (which the name and properties fix): whether it is a fill of a
+  // constant zero, one, or all ones, three bits each.
+  auto dps = dyn_cast<DestinationStyleOpInterface>(op);
+  if (!dps)
+    return 0;
+  if (dps.getNumDpsInits() > 10)
+    return std::nullopt; // More bits than fit.
+  unsigned variant = 0;
+  for (Value init : dps.getDpsInits()) {
+    unsigned bits = 0;
+    Attribute value;
+    if (auto fill = init.getDefiningOp<linalg::FillOp>();
+        fill && matchPattern(fill.getInputs()[0], m_Constant(&value))) {
+      if (auto f = dyn_cast<FloatAttr>(value)) {
+        double v = f.getValueAsDouble();
+        bits = (v == 0.0 ? 1 : 0) | (v == 1.0 ? 2 : 0);
+      } else if (auto i = dyn_cast<IntegerAttr>(value)) {
+        const APInt &v = i.getValue();
+        bits = (v.isZero() ? 1 : 0) | (v.isOne() ? 2 : 0) |
+               (v.isAllOnes() ? 4 : 0);
+      }
+    }
+    variant = variant << 3 | bits;
+  }
+  return variant;
 }

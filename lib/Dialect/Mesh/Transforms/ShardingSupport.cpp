@@ -327,28 +327,44 @@ static bool equalRules(const ShardingRule &a, const ShardingRule &b) {
 }
 
 std::optional<unsigned> ShardingRuleTable::add(Operation *op) {
-  auto [fixed, inserted] =
-      fixedByTypes.try_emplace(op->getName().getAsOpaquePointer(), false);
+  auto [fixed, inserted] = fixedByTypes.try_emplace(
+      op->getName().getAsOpaquePointer(), Sharing::None);
   if (inserted)
-    fixed->second = isShardingRuleFixedByTypes(op);
-  if (!fixed->second)
+    fixed->second = isShardingRuleFixedByTypes(op)       ? Sharing::Types
+                    : isShardingRuleFixedBySignature(op) ? Sharing::Signature
+                                                         : Sharing::None;
+  if (fixed->second == Sharing::None)
     return intern(getShardingRule(op));
+  auto number = [](uintptr_t n) { return reinterpret_cast<const void *>(n); };
   SmallVector<const void *, 8> key;
   key.push_back(op->getName().getAsOpaquePointer());
-  key.push_back(reinterpret_cast<const void *>(
-      static_cast<uintptr_t>(op->getNumOperands())));
+  key.push_back(number(op->getNumOperands()));
   for (Type t : op->getOperandTypes())
     key.push_back(t.getAsOpaquePointer());
   for (Type t : op->getResultTypes())
     key.push_back(t.getAsOpaquePointer());
+  // Properties are hashed into the key and compared with those of the op
+  // the entry was derived from (building them as an attribute costs more
+  // than deriving a small rule).
+  bool withProperties = fixed->second == Sharing::Signature;
+  if (withProperties) {
+    std::optional<unsigned> variant = getShardingRuleVariant(op);
+    if (!variant)
+      return intern(getShardingRule(op));
+    key.push_back(number(op->hashProperties()));
+    key.push_back(number(*variant));
+  }
   unsigned h =
       static_cast<unsigned>(llvm::hash_combine_range(key.begin(), key.end()));
   SmallVector<SignatureEntry, 1> &bucket = bySignature[h];
   for (const SignatureEntry &entry : bucket)
-    if (entry.key == key)
+    if (entry.key == key &&
+        (!withProperties || op->getName().compareOpProperties(
+                                entry.derivedFrom->getPropertiesStorage(),
+                                op->getPropertiesStorage())))
       return entry.rule;
   std::optional<unsigned> rule = intern(getShardingRule(op));
-  bucket.push_back({std::move(key), rule});
+  bucket.push_back({std::move(key), rule, withProperties ? op : nullptr});
   return rule;
 }
 

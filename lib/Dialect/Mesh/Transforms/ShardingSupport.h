@@ -203,7 +203,10 @@ private:
 
 /// The rules of many ops, each distinct rule stored once: a chain of 50,000
 /// elementwise ops on one shape has one rule. Ops whose rule is fixed by
-/// their name and types are looked up by those without deriving it again.
+/// their name and types (or, for linalg's named ops, by those, their
+/// properties and getShardingRuleVariant) are looked up by those without
+/// deriving it again. The ops given to add() must stay alive, their
+/// properties unchanged, while the table is used.
 class ShardingRuleTable {
 public:
   /// The index of `op`'s rule, or std::nullopt when it has none.
@@ -214,14 +217,21 @@ public:
 private:
   std::optional<unsigned> intern(FailureOr<ShardingRule> rule);
   SmallVector<ShardingRule, 0> rules;
-  /// Op name -> whether its rules are fixed by types (asked once a name).
-  DenseMap<const void *, bool> fixedByTypes;
+  /// What an op's rule is fixed by, beside its name: nothing (derived for
+  /// each op), its types, or its types, properties and variant
+  /// (isShardingRuleFixedBySignature).
+  enum class Sharing : uint8_t { None, Types, Signature };
+  /// Op name -> what its rules are fixed by (asked once a name).
+  DenseMap<const void *, Sharing> fixedByTypes;
   /// Hash of a rule -> indices of the rules with that hash.
   DenseMap<unsigned, SmallVector<unsigned, 1>> byHash;
   /// A signature (op name, operand types, result types) and its rule.
   struct SignatureEntry {
     SmallVector<const void *, 8> key;
     std::optional<unsigned> rule;
+    /// For Sharing::Signature: the op the rule was derived from, whose
+    /// properties a match must equal.
+    Operation *derivedFrom;
   };
   /// Hash of a signature -> its entries.
   DenseMap<unsigned, SmallVector<SignatureEntry, 1>> bySignature;
