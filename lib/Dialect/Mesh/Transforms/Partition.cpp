@@ -446,11 +446,12 @@ RankedTensorType FunctionPartitioner::globalTypeOf(Value v, ShardingAttr from,
   if (!from)
     return local;
   SmallVector<int64_t> shape(local.getShape());
-  for (auto [d, axes] : llvm::enumerate(layoutOf(from, local.getRank()).dims)) {
-    if (axes.empty())
+  for (auto [d, axes] : llvm::enumerate(from.getDims())) {
+    if (axes.empty() || d >= shape.size())
       continue;
-    SmallVector<StringRef> refs(axes.begin(), axes.end());
-    int64_t n = mesh.getGroupSize(refs);
+    // (An axis the mesh lacks was refused where the sharding was placed.)
+    int64_t n =
+        meshCache.getGroupSize(mesh, axes).value_or(ShapedType::kDynamic);
     auto [lo, hi] = from.getDimHalo(d);
     shape[d] = ShapedType::isDynamic(shape[d]) || ShapedType::isDynamic(n)
                    ? ShapedType::kDynamic

@@ -23,6 +23,7 @@
 #include "mesh/Dialect/Mesh/Transforms/Resharding.h"
 
 #include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/PointerIntPair.h"
 
 namespace mlir {
@@ -132,6 +133,8 @@ private:
   FlatSymbolRefAttr defaultMesh;
   /// An annotation did not divide its tensor.
   bool badAnnotation = false;
+  /// The (mesh, tensor type, sharding) triples checked by checkDivides.
+  DenseSet<std::tuple<Operation *, Type, Attribute>> dividing;
 };
 
 } // namespace
@@ -263,6 +266,9 @@ void Propagation::checkDivides(Operation *scope, Type type, ShardingAttr s,
   MeshOp mesh = meshCache.get(scope, s.getMesh());
   if (!mesh)
     return; // The verifier names an unknown mesh.
+  // Programs repeat a few (type, sharding) pairs many times.
+  if (!dividing.insert({mesh.getOperation(), tensor, s}).second)
+    return;
   std::string whyNot;
   if (succeeded(getLocalType(mesh, tensor, ShardingLayout::get(s), whyNot)))
     return;
