@@ -24,23 +24,24 @@
 using namespace mlir;
 using namespace mlir::mesh;
 
-void mlir::mesh::eraseUnusedLinalgResults(Operation *root) {
+void mlir::mesh::eraseUnusedLinalgResults(ArrayRef<Operation *> generics) {
   StringRef name = MeshDialect::getShardingAttrName();
   // The generics with a result nobody uses, and the ops of their bodies,
   // which become dead with the result.
   SmallVector<Operation *> ops;
-  root->walk([&](linalg::GenericOp generic) {
+  for (Operation *op : generics) {
+    auto generic = cast<linalg::GenericOp>(op);
     if (!generic.hasPureTensorSemantics() ||
         generic->getDiscardableAttr(name) ||
         llvm::none_of(generic->getResults(),
                       [](OpResult r) { return r.use_empty(); }))
-      return;
+      continue;
     ops.push_back(generic);
     generic.getBlock()->walk([&](Operation *op) { ops.push_back(op); });
-  });
+  }
   if (ops.empty())
     return;
-  RewritePatternSet patterns(root->getContext());
+  RewritePatternSet patterns(ops.front()->getContext());
   linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
   // Only these ops and what the patterns make of them; no folding, so the
   // rest of the program stays as written.

@@ -979,12 +979,18 @@ LogicalResult FunctionPartitioner::partitionRuleOp(Operation *op) {
   }
   const FactorAssignment *factors = assignment ? &*assignment : nullptr;
   const LinearPartial *pending = linear ? &*linear : nullptr;
-  SmallVector<Type> globalResultTypes(op->getResultTypes());
+  // Ops that spell sizes rewrite them from their global result types, read
+  // before the results become per-device.
+  bool spellsSizes = rule && classifier.hasRuleInterface(op);
+  SmallVector<Type> globalResultTypes;
+  if (spellsSizes)
+    llvm::append_range(globalResultTypes, op->getResultTypes());
   if (failed(reshardOperands(op, rule, factors, pending)) ||
       failed(typeResults(op, rule, factors, pending)))
     return failure();
   if (rule) {
-    updateSizes(op, globalResultTypes, *rule, *assignment);
+    if (spellsSizes)
+      updateSizes(op, globalResultTypes, *rule, *assignment);
     // (The dialect first: a failed interface lookup on every op is dear.)
     if (isa_and_present<linalg::LinalgDialect>(op->getDialect()))
       if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
@@ -1215,13 +1221,12 @@ FunctionPartitioner::typeResults(Operation *op, const ShardingRule *rule,
   return success();
 }
 
-/// Lets the op rewrite the sizes it spells for its per-device types.
+/// Lets the op (one with ShardingRuleOpInterface) rewrite the sizes it
+/// spells for its per-device types.
 void FunctionPartitioner::updateSizes(Operation *op,
                                       TypeRange globalResultTypes,
                                       const ShardingRule &rule,
                                       const FactorAssignment &assignment) {
-  if (!classifier.hasRuleInterface(op))
-    return;
   auto iface = cast<ShardingRuleOpInterface>(op);
   FlatSymbolRefAttr mesh = assignment.getMesh();
   auto devicesAlong = [&](OpBuilder &b, unsigned result,

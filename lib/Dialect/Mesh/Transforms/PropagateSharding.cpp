@@ -22,6 +22,9 @@
 #include "mesh/Dialect/Mesh/Transforms/Passes.h"
 #include "mesh/Dialect/Mesh/Transforms/Resharding.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/PointerIntPair.h"
@@ -630,8 +633,17 @@ struct PropagateShardingPass
     registerShardingRuleModels(registry);
   }
   void runOnOperation() override {
-    raiseCircularPads(getOperation());
-    eraseUnusedLinalgResults(getOperation());
+    // What to rewrite before propagating, in one walk (raising pads erases
+    // slices and concats, no generic).
+    SmallVector<Operation *> concats, generics;
+    getOperation()->walk([&](Operation *op) {
+      if (isa<tensor::ConcatOp>(op))
+        concats.push_back(op);
+      else if (isa<linalg::GenericOp>(op))
+        generics.push_back(op);
+    });
+    raiseCircularPads(concats);
+    eraseUnusedLinalgResults(generics);
     Propagation propagation(getOperation());
     if (failed(propagation.run()))
       return signalPassFailure();

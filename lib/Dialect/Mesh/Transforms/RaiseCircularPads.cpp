@@ -68,10 +68,9 @@ matchCircularPad(tensor::ConcatOp concat) {
   return std::nullopt;
 }
 
-void mlir::mesh::raiseCircularPads(Operation *root) {
-  SmallVector<tensor::ConcatOp> concats;
-  root->walk([&](tensor::ConcatOp concat) { concats.push_back(concat); });
-  for (tensor::ConcatOp concat : concats) {
+void mlir::mesh::raiseCircularPads(ArrayRef<Operation *> concatOps) {
+  for (Operation *op : concatOps) {
+    auto concat = cast<tensor::ConcatOp>(op);
     auto match = matchCircularPad(concat);
     if (!match)
       continue;

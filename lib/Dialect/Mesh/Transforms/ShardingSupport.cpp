@@ -241,12 +241,13 @@ ShardingAttr ShardingProjector::get(FlatSymbolRefAttr mesh,
     return reinterpret_cast<const void *>(static_cast<uintptr_t>(v));
   };
   key.append({mesh.getAsOpaquePointer(), number(dims.size())});
+  for (int64_t f : dims)
+    key.push_back(f >= 0 && factors[f] ? factors[f].getAsOpaquePointer()
+                                       : nullptr);
   bool halo = false;
-  for (auto [d, f] : llvm::enumerate(dims)) {
-    bool sharded = f >= 0 && factors[f];
-    key.push_back(sharded ? factors[f].getAsOpaquePointer() : nullptr);
-    halo |= sharded && d < halos.size() && halos[d] != DimHalo();
-  }
+  for (auto [d, h] : llvm::enumerate(halos))
+    halo |=
+        d < dims.size() && dims[d] >= 0 && factors[dims[d]] && h != DimHalo();
   if (halo) {
     key.push_back(number(-1));
     for (unsigned d = 0; d < dims.size(); ++d) {

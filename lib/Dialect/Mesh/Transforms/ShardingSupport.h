@@ -24,14 +24,14 @@ namespace mlir {
 namespace mesh {
 
 /// Rewrites each circular pad written as slices and a tensor.concat (how
-/// torch-mlir decomposes PyTorch's pad(mode="circular")) under `root` into
-/// one mesh.circular_pad, whose halos can wrap around the devices.
-void raiseCircularPads(Operation *root);
+/// torch-mlir decomposes PyTorch's pad(mode="circular")) among `concats`
+/// into one mesh.circular_pad, whose halos can wrap around the devices.
+void raiseCircularPads(ArrayRef<Operation *> concats);
 
-/// Drops the results nobody uses of each linalg.generic under `root` that
-/// carries no `mesh.sharding`, with the computation only they needed (an
-/// argmax beside a max, and its linalg.index), by MLIR's own patterns.
-void eraseUnusedLinalgResults(Operation *root);
+/// Drops the results nobody uses of each linalg.generic among `generics`
+/// that carries no `mesh.sharding`, with the computation only they needed
+/// (an argmax beside a max, and its linalg.index), by MLIR's own patterns.
+void eraseUnusedLinalgResults(ArrayRef<Operation *> generics);
 
 //===----------------------------------------------------------------------===//
 // How the passes see an op
@@ -312,7 +312,8 @@ inline bool FactorAssignment::isUsed(AxisListAttr axes) const {
       axes, [&](StringAttr a) { return llvm::is_contained(used, a); });
 }
 
-inline void FactorAssignment::assign(unsigned factor, AxisListAttr axes) {
+LLVM_ATTRIBUTE_ALWAYS_INLINE inline void
+FactorAssignment::assign(unsigned factor, AxisListAttr axes) {
   factors[factor] = axes;
   llvm::append_range(used, axes.getAxes());
 }
@@ -343,15 +344,21 @@ inline void FactorAssignment::takeDims(ShardingAttr s, ArrayRef<int64_t> dims,
     const ShardingFactor &factor = rule.factors[f];
     if (axes.empty() || factors[f] || factor.blocked || isUsed(axes))
       continue;
-    int64_t from = tensor && d < static_cast<size_t>(tensor.getRank())
-                       ? tensor.getDimSize(d)
-                       : ShapedType::kDynamic;
+    // The dim's size where the sharding was found (asked only for products
+    // and `?` axes).
+    auto from = [&] {
+      return tensor && d < static_cast<size_t>(tensor.getRank())
+                 ? tensor.getDimSize(d)
+                 : ShapedType::kDynamic;
+    };
     if (factor.numParts) {
-      takeProduct(f, axes, from);
+      takeProduct(f, axes, from());
       continue;
     }
     std::optional<int64_t> n = meshes.getGroupSize(meshOp, axes);
-    if (!n || !mayShard(factor.size, *n, from))
+    if (!n ||
+        !mayShard(factor.size, *n,
+                  ShapedType::isDynamic(*n) ? from() : ShapedType::kDynamic))
       continue;
     // A factor with halos needs blocks long enough to hold them: its size
     // and group must be known.
