@@ -44,6 +44,42 @@ mlir::MLIRContext &getContext() {
   }();
   return *context;
 }
+
+/// True when every `key =` in `input` is followed by a list the array parser
+/// takes: `[` integers of at most 18 digits, separated by commas, `]`
+/// (spaces and line breaks between). LLVM 22's linalg.transpose and
+/// linalg.broadcast parsers store a null attribute and crash when their
+/// `permutation` / `dimensions` list does not parse (test/Fuzz/upstream/).
+bool wellFormedIntegerLists(llvm::StringRef input, llvm::StringRef key) {
+  const char *space = " \t\r\n";
+  for (size_t at = input.find(key); at != llvm::StringRef::npos;
+       at = input.find(key, at + key.size())) {
+    llvm::StringRef rest = input.drop_front(at + key.size()).ltrim(space);
+    if (!rest.consume_front("="))
+      continue; // Not the keyword the parser reads before a list.
+    rest = rest.ltrim(space);
+    if (!rest.consume_front("["))
+      return false;
+    rest = rest.ltrim(space);
+    if (rest.consume_front("]"))
+      continue;
+    while (true) {
+      rest.consume_front("-");
+      size_t digits = 0;
+      while (digits < rest.size() && llvm::isDigit(rest[digits]))
+        ++digits;
+      if (digits == 0 || digits > 18)
+        return false;
+      rest = rest.drop_front(digits).ltrim(space);
+      if (rest.consume_front("]"))
+        break;
+      if (!rest.consume_front(","))
+        return false;
+      rest = rest.ltrim(space);
+    }
+  }
+  return true;
+}
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -56,17 +92,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::StringRef input(reinterpret_cast<const char *>(data), size);
   if (input.contains("linalg.reduce"))
     return 0;
-  // Its linalg.transpose parser crashes on a permutation entry that does not
-  // fit in 64 bits (test/Fuzz/upstream/ too): skip transposes with a literal
-  // of 19 digits or more.
-  if (input.contains("linalg.transpose")) {
-    size_t run = 0;
-    for (char c : input) {
-      run = llvm::isDigit(c) ? run + 1 : 0;
-      if (run >= 19)
-        return 0;
-    }
-  }
+  // Its linalg.transpose and linalg.broadcast parsers crash when the
+  // `permutation` / `dimensions` list does not parse (an entry that does not
+  // fit in 64 bits, a letter, a NUL byte, a missing bracket; test/Fuzz/
+  // upstream/ too): skip those inputs unless every such list is well formed.
+  if ((input.contains("linalg.transpose") &&
+       !wellFormedIntegerLists(input, "permutation")) ||
+      (input.contains("linalg.broadcast") &&
+       !wellFormedIntegerLists(input, "dimensions")))
+    return 0;
   // MLIR's parser recurses once per nesting level with no bound, so deeply
   // nested input exhausts the stack (sooner under ASan): also upstream's, and
   // not what this target tests.
