@@ -69,7 +69,8 @@ public:
                       const DenseMap<Operation *, Signature> &signatures)
       : fn(fn), tables(tables), signatures(signatures),
         shardingName(StringAttr::get(fn->getContext(),
-                                     MeshDialect::getShardingAttrName())) {}
+                                     MeshDialect::getShardingAttrName())),
+        noAttrs(DictionaryAttr::get(fn->getContext())) {}
 
   /// Partitions the body, then the signature.
   LogicalResult run();
@@ -166,6 +167,16 @@ private:
   SymbolTableCollection &tables;
   const DenseMap<Operation *, Signature> &signatures;
   StringAttr shardingName;
+  DictionaryAttr noAttrs;
+  /// Drops `op`'s sharding annotation; most ops carry nothing else beside
+  /// their properties, and then no new dictionary is built.
+  void dropSharding(Operation *op) {
+    DictionaryAttr attrs = op->getRawDictionaryAttrs();
+    if (attrs.size() == 1 && attrs.begin()->getName() == shardingName)
+      op->setDiscardableAttrs(noAttrs);
+    else
+      op->removeDiscardableAttr(shardingName);
+  }
   /// The sharding of each per-device value (absent or null: replicated).
   DenseMap<Value, ShardingAttr, ValueAddressInfo> placed;
   ShardingRuleTable rules;
@@ -996,7 +1007,7 @@ LogicalResult FunctionPartitioner::partitionRuleOp(Operation *op) {
       if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
         localizeLoopIndices(linalgOp, *assignment);
   }
-  op->removeDiscardableAttr(shardingName);
+  dropSharding(op);
   return success();
 }
 
