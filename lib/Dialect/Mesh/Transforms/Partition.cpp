@@ -706,7 +706,7 @@ Value FunctionPartitioner::remake(Value v, ShardingAttr target,
     return made ? made->getResult(0) : Value();
   }
   Operation *clone = b.clone(*def, operands);
-  clone->removeDiscardableAttr(shardingName);
+  dropSharding(clone);
   clone->getResult(0).setType(*local);
   return clone->getResult(0);
 }
@@ -870,7 +870,7 @@ LogicalResult FunctionPartitioner::partitionCall(CallOpInterface call) {
                      "result " + Twine(result.getResultNumber()) +
                          " of the call to " + calleeName)))
       return failure();
-  call->removeDiscardableAttr(shardingName);
+  dropSharding(call);
   return success();
 }
 
@@ -952,7 +952,7 @@ FunctionPartitioner::partitionRegionBranch(RegionBranchOpInterface op,
   }
   if (failed(placeResults(op)))
     return failure();
-  op->removeDiscardableAttr(shardingName);
+  dropSharding(op);
   return success();
 }
 
@@ -1037,7 +1037,7 @@ LogicalResult FunctionPartitioner::replicateRegions(Operation *op) {
   op->walk([&](Operation *nested) {
     if (nested == op)
       return;
-    nested->removeDiscardableAttr(shardingName);
+    dropSharding(nested);
     if (auto shard = dyn_cast<ShardOp>(nested))
       shards.push_back(shard);
   });

@@ -92,39 +92,43 @@ static std::optional<ReductionKind> getReductionKind(linalg::LinalgOp op) {
   return kind;
 }
 
-/// True when `init` starts from the neutral value of `kind`. (What it reads
-/// of `init` is what getShardingRuleVariant records.)
-static bool startsNeutral(Value init, ReductionKind kind) {
-  if (kind == ReductionKind::Max || kind == ReductionKind::Min)
-    return true; // Idempotent: combining the initial value again is harmless.
+/// What startsNeutral and getShardingRuleVariant read of an accumulator:
+/// whether it is a fill of a constant zero, one, or all ones (bits).
+enum FillBits : unsigned { FillZero = 1, FillOne = 2, FillAllOnes = 4 };
+static unsigned getFillBits(Value init) {
   auto fill = init.getDefiningOp<linalg::FillOp>();
-  if (!fill)
-    return false;
   Attribute value;
-  if (!matchPattern(fill.getInputs()[0], m_Constant(&value)))
-    return false;
+  if (!fill || !matchPattern(fill.getInputs()[0], m_Constant(&value)))
+    return 0;
   if (auto f = dyn_cast<FloatAttr>(value)) {
     double v = f.getValueAsDouble();
-    return kind == ReductionKind::Sum    ? v == 0.0
-           : kind == ReductionKind::Prod ? v == 1.0
-                                         : false;
+    return (v == 0.0 ? FillZero : 0) | (v == 1.0 ? FillOne : 0);
   }
   if (auto i = dyn_cast<IntegerAttr>(value)) {
-    APInt v = i.getValue();
-    switch (kind) {
-    case ReductionKind::Sum:
-    case ReductionKind::Or:
-    case ReductionKind::Xor:
-      return v.isZero();
-    case ReductionKind::Prod:
-      return v.isOne();
-    case ReductionKind::And:
-      return v.isAllOnes();
-    default:
-      return false;
-    }
+    const APInt &v = i.getValue();
+    return (v.isZero() ? FillZero : 0) | (v.isOne() ? FillOne : 0) |
+           (v.isAllOnes() ? FillAllOnes : 0);
   }
-  return false;
+  return 0;
+}
+
+/// True when `init` starts from the neutral value of `kind`.
+static bool startsNeutral(Value init, ReductionKind kind) {
+  switch (kind) {
+  case ReductionKind::Max:
+  case ReductionKind::Min:
+    return true; // Idempotent: combining the initial value again is harmless.
+  case ReductionKind::Sum:
+  case ReductionKind::Or:
+  case ReductionKind::Xor:
+    return getFillBits(init) & FillZero;
+  case ReductionKind::Prod:
+    return getFillBits(init) & FillOne;
+  case ReductionKind::And:
+    return getFillBits(init) & FillAllOnes;
+  default:
+    return false;
+  }
 }
 
 /// A dim read through a window along loop `loop`: the dim's elements beyond
@@ -895,29 +899,14 @@ bool mlir::mesh::isShardingRuleFixedBySignature(Operation *op) {
 
 std::optional<unsigned> mlir::mesh::getShardingRuleVariant(Operation *op) {
   // What startsNeutral reads of each accumulator, whatever the reduction
-  // kind (which the name and properties fix): whether it is a fill of a
-  // constant zero, one, or all ones, three bits each.
+  // kind (which the name and properties fix): its fill bits, three each.
   auto dps = dyn_cast<DestinationStyleOpInterface>(op);
   if (!dps)
     return 0;
   if (dps.getNumDpsInits() > 10)
     return std::nullopt; // More bits than fit.
   unsigned variant = 0;
-  for (Value init : dps.getDpsInits()) {
-    unsigned bits = 0;
-    Attribute value;
-    if (auto fill = init.getDefiningOp<linalg::FillOp>();
-        fill && matchPattern(fill.getInputs()[0], m_Constant(&value))) {
-      if (auto f = dyn_cast<FloatAttr>(value)) {
-        double v = f.getValueAsDouble();
-        bits = (v == 0.0 ? 1 : 0) | (v == 1.0 ? 2 : 0);
-      } else if (auto i = dyn_cast<IntegerAttr>(value)) {
-        const APInt &v = i.getValue();
-        bits = (v.isZero() ? 1 : 0) | (v.isOne() ? 2 : 0) |
-               (v.isAllOnes() ? 4 : 0);
-      }
-    }
-    variant = variant << 3 | bits;
-  }
+  for (Value init : dps.getDpsInits())
+    variant = variant << 3 | getFillBits(init);
   return variant;
 }

@@ -328,7 +328,7 @@ static bool equalRules(const ShardingRule &a, const ShardingRule &b) {
 }
 
 std::optional<unsigned> ShardingRuleTable::add(Operation *op) {
-  auto [fixed, inserted] = fixedByTypes.try_emplace(
+  auto [fixed, inserted] = sharingByName.try_emplace(
       op->getName().getAsOpaquePointer(), Sharing::None);
   if (inserted)
     fixed->second = isShardingRuleFixedByTypes(op)       ? Sharing::Types

@@ -222,7 +222,7 @@ private:
   /// (isShardingRuleFixedBySignature).
   enum class Sharing : uint8_t { None, Types, Signature };
   /// Op name -> what its rules are fixed by (asked once a name).
-  DenseMap<const void *, Sharing> fixedByTypes;
+  DenseMap<const void *, Sharing> sharingByName;
   /// Hash of a rule -> indices of the rules with that hash.
   DenseMap<unsigned, SmallVector<unsigned, 1>> byHash;
   /// A signature (op name, operand types, result types) and its rule.
@@ -312,8 +312,8 @@ inline bool FactorAssignment::isUsed(AxisListAttr axes) const {
       axes, [&](StringAttr a) { return llvm::is_contained(used, a); });
 }
 
-LLVM_ATTRIBUTE_ALWAYS_INLINE inline void
-FactorAssignment::assign(unsigned factor, AxisListAttr axes) {
+LLVM_ATTRIBUTE_ALWAYS_INLINE void FactorAssignment::assign(unsigned factor,
+                                                           AxisListAttr axes) {
   factors[factor] = axes;
   llvm::append_range(used, axes.getAxes());
 }
@@ -346,9 +346,9 @@ inline void FactorAssignment::takeDims(ShardingAttr s, ArrayRef<int64_t> dims,
       continue;
     // The dim's size where the sharding was found (asked only for products
     // and `?` axes).
-    auto from = [&] {
-      return tensor && d < static_cast<size_t>(tensor.getRank())
-                 ? tensor.getDimSize(d)
+    auto from = [&, dim = d] {
+      return tensor && dim < static_cast<size_t>(tensor.getRank())
+                 ? tensor.getDimSize(dim)
                  : ShapedType::kDynamic;
     };
     if (factor.numParts) {
