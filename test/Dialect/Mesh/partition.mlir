@@ -308,6 +308,30 @@ func.func @call_plain(%x: tensor<8x4xf32> {mesh.sharding = #mesh.sharding<@m, [[
 
 // -----
 
+// LLVM functions beside sharded ones keep their LLVM function types (the
+// partitioner once gave them builtin function types and crashed).
+mesh.mesh @m(["a" = 2, "b" = 4])
+// CHECK-LABEL: llvm.func @setvbuf(!llvm.ptr, !llvm.ptr, i32, i64) -> i32
+llvm.func @setvbuf(!llvm.ptr, !llvm.ptr, i32, i64) -> i32
+// CHECK-LABEL: llvm.func @twice(%{{.*}}: i32) -> i32
+llvm.func @twice(%x: i32) -> i32 {
+  %y = llvm.add %x, %x : i32
+  llvm.return %y : i32
+}
+// CHECK-LABEL: llvm.func @nothing()
+// CHECK-NEXT: llvm.return
+llvm.func @nothing() {
+  llvm.return
+}
+// CHECK-LABEL: func.func @beside
+// CHECK-SAME: (%{{.*}}: tensor<2x4xf32>) -> tensor<2x4xf32>
+func.func @beside(%x: tensor<8x4xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>})
+    -> (tensor<8x4xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>}) {
+  return %x : tensor<8x4xf32>
+}
+
+// -----
+
 // A value held whole is already a pending avg, max, min, and or or: combining
 // equal copies gives it back, so no collective is needed. (Sum is refused
 // above.) A split value is gathered first.

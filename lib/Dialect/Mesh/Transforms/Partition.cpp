@@ -51,6 +51,17 @@ bool hasTensors(Operation *op) {
          llvm::any_of(op->getResultTypes(), isTensor);
 }
 
+/// Gives `fn` the per-device signature `args` -> `results`, in the function
+/// type of its own kind (an llvm.func takes an LLVM function type, not a
+/// builtin one), and leaves it alone when nothing changed.
+void setSignature(FunctionOpInterface fn, ArrayRef<Type> args,
+                  ArrayRef<Type> results) {
+  if (llvm::equal(fn.getArgumentTypes(), args) &&
+      llvm::equal(fn.getResultTypes(), results))
+    return;
+  fn.setType(fn.cloneTypeWith(args, results));
+}
+
 /// The shardings of a function's arguments and results, read before any
 /// function is partitioned (partitioning removes them).
 struct Signature {
@@ -248,7 +259,7 @@ LogicalResult FunctionPartitioner::run() {
                          block.getTerminator()->getOperandTypes().end());
   if (resultTypes.size() != fn.getNumResults())
     resultTypes.assign(fn.getResultTypes().begin(), fn.getResultTypes().end());
-  fn.setType(FunctionType::get(fn.getContext(), argTypes, resultTypes));
+  setSignature(fn, argTypes, resultTypes);
   auto drop = [&](unsigned, NamedAttrList &attrs) { attrs.erase(name); };
   editArgAttrs(fn, drop);
   editResultAttrs(fn, drop);
@@ -1449,7 +1460,7 @@ struct PartitionPass : public mesh::impl::PartitionBase<PartitionPass> {
         return failure();
       results.push_back(*t);
     }
-    fn.setType(FunctionType::get(fn->getContext(), args, results));
+    setSignature(fn, args, results);
     auto drop = [&](unsigned, NamedAttrList &attrs) { attrs.erase(name); };
     editArgAttrs(fn, drop);
     editResultAttrs(fn, drop);
