@@ -915,7 +915,8 @@ FunctionPartitioner::partitionRegionBranch(RegionBranchOpInterface op,
     bool hasResult = false;
     for (Value input : group.inputs)
       if (auto result = dyn_cast<OpResult>(input)) {
-        target = getResultAnnotation(op, result.getResultNumber());
+        target =
+            getResultAnnotation(op, result.getResultNumber(), shardingName);
         hasResult = true;
       }
     if (!hasResult)
@@ -970,9 +971,10 @@ FunctionPartitioner::partitionRegionBranch(RegionBranchOpInterface op,
 /// Gives `op`'s tensor results their annotated per-device types.
 LogicalResult FunctionPartitioner::placeResults(Operation *op) {
   for (OpResult r : op->getResults())
-    if (failed(place(r, getResultAnnotation(op, r.getResultNumber()), op,
-                     "result " + Twine(r.getResultNumber()) + " of '" +
-                         op->getName().getStringRef() + "'")))
+    if (failed(place(
+            r, getResultAnnotation(op, r.getResultNumber(), shardingName), op,
+            "result " + Twine(r.getResultNumber()) + " of '" +
+                op->getName().getStringRef() + "'")))
       return failure();
   return success();
 }
@@ -1095,7 +1097,7 @@ FactorAssignment FunctionPartitioner::assignFactors(Operation *op,
     return placedOf(op->getOperand(i));
   };
   for (auto [r, dims] : llvm::enumerate(rule.resultDims)) {
-    ShardingAttr s = getResultAnnotation(op, r);
+    ShardingAttr s = getResultAnnotation(op, r, shardingName);
     if (!s)
       continue;
     assignment.takeDims(s, dims, op->getResult(r).getType());
@@ -1218,7 +1220,7 @@ FunctionPartitioner::typeResults(Operation *op, const ShardingRule *rule,
     // needed (remake): keep their global type.
     if (isRemakeable(op))
       globalTypes[result] = type;
-    ShardingAttr annotated = getResultAnnotation(op, r);
+    ShardingAttr annotated = getResultAnnotation(op, r, shardingName);
     if (!annotated || sameLayout(annotated, produced))
       continue;
     // A partial result of a linear op stays partial until a consumer needs

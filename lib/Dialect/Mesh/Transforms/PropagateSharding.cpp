@@ -133,6 +133,9 @@ private:
   DenseMap<Value, ValueInfo, ValueAddressInfo> info;
   ShardingRuleTable rules;
   DenseMap<int64_t, ShardingAttr> replicatedByRank;
+  /// Each sharding written, as the whole attribute dictionary of an op
+  /// that has no other attribute.
+  DenseMap<Attribute, DictionaryAttr> onlySharding;
   FlatSymbolRefAttr defaultMesh;
   /// An annotation did not divide its tensor.
   bool badAnnotation = false;
@@ -248,7 +251,8 @@ void Propagation::collectAnnotations(Operation *op) {
       !op->getDiscardableAttr(shardingName))
     return;
   for (OpResult r : op->getResults())
-    if (ShardingAttr s = getResultAnnotation(op, r.getResultNumber())) {
+    if (ShardingAttr s =
+            getResultAnnotation(op, r.getResultNumber(), shardingName)) {
       checkDivides(op, r.getType(), s, [&] {
         return emitError(op->getLoc()) << "result " << r.getResultNumber()
                                        << " of '" << op->getName() << "'";
@@ -584,10 +588,22 @@ void Propagation::annotateResults(Operation *op, bool explain) {
   }
   if (!any)
     return;
-  if (shardings.size() == 1)
-    op->setAttr(shardingName, shardings.front());
-  else
-    op->setAttr(shardingName, ArrayAttr::get(op->getContext(), shardings));
+  Attribute value = shardings.size() == 1
+                        ? shardings.front()
+                        : ArrayAttr::get(op->getContext(), shardings);
+  // Most ops carry no other attribute: they all get one of a few
+  // dictionaries, each built once (rebuilding it is a third of the pass on
+  // a long chain of ops). `mesh.sharding` is never an inherent attribute,
+  // so it belongs in the dictionary of discardable ones.
+  if (!op->getRawDictionaryAttrs().empty()) {
+    op->setAttr(shardingName, value);
+    return;
+  }
+  DictionaryAttr &only = onlySharding[value];
+  if (!only)
+    only = DictionaryAttr::get(op->getContext(),
+                               NamedAttribute(shardingName, value));
+  op->setDiscardableAttrs(only);
 }
 
 std::string Propagation::describe(const ValueInfo *vi) {

@@ -12,12 +12,16 @@ using namespace mlir::mesh;
 // Op roles
 //===----------------------------------------------------------------------===//
 
-OpClassifier::NameInfo &OpClassifier::getInfo(Operation *op) {
-  auto [it, inserted] =
-      byName.try_emplace(op->getName().getAsOpaquePointer(), NameInfo());
+OpClassifier::NameInfo OpClassifier::getInfo(Operation *op) {
+  const void *name = op->getName().getAsOpaquePointer();
+  if (const NameInfo *recent = recentNames.find(name))
+    return *recent;
+  auto [it, inserted] = byName.try_emplace(name, NameInfo());
   NameInfo &info = it->second;
-  if (!inserted)
+  if (!inserted) {
+    recentNames.remember(name, info);
     return info;
+  }
   info.returnLike = op->hasTrait<OpTrait::ReturnLike>();
   info.branchTerminator = isa<RegionBranchTerminatorOpInterface>(op);
   info.ruleInterface = isa<ShardingRuleOpInterface>(op);
@@ -33,6 +37,7 @@ OpClassifier::NameInfo &OpClassifier::getInfo(Operation *op) {
     info.role = OpRole::RegionTerminator; // Refined by the parent below.
   else
     info.role = OpRole::Rule;
+  recentNames.remember(name, info);
   return info;
 }
 
@@ -40,7 +45,7 @@ OpClassifier::NameInfo &OpClassifier::getInfo(Operation *op) {
 /// return or a region-branch terminator by its parent, else it has a rule
 /// role like any op.
 OpRole OpClassifier::classifySpecial(Operation *op) {
-  NameInfo &info = getInfo(op);
+  NameInfo info = getInfo(op);
   if (info.role != OpRole::RegionTerminator)
     return info.role;
   Operation *parent = op->getParentOp();
@@ -57,8 +62,9 @@ FunctionOpInterface mlir::mesh::getCallee(CallOpInterface call,
       call.resolveCallableInTable(&tables));
 }
 
-ShardingAttr mlir::mesh::getResultAnnotation(Operation *op, unsigned result) {
-  Attribute attr = op->getDiscardableAttr(MeshDialect::getShardingAttrName());
+ShardingAttr mlir::mesh::getResultAnnotation(Operation *op, unsigned result,
+                                             StringAttr name) {
+  Attribute attr = op->getDiscardableAttr(name);
   if (auto s = dyn_cast_or_null<ShardingAttr>(attr))
     return op->getNumResults() == 1 ? s : ShardingAttr();
   if (auto array = dyn_cast_or_null<ArrayAttr>(attr))
@@ -261,8 +267,7 @@ ShardingAttr ShardingProjector::get(FlatSymbolRefAttr mesh,
         key.push_back(number(static_cast<int64_t>(*factor.reduction) + 1));
         key.push_back(factors[f].getAsOpaquePointer());
       }
-  size_t h = llvm::hash_combine_range(key.begin(), key.end());
-  Entry &entry = entries[h % kEntries];
+  Entry &entry = entries[hashPointerKey(key) % kEntries];
   if (entry.value && entry.key == key)
     return entry.value;
   entry.key = std::move(key);
@@ -277,20 +282,27 @@ ShardingAttr ShardingProjector::get(FlatSymbolRefAttr mesh,
 //===----------------------------------------------------------------------===//
 
 MeshOp MeshCache::get(Operation *op, FlatSymbolRefAttr ref) {
-  auto [it, inserted] = meshes.try_emplace({op->getParentOp(), ref}, MeshOp());
+  std::pair<Operation *, Attribute> key(op->getParentOp(), ref);
+  if (const MeshOp *recent = recentMeshes.find(key))
+    return *recent;
+  auto [it, inserted] = meshes.try_emplace(key, MeshOp());
   if (inserted)
     it->second = lookupMesh(op, ref, &tables);
+  recentMeshes.remember(key, it->second);
   return it->second;
 }
 
 std::optional<int64_t> MeshCache::getGroupSize(MeshOp mesh, AxisListAttr axes) {
-  auto [it, inserted] =
-      groupSizes.try_emplace({mesh.getOperation(), axes}, std::nullopt);
+  std::pair<Operation *, Attribute> key(mesh.getOperation(), axes);
+  if (const std::optional<int64_t> *recent = recentGroupSizes.find(key))
+    return *recent;
+  auto [it, inserted] = groupSizes.try_emplace(key, std::nullopt);
   if (inserted) {
     SmallVector<StringRef> names = axes.getNames();
     if (llvm::all_of(names, [&](StringRef a) { return mesh.getAxisIndex(a); }))
       it->second = mesh.getGroupSize(names);
   }
+  recentGroupSizes.remember(key, it->second);
   return it->second;
 }
 
@@ -328,13 +340,20 @@ static bool equalRules(const ShardingRule &a, const ShardingRule &b) {
 }
 
 std::optional<unsigned> ShardingRuleTable::add(Operation *op) {
-  auto [fixed, inserted] = sharingByName.try_emplace(
-      op->getName().getAsOpaquePointer(), Sharing::None);
-  if (inserted)
-    fixed->second = isShardingRuleFixedByTypes(op)       ? Sharing::Types
-                    : isShardingRuleFixedBySignature(op) ? Sharing::Signature
-                                                         : Sharing::None;
-  if (fixed->second == Sharing::None)
+  const void *name = op->getName().getAsOpaquePointer();
+  Sharing sharing;
+  if (const Sharing *recent = recentSharing.find(name)) {
+    sharing = *recent;
+  } else {
+    auto [fixed, inserted] = sharingByName.try_emplace(name, Sharing::None);
+    if (inserted)
+      fixed->second = isShardingRuleFixedByTypes(op)       ? Sharing::Types
+                      : isShardingRuleFixedBySignature(op) ? Sharing::Signature
+                                                           : Sharing::None;
+    sharing = fixed->second;
+    recentSharing.remember(name, sharing);
+  }
+  if (sharing == Sharing::None)
     return intern(getShardingRule(op));
   auto number = [](uintptr_t n) { return reinterpret_cast<const void *>(n); };
   SmallVector<const void *, 8> key;
@@ -347,7 +366,7 @@ std::optional<unsigned> ShardingRuleTable::add(Operation *op) {
   // Properties are hashed into the key and compared with those of the op
   // the entry was derived from (building them as an attribute costs more
   // than deriving a small rule).
-  bool withProperties = fixed->second == Sharing::Signature;
+  bool withProperties = sharing == Sharing::Signature;
   if (withProperties) {
     std::optional<unsigned> variant = getShardingRuleVariant(op);
     if (!variant)
@@ -355,9 +374,7 @@ std::optional<unsigned> ShardingRuleTable::add(Operation *op) {
     key.push_back(number(op->hashProperties()));
     key.push_back(number(*variant));
   }
-  unsigned h =
-      static_cast<unsigned>(llvm::hash_combine_range(key.begin(), key.end()));
-  SmallVector<SignatureEntry, 1> &bucket = bySignature[h];
+  SmallVector<SignatureEntry, 1> &bucket = bySignature[hashPointerKey(key)];
   for (const SignatureEntry &entry : bucket)
     if (entry.key == key &&
         (!withProperties || op->getName().compareOpProperties(

@@ -33,6 +33,32 @@ void raiseCircularPads(ArrayRef<Operation *> concats);
 /// (an argmax beside a max, and its linalg.index), by MLIR's own patterns.
 void eraseUnusedLinalgResults(ArrayRef<Operation *> generics);
 
+/// A few recent answers in front of a map, for questions that come back in
+/// short cycles (the names of a chain of ops, the axes of a value's dims):
+/// N slots, each holding the last key that hashed to it. A hit costs a hash
+/// and a compare, where a DenseMap lookup costs several times that.
+template <typename K, typename V, unsigned N = 8> class RecentAnswers {
+public:
+  const V *find(const K &key) const {
+    const Slot &slot = slots[index(key)];
+    return slot.full && slot.key == key ? &slot.value : nullptr;
+  }
+  void remember(const K &key, const V &value) {
+    slots[index(key)] = {key, value, true};
+  }
+
+private:
+  static unsigned index(const K &key) {
+    return llvm::DenseMapInfo<K>::getHashValue(key) % N;
+  }
+  struct Slot {
+    K key{};
+    V value{};
+    bool full = false;
+  };
+  Slot slots[N];
+};
+
 //===----------------------------------------------------------------------===//
 // How the passes see an op
 //===----------------------------------------------------------------------===//
@@ -75,18 +101,19 @@ public:
 private:
   struct NameInfo {
     /// The role, unless the op's parent decides otherwise (below).
-    OpRole role;
+    OpRole role = OpRole::NoRule;
     /// ReturnLike: a FunctionReturn inside a function.
-    bool returnLike;
+    bool returnLike = false;
     /// A RegionBranchTerminatorOpInterface: a RegionTerminator inside a
     /// region-branch op.
-    bool branchTerminator;
+    bool branchTerminator = false;
     /// Implements ShardingRuleOpInterface.
-    bool ruleInterface;
+    bool ruleInterface = false;
   };
-  NameInfo &getInfo(Operation *op);
+  NameInfo getInfo(Operation *op);
   OpRole classifySpecial(Operation *op);
   DenseMap<const void *, NameInfo> byName;
+  RecentAnswers<const void *, NameInfo> recentNames;
 };
 
 /// Values of a region-branch op that must share one layout: an operand
@@ -114,8 +141,23 @@ FunctionOpInterface getCallee(CallOpInterface call,
                               SymbolTableCollection &tables);
 
 /// The annotation of result `result` of `op` (`mesh.sharding`: one
-/// sharding, or an array with one per result), or null.
-ShardingAttr getResultAnnotation(Operation *op, unsigned result);
+/// sharding, or an array with one per result), or null. `name` is
+/// `mesh.sharding` as an attribute: looked up by it, the name is compared
+/// by pointer, not spelling.
+ShardingAttr getResultAnnotation(Operation *op, unsigned result,
+                                 StringAttr name);
+
+/// A hash of a short key of pointers and small numbers, for the passes'
+/// caches: a few instructions an element, where llvm::hash_combine_range
+/// costs a hundred or more for a key of four.
+inline unsigned hashPointerKey(ArrayRef<const void *> key) {
+  uint64_t h = key.size();
+  for (const void *p : key) {
+    h = (h ^ reinterpret_cast<uintptr_t>(p)) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 32;
+  }
+  return static_cast<unsigned>(h);
+}
 
 //===----------------------------------------------------------------------===//
 // Factors and projections
@@ -199,6 +241,11 @@ private:
   DenseMap<std::pair<Operation *, Attribute>, MeshOp> meshes;
   DenseMap<std::pair<Operation *, Attribute>, std::optional<int64_t>>
       groupSizes;
+  /// Recent answers of each, in front of the maps: consecutive ops ask
+  /// the same few questions (same parent and mesh, the axes of each dim).
+  RecentAnswers<std::pair<Operation *, Attribute>, MeshOp> recentMeshes;
+  RecentAnswers<std::pair<Operation *, Attribute>, std::optional<int64_t>>
+      recentGroupSizes;
 };
 
 /// The rules of many ops, each distinct rule stored once: a chain of 50,000
@@ -223,6 +270,7 @@ private:
   enum class Sharing : uint8_t { None, Types, Signature };
   /// Op name -> what its rules are fixed by (asked once a name).
   DenseMap<const void *, Sharing> sharingByName;
+  RecentAnswers<const void *, Sharing> recentSharing;
   /// Hash of a rule -> indices of the rules with that hash.
   DenseMap<unsigned, SmallVector<unsigned, 1>> byHash;
   /// A signature (op name, operand types, result types) and its rule.
@@ -308,14 +356,20 @@ inline bool FactorAssignment::onMesh(ShardingAttr s) {
 }
 
 inline bool FactorAssignment::isUsed(AxisListAttr axes) const {
-  return llvm::any_of(
-      axes, [&](StringAttr a) { return llvm::is_contained(used, a); });
+  // Plain loops: both lists hold one or two axes, and the generic
+  // algorithms cost more than the compares.
+  for (StringAttr a : axes.getAxes())
+    for (StringAttr u : used)
+      if (a == u)
+        return true;
+  return false;
 }
 
 LLVM_ATTRIBUTE_ALWAYS_INLINE void FactorAssignment::assign(unsigned factor,
                                                            AxisListAttr axes) {
   factors[factor] = axes;
-  llvm::append_range(used, axes.getAxes());
+  for (StringAttr a : axes.getAxes())
+    used.push_back(a);
 }
 
 /// True when a group of `n` devices may shard `size` elements, the group
