@@ -53,13 +53,22 @@ bool hasTensors(Operation *op) {
 
 /// Gives `fn` the per-device signature `args` -> `results`, in the function
 /// type of its own kind (an llvm.func takes an LLVM function type, not a
-/// builtin one), and leaves it alone when nothing changed.
-void setSignature(FunctionOpInterface fn, ArrayRef<Type> args,
-                  ArrayRef<Type> results) {
+/// builtin one), and leaves it alone when nothing changed. Fails, naming
+/// the function, where its kind cannot have that signature.
+LogicalResult setSignature(FunctionOpInterface fn, ArrayRef<Type> args,
+                           ArrayRef<Type> results) {
   if (llvm::equal(fn.getArgumentTypes(), args) &&
       llvm::equal(fn.getResultTypes(), results))
-    return;
-  fn.setType(fn.cloneTypeWith(args, results));
+    return success();
+  Type type = fn.cloneTypeWith(args, results);
+  if (!type)
+    return fn->emitError() << "cannot give @" << fn.getName()
+                           << " its per-device signature: a '" << fn->getName()
+                           << "' cannot take "
+                           << FunctionType::get(fn->getContext(), args,
+                                                results);
+  fn.setType(type);
+  return success();
 }
 
 /// The shardings of a function's arguments and results, read before any
@@ -259,7 +268,8 @@ LogicalResult FunctionPartitioner::run() {
                          block.getTerminator()->getOperandTypes().end());
   if (resultTypes.size() != fn.getNumResults())
     resultTypes.assign(fn.getResultTypes().begin(), fn.getResultTypes().end());
-  setSignature(fn, argTypes, resultTypes);
+  if (failed(setSignature(fn, argTypes, resultTypes)))
+    return failure();
   auto drop = [&](unsigned, NamedAttrList &attrs) { attrs.erase(name); };
   editArgAttrs(fn, drop);
   editResultAttrs(fn, drop);
@@ -1462,7 +1472,8 @@ struct PartitionPass : public mesh::impl::PartitionBase<PartitionPass> {
         return failure();
       results.push_back(*t);
     }
-    setSignature(fn, args, results);
+    if (failed(setSignature(fn, args, results)))
+      return failure();
     auto drop = [&](unsigned, NamedAttrList &attrs) { attrs.erase(name); };
     editArgAttrs(fn, drop);
     editResultAttrs(fn, drop);
