@@ -92,7 +92,7 @@ static std::optional<ReductionKind> getReductionKind(linalg::LinalgOp op) {
   return kind;
 }
 
-/// What startsNeutral and getShardingRuleVariant read of an accumulator:
+/// What startsNeutral and the linalg rule's variant read of an accumulator:
 /// whether it is a fill of a constant zero, one, or all ones (bits).
 enum FillBits : unsigned { FillZero = 1, FillOne = 2, FillAllOnes = 4 };
 static unsigned getFillBits(Value init) {
@@ -636,7 +636,26 @@ struct LinalgRuleModel
   FailureOr<ShardingRule> getShardingRule(Operation *op) const {
     return getLinalgRule(cast<linalg::LinalgOp>(op));
   }
-  bool isRuleFixedByTypes(Operation *) const { return false; }
+  /// A named op's body is spelled by its name and properties: its rule
+  /// depends on those, its types and its accumulators (getRuleVariant).
+  /// linalg.generic, linalg.map and linalg.reduce write their bodies out,
+  /// and derive their own.
+  RuleSharing getRuleSharing(Operation *op) const {
+    return isa<linalg::GenericOp, linalg::MapOp, linalg::ReduceOp>(op)
+               ? RuleSharing::None
+               : RuleSharing::Signature;
+  }
+  /// What startsNeutral reads of each accumulator, whatever the reduction
+  /// kind (which the name and properties fix): its fill bits, three each.
+  std::optional<unsigned> getRuleVariant(Operation *op) const {
+    auto dps = cast<DestinationStyleOpInterface>(op);
+    if (dps.getNumDpsInits() > 10)
+      return std::nullopt; // More bits than fit.
+    unsigned variant = 0;
+    for (Value init : dps.getDpsInits())
+      variant = variant << 3 | getFillBits(init);
+    return variant;
+  }
   bool needsNoData(Operation *) const { return false; }
   void updateSizesForLocalTypes(
       Operation *, function_ref<Type(unsigned)>, TypeRange,
@@ -649,7 +668,7 @@ struct FillRuleModel
   FailureOr<ShardingRule> getShardingRule(Operation *op) const {
     return getFillRule(cast<linalg::FillOp>(op));
   }
-  bool isRuleFixedByTypes(Operation *) const { return true; }
+  RuleSharing getRuleSharing(Operation *) const { return RuleSharing::Types; }
   /// A fill of a scalar: its init is the only tensor.
   bool needsNoData(Operation *op) const {
     auto fill = cast<linalg::FillOp>(op);
@@ -664,7 +683,7 @@ struct EmptyRuleModel
   FailureOr<ShardingRule> getShardingRule(Operation *op) const {
     return getEmptyRule(cast<tensor::EmptyOp>(op));
   }
-  bool isRuleFixedByTypes(Operation *) const { return true; }
+  RuleSharing getRuleSharing(Operation *) const { return RuleSharing::Types; }
   /// Static sizes only: dynamic ones would have to be divided again.
   bool needsNoData(Operation *op) const {
     return cast<tensor::EmptyOp>(op).getType().hasStaticShape();
@@ -704,7 +723,7 @@ struct ConstantRuleModel
   FailureOr<ShardingRule> getShardingRule(Operation *op) const {
     return getConstantRule(cast<arith::ConstantOp>(op));
   }
-  bool isRuleFixedByTypes(Operation *) const { return true; }
+  RuleSharing getRuleSharing(Operation *) const { return RuleSharing::Types; }
   /// A splat of static shape is made again in any layout (the same value
   /// everywhere), never sliced or gathered.
   bool needsNoData(Operation *op) const {
@@ -836,7 +855,7 @@ struct SoftmaxRuleModel
     rule.resultDims.assign(op->getNumResults(), identity);
     return rule;
   }
-  bool isRuleFixedByTypes(Operation *) const { return false; }
+  RuleSharing getRuleSharing(Operation *) const { return RuleSharing::None; }
 };
 
 struct ConcatRuleModel
@@ -886,27 +905,15 @@ FailureOr<ShardingRule> mlir::mesh::getShardingRule(Operation *op) {
   return failure();
 }
 
-bool mlir::mesh::isShardingRuleFixedByTypes(Operation *op) {
+RuleSharing mlir::mesh::getShardingRuleSharing(Operation *op) {
   if (auto iface = dyn_cast<ShardingRuleOpInterface>(op))
-    return iface.isRuleFixedByTypes();
-  return op->hasTrait<OpTrait::Elementwise>();
-}
-
-bool mlir::mesh::isShardingRuleFixedBySignature(Operation *op) {
-  return isa<linalg::LinalgOp>(op) &&
-         !isa<linalg::GenericOp, linalg::MapOp, linalg::ReduceOp>(op);
+    return iface.getRuleSharing();
+  return op->hasTrait<OpTrait::Elementwise>() ? RuleSharing::Types
+                                              : RuleSharing::None;
 }
 
 std::optional<unsigned> mlir::mesh::getShardingRuleVariant(Operation *op) {
-  // What startsNeutral reads of each accumulator, whatever the reduction
-  // kind (which the name and properties fix): its fill bits, three each.
-  auto dps = dyn_cast<DestinationStyleOpInterface>(op);
-  if (!dps)
-    return 0;
-  if (dps.getNumDpsInits() > 10)
-    return std::nullopt; // More bits than fit.
-  unsigned variant = 0;
-  for (Value init : dps.getDpsInits())
-    variant = variant << 3 | getFillBits(init);
-  return variant;
+  if (auto iface = dyn_cast<ShardingRuleOpInterface>(op))
+    return iface.getRuleVariant();
+  return 0;
 }

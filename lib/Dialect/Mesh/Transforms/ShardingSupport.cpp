@@ -323,7 +323,8 @@ static unsigned hashRule(const ShardingRule &rule) {
     for (const SmallVector<DimHalo> &halos : *list)
       for (DimHalo halo : halos)
         h = llvm::hash_combine(h, halo.lo, halo.hi);
-  return static_cast<unsigned>(h);
+  // Never DenseMap's empty or tombstone key for `unsigned`.
+  return static_cast<unsigned>(h) & 0x7fffffffu;
 }
 
 static bool equalRules(const ShardingRule &a, const ShardingRule &b) {
@@ -341,19 +342,17 @@ static bool equalRules(const ShardingRule &a, const ShardingRule &b) {
 
 std::optional<unsigned> ShardingRuleTable::add(Operation *op) {
   const void *name = op->getName().getAsOpaquePointer();
-  Sharing sharing;
-  if (const Sharing *recent = recentSharing.find(name)) {
+  RuleSharing sharing;
+  if (const RuleSharing *recent = recentSharing.find(name)) {
     sharing = *recent;
   } else {
-    auto [fixed, inserted] = sharingByName.try_emplace(name, Sharing::None);
+    auto [fixed, inserted] = sharingByName.try_emplace(name, RuleSharing::None);
     if (inserted)
-      fixed->second = isShardingRuleFixedByTypes(op)       ? Sharing::Types
-                      : isShardingRuleFixedBySignature(op) ? Sharing::Signature
-                                                           : Sharing::None;
+      fixed->second = getShardingRuleSharing(op);
     sharing = fixed->second;
     recentSharing.remember(name, sharing);
   }
-  if (sharing == Sharing::None)
+  if (sharing == RuleSharing::None)
     return intern(getShardingRule(op));
   auto number = [](uintptr_t n) { return reinterpret_cast<const void *>(n); };
   SmallVector<const void *, 8> key;
@@ -366,7 +365,7 @@ std::optional<unsigned> ShardingRuleTable::add(Operation *op) {
   // Properties are hashed into the key and compared with those of the op
   // the entry was derived from (building them as an attribute costs more
   // than deriving a small rule).
-  bool withProperties = sharing == Sharing::Signature;
+  bool withProperties = sharing == RuleSharing::Signature;
   if (withProperties) {
     std::optional<unsigned> variant = getShardingRuleVariant(op);
     if (!variant)

@@ -143,20 +143,21 @@ FunctionOpInterface getCallee(CallOpInterface call,
 /// The annotation of result `result` of `op` (`mesh.sharding`: one
 /// sharding, or an array with one per result), or null. `name` is
 /// `mesh.sharding` as an attribute: looked up by it, the name is compared
-/// by pointer, not spelling.
+/// by pointer, not spelling (in dictionaries of up to 16 attributes).
 ShardingAttr getResultAnnotation(Operation *op, unsigned result,
                                  StringAttr name);
 
 /// A hash of a short key of pointers and small numbers, for the passes'
 /// caches: a few instructions an element, where llvm::hash_combine_range
-/// costs a hundred or more for a key of four.
+/// costs a hundred or more for a key of four. The top bit is clear, so the
+/// hash is never DenseMap's empty or tombstone key for `unsigned`.
 inline unsigned hashPointerKey(ArrayRef<const void *> key) {
   uint64_t h = key.size();
   for (const void *p : key) {
     h = (h ^ reinterpret_cast<uintptr_t>(p)) * 0x9e3779b97f4a7c15ull;
     h ^= h >> 32;
   }
-  return static_cast<unsigned>(h);
+  return static_cast<unsigned>(h) & 0x7fffffffu;
 }
 
 //===----------------------------------------------------------------------===//
@@ -249,11 +250,11 @@ private:
 };
 
 /// The rules of many ops, each distinct rule stored once: a chain of 50,000
-/// elementwise ops on one shape has one rule. Ops whose rule is fixed by
-/// their name and types (or, for linalg's named ops, by those, their
-/// properties and getShardingRuleVariant) are looked up by those without
-/// deriving it again. The ops given to add() must stay alive, their
-/// properties unchanged, while the table is used.
+/// elementwise ops on one shape has one rule. Ops whose rule is shared by
+/// types (or by signature: types, properties and rule variant; see
+/// RuleSharing) are looked up by those without deriving it again. The ops
+/// given to add() must stay alive, their properties unchanged, while the
+/// table is used.
 class ShardingRuleTable {
 public:
   /// The index of `op`'s rule, or std::nullopt when it has none.
@@ -264,20 +265,16 @@ public:
 private:
   std::optional<unsigned> intern(FailureOr<ShardingRule> rule);
   SmallVector<ShardingRule, 0> rules;
-  /// What an op's rule is fixed by, beside its name: nothing (derived for
-  /// each op), its types, or its types, properties and variant
-  /// (isShardingRuleFixedBySignature).
-  enum class Sharing : uint8_t { None, Types, Signature };
-  /// Op name -> what its rules are fixed by (asked once a name).
-  DenseMap<const void *, Sharing> sharingByName;
-  RecentAnswers<const void *, Sharing> recentSharing;
+  /// Op name -> what its rules depend on beside it (asked once a name).
+  DenseMap<const void *, RuleSharing> sharingByName;
+  RecentAnswers<const void *, RuleSharing> recentSharing;
   /// Hash of a rule -> indices of the rules with that hash.
   DenseMap<unsigned, SmallVector<unsigned, 1>> byHash;
   /// A signature (op name, operand types, result types) and its rule.
   struct SignatureEntry {
     SmallVector<const void *, 8> key;
     std::optional<unsigned> rule;
-    /// For Sharing::Signature: the op the rule was derived from, whose
+    /// For RuleSharing::Signature: the op the rule was derived from, whose
     /// properties a match must equal.
     Operation *derivedFrom;
   };
@@ -356,8 +353,9 @@ inline bool FactorAssignment::onMesh(ShardingAttr s) {
 }
 
 inline bool FactorAssignment::isUsed(AxisListAttr axes) const {
-  // Plain loops: both lists hold one or two axes, and the generic
-  // algorithms cost more than the compares.
+  // Plain loops: the lists are short (a dim's axes; the axes of the op's
+  // factors so far), and the generic algorithms cost more than the
+  // compares.
   for (StringAttr a : axes.getAxes())
     for (StringAttr u : used)
       if (a == u)

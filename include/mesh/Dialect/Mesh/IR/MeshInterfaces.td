@@ -48,11 +48,22 @@ def Mesh_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
     InterfaceMethod<"The op's sharding rule, or failure if it has none.",
       "::mlir::FailureOr<::mlir::mesh::ShardingRule>", "getShardingRule">,
     InterfaceMethod<[{
-        True when the rule depends on nothing but the op's name and its
-        operand and result types, so that ops with the same signature may
-        share one rule without asking each op again.
+        What the rule depends on beside the op's name, so that ops that agree
+        on it share one rule without asking each op again: nothing more
+        than the operand and result types (`RuleSharing::Types`), those and
+        the op's properties and `getRuleVariant` (`RuleSharing::Signature`),
+        or more (`RuleSharing::None`, each op derives its own).
       }],
-      "bool", "isRuleFixedByTypes", (ins), [{}], [{ return false; }]>,
+      "::mlir::mesh::RuleSharing", "getRuleSharing", (ins), [{}],
+      [{ return ::mlir::mesh::RuleSharing::None; }]>,
+    InterfaceMethod<[{
+        For `RuleSharing::Signature`: what else the rule reads of the op
+        (of its operands' producers, say), as a small number that ops
+        sharing one rule must agree on; std::nullopt when it does not fit,
+        and the op then derives its own rule.
+      }],
+      "::std::optional<unsigned>", "getRuleVariant", (ins), [{}],
+      [{ return 0u; }]>,
     InterfaceMethod<[{
         True when the op's results hold no data but what its scalar operands
         give (an empty tensor, a fill of one): each tensor operand has the

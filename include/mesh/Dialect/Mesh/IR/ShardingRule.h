@@ -83,6 +83,19 @@ struct ShardingRule {
   }
 };
 
+/// What an op's sharding rule depends on beside the op's name, so that ops
+/// that agree on it share one rule, derived once (a chain of 50,000 ops on
+/// one shape has one rule).
+enum class RuleSharing : uint8_t {
+  /// Every op derives its own (its body or attributes decide).
+  None,
+  /// The operand and result types.
+  Types,
+  /// The types, the op's properties (inherent attributes) and its rule
+  /// variant (ShardingRuleOpInterface::getRuleVariant).
+  Signature,
+};
+
 } // namespace mesh
 } // namespace mlir
 

@@ -26,21 +26,13 @@ void registerShardingRuleModels(DialectRegistry &registry);
 /// applies (the op's tensors are then replicated, with a warning).
 FailureOr<ShardingRule> getShardingRule(Operation *op);
 
-/// True when `op`'s rule depends on nothing but its name and types.
-bool isShardingRuleFixedByTypes(Operation *op);
+/// What `op`'s rule depends on beside its name: its
+/// ShardingRuleOpInterface's answer, else `RuleSharing::Types` for an op
+/// with the Elementwise trait (its rule is the elementwise one).
+RuleSharing getShardingRuleSharing(Operation *op);
 
-/// True when `op`'s rule depends on nothing but its name, its types, its
-/// properties (inherent attributes) and getShardingRuleVariant: linalg's
-/// structured ops whose body their name and properties spell (all but
-/// linalg.generic, linalg.map and linalg.reduce, whose bodies are written
-/// out).
-bool isShardingRuleFixedBySignature(Operation *op);
-
-/// For an op fixed by signature, what its rule reads of its operands'
-/// values: whether each accumulator is a fill of a constant zero, one or all
-/// ones (a reduction loop splits only where every accumulator starts from
-/// the reduction's neutral value); std::nullopt when that does not fit in
-/// the number.
+/// For an op whose rule is shared by signature: its interface's
+/// getRuleVariant.
 std::optional<unsigned> getShardingRuleVariant(Operation *op);
 
 } // namespace mesh
