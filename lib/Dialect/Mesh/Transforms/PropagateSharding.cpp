@@ -247,8 +247,9 @@ void Propagation::collectAnnotations(Operation *op) {
     setFixed(shard.getResult(), shard.getSharding());
     return;
   }
-  if (op->getDiscardableAttrDictionary().empty() ||
-      !op->getDiscardableAttr(shardingName))
+  // (By the interned name: a pointer compare, and no dictionary built for
+  // ops without properties, as getDiscardableAttrDictionary would.)
+  if (!op->getDiscardableAttr(shardingName))
     return;
   for (OpResult r : op->getResults())
     if (ShardingAttr s =

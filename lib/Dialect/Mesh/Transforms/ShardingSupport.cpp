@@ -13,32 +13,25 @@ using namespace mlir::mesh;
 //===----------------------------------------------------------------------===//
 
 OpClassifier::NameInfo OpClassifier::getInfo(Operation *op) {
-  const void *name = op->getName().getAsOpaquePointer();
-  if (const NameInfo *recent = recentNames.find(name))
-    return *recent;
-  auto [it, inserted] = byName.try_emplace(name, NameInfo());
-  NameInfo &info = it->second;
-  if (!inserted) {
-    recentNames.remember(name, info);
+  return byName.get(op->getName().getAsOpaquePointer(), [&] {
+    NameInfo info;
+    info.returnLike = op->hasTrait<OpTrait::ReturnLike>();
+    info.branchTerminator = isa<RegionBranchTerminatorOpInterface>(op);
+    info.ruleInterface = isa<ShardingRuleOpInterface>(op);
+    if (isa<ShardOp>(op))
+      info.role = OpRole::Shard;
+    else if (isa<CollectiveOpInterface>(op))
+      info.role = OpRole::PerDevice;
+    else if (isa<CallOpInterface>(op))
+      info.role = OpRole::Call;
+    else if (isa<RegionBranchOpInterface>(op) && !info.ruleInterface)
+      info.role = OpRole::RegionBranch;
+    else if (info.returnLike || info.branchTerminator)
+      info.role = OpRole::RegionTerminator; // Refined by the parent below.
+    else
+      info.role = OpRole::Rule;
     return info;
-  }
-  info.returnLike = op->hasTrait<OpTrait::ReturnLike>();
-  info.branchTerminator = isa<RegionBranchTerminatorOpInterface>(op);
-  info.ruleInterface = isa<ShardingRuleOpInterface>(op);
-  if (isa<ShardOp>(op))
-    info.role = OpRole::Shard;
-  else if (isa<CollectiveOpInterface>(op))
-    info.role = OpRole::PerDevice;
-  else if (isa<CallOpInterface>(op))
-    info.role = OpRole::Call;
-  else if (isa<RegionBranchOpInterface>(op) && !info.ruleInterface)
-    info.role = OpRole::RegionBranch;
-  else if (info.returnLike || info.branchTerminator)
-    info.role = OpRole::RegionTerminator; // Refined by the parent below.
-  else
-    info.role = OpRole::Rule;
-  recentNames.remember(name, info);
-  return info;
+  });
 }
 
 /// The roles that depend on more than the name: a terminator is a function
@@ -282,28 +275,19 @@ ShardingAttr ShardingProjector::get(FlatSymbolRefAttr mesh,
 //===----------------------------------------------------------------------===//
 
 MeshOp MeshCache::get(Operation *op, FlatSymbolRefAttr ref) {
-  std::pair<Operation *, Attribute> key(op->getParentOp(), ref);
-  if (const MeshOp *recent = recentMeshes.find(key))
-    return *recent;
-  auto [it, inserted] = meshes.try_emplace(key, MeshOp());
-  if (inserted)
-    it->second = lookupMesh(op, ref, &tables);
-  recentMeshes.remember(key, it->second);
-  return it->second;
+  return meshes.get({op->getParentOp(), ref},
+                    [&] { return lookupMesh(op, ref, &tables); });
 }
 
 std::optional<int64_t> MeshCache::getGroupSize(MeshOp mesh, AxisListAttr axes) {
-  std::pair<Operation *, Attribute> key(mesh.getOperation(), axes);
-  if (const std::optional<int64_t> *recent = recentGroupSizes.find(key))
-    return *recent;
-  auto [it, inserted] = groupSizes.try_emplace(key, std::nullopt);
-  if (inserted) {
-    SmallVector<StringRef> names = axes.getNames();
-    if (llvm::all_of(names, [&](StringRef a) { return mesh.getAxisIndex(a); }))
-      it->second = mesh.getGroupSize(names);
-  }
-  recentGroupSizes.remember(key, it->second);
-  return it->second;
+  return groupSizes.get(
+      {mesh.getOperation(), axes}, [&]() -> std::optional<int64_t> {
+        SmallVector<StringRef> names = axes.getNames();
+        if (!llvm::all_of(names,
+                          [&](StringRef a) { return mesh.getAxisIndex(a); }))
+          return std::nullopt;
+        return mesh.getGroupSize(names);
+      });
 }
 
 static unsigned hashRule(const ShardingRule &rule) {
@@ -341,17 +325,9 @@ static bool equalRules(const ShardingRule &a, const ShardingRule &b) {
 }
 
 std::optional<unsigned> ShardingRuleTable::add(Operation *op) {
-  const void *name = op->getName().getAsOpaquePointer();
-  RuleSharing sharing;
-  if (const RuleSharing *recent = recentSharing.find(name)) {
-    sharing = *recent;
-  } else {
-    auto [fixed, inserted] = sharingByName.try_emplace(name, RuleSharing::None);
-    if (inserted)
-      fixed->second = getShardingRuleSharing(op);
-    sharing = fixed->second;
-    recentSharing.remember(name, sharing);
-  }
+  RuleSharing sharing =
+      sharingByName.get(op->getName().getAsOpaquePointer(),
+                        [&] { return getShardingRuleSharing(op); });
   if (sharing == RuleSharing::None)
     return intern(getShardingRule(op));
   auto number = [](uintptr_t n) { return reinterpret_cast<const void *>(n); };

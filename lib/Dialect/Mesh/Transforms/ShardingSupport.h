@@ -33,24 +33,28 @@ void raiseCircularPads(ArrayRef<Operation *> concats);
 /// (an argmax beside a max, and its linalg.index), by MLIR's own patterns.
 void eraseUnusedLinalgResults(ArrayRef<Operation *> generics);
 
-/// A few recent answers in front of a map, for questions that come back in
-/// short cycles (the names of a chain of ops, the axes of a value's dims):
-/// N slots, each holding the last key that hashed to it. A hit costs a hash
-/// and a compare, where a DenseMap lookup costs several times that.
-template <typename K, typename V, unsigned N = 8> class RecentAnswers {
+/// Answers computed once per key, for questions the passes ask per op (an
+/// op name's role, a mesh by symbol, a group's size). The last answer for
+/// each of N slots sits in front of the map: the questions come back in
+/// short cycles (the names of a chain of ops, the axes of a value's dims),
+/// and a hit costs a hash and a compare, where a DenseMap lookup costs
+/// several times that.
+template <typename K, typename V, unsigned N = 8> class MemoTable {
 public:
-  const V *find(const K &key) const {
-    const Slot &slot = slots[index(key)];
-    return slot.full && slot.key == key ? &slot.value : nullptr;
-  }
-  void remember(const K &key, const V &value) {
-    slots[index(key)] = {key, value, true};
+  /// The answer for `key`, from `compute()` the first time it is asked.
+  template <typename Compute> V get(const K &key, Compute &&compute) {
+    Slot &slot = slots[llvm::DenseMapInfo<K>::getHashValue(key) % N];
+    if (slot.full && slot.key == key)
+      return slot.value;
+    auto [it, inserted] = answers.try_emplace(key);
+    if (inserted)
+      it->second = compute();
+    slot = {key, it->second, true};
+    return it->second;
   }
 
 private:
-  static unsigned index(const K &key) {
-    return llvm::DenseMapInfo<K>::getHashValue(key) % N;
-  }
+  DenseMap<K, V> answers;
   struct Slot {
     K key{};
     V value{};
@@ -112,8 +116,8 @@ private:
   };
   NameInfo getInfo(Operation *op);
   OpRole classifySpecial(Operation *op);
-  DenseMap<const void *, NameInfo> byName;
-  RecentAnswers<const void *, NameInfo> recentNames;
+  /// Op name -> what it says of the op.
+  MemoTable<const void *, NameInfo> byName;
 };
 
 /// Values of a region-branch op that must share one layout: an operand
@@ -239,14 +243,10 @@ public:
 
 private:
   SymbolTableCollection &tables;
-  DenseMap<std::pair<Operation *, Attribute>, MeshOp> meshes;
-  DenseMap<std::pair<Operation *, Attribute>, std::optional<int64_t>>
+  /// (parent op, symbol) -> mesh; (mesh, axes) -> group size.
+  MemoTable<std::pair<Operation *, Attribute>, MeshOp> meshes;
+  MemoTable<std::pair<Operation *, Attribute>, std::optional<int64_t>>
       groupSizes;
-  /// Recent answers of each, in front of the maps: consecutive ops ask
-  /// the same few questions (same parent and mesh, the axes of each dim).
-  RecentAnswers<std::pair<Operation *, Attribute>, MeshOp> recentMeshes;
-  RecentAnswers<std::pair<Operation *, Attribute>, std::optional<int64_t>>
-      recentGroupSizes;
 };
 
 /// The rules of many ops, each distinct rule stored once: a chain of 50,000
@@ -266,8 +266,7 @@ private:
   std::optional<unsigned> intern(FailureOr<ShardingRule> rule);
   SmallVector<ShardingRule, 0> rules;
   /// Op name -> what its rules depend on beside it (asked once a name).
-  DenseMap<const void *, RuleSharing> sharingByName;
-  RecentAnswers<const void *, RuleSharing> recentSharing;
+  MemoTable<const void *, RuleSharing> sharingByName;
   /// Hash of a rule -> indices of the rules with that hash.
   DenseMap<unsigned, SmallVector<unsigned, 1>> byHash;
   /// A signature (op name, operand types, result types) and its rule.
