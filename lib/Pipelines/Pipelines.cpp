@@ -82,6 +82,11 @@ void mlir::mesh::buildMeshToLLVMPipeline(OpPassManager &pm,
       pm, options.partition, options.writableArguments, options.initSymbol,
       options.finiSymbol, options.initInMain, /*onStream=*/false,
       /*fuseElementwise=*/true);
+  // Contractions to BLAS calls, before the other linalg ops become loops.
+  if (options.blas)
+    pm.addPass(createMeshLinalgToBlas());
+  // exp, tanh, ... as arithmetic the loop vectoriser widens.
+  pm.addNestedPass<func::FuncOp>(createMeshApproximateMath());
   addHostLoweringToLLVM(pm);
 }
 

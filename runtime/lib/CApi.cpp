@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Abort.h"
+#include "Blas.h"
 #include "Context.h"
 #include "Gpu.h"
 
@@ -529,6 +530,28 @@ meshrt_status meshrt_recv(void *Recv, int64_t Count, meshrt_dtype T,
                           int64_t Peer, int64_t Tag) {
   return guarded("meshrt_recv",
                  [&] { context()->recv(Recv, Count, T, Peer, Tag); });
+}
+
+meshrt_status meshrt_gemm(meshrt_dtype T, int64_t Batch, int64_t M, int64_t N,
+                          int64_t K, const void *A, int64_t ABatch,
+                          int64_t ARow, int64_t ACol, const void *B,
+                          int64_t BBatch, int64_t BRow, int64_t BCol, void *C,
+                          int64_t CBatch, int64_t CRow, int64_t CCol,
+                          int32_t Accumulate) {
+  return guarded("meshrt_gemm", [&] {
+    gemm(GemmArgs{T,
+                  Batch,
+                  M,
+                  N,
+                  K,
+                  A,
+                  {ABatch, ARow, ACol},
+                  B,
+                  {BBatch, BRow, BCol},
+                  C,
+                  {CBatch, CRow, CCol},
+                  Accumulate != 0});
+  });
 }
 
 meshrt_status meshrt_all_reduce_on_stream(meshrt_comm_t C, const void *Send,

@@ -184,6 +184,83 @@ def MeshFuseElementwise
   ];
 }
 
+def MeshLinalgToBlas : Pass<"mesh-linalg-to-blas", "::mlir::ModuleOp"> {
+  let summary = "Turns contractions on buffers into calls of the runtime's "
+                "BLAS GEMM";
+  let description = [{
+    Every linalg op on buffers that multiplies matrices, a matrix and a
+    vector, or two vectors, optionally batched, becomes one call of
+    `meshrt_gemm` (runtime/include/meshrt/meshrt.h), which computes it with
+    a BLAS. Named ops (`linalg.matmul` with or without transposed indexing
+    maps, `batch_matmul`, `matvec`, `vecmat`, `dot`, ...) and generics are
+    matched alike: two inputs and one output of one float type (f16, bf16,
+    f32, f64), indexing maps that are plain dims and form a contraction with
+    at most one batch, one m, one n and exactly one k loop, and a body that
+    is `out + a * b` and nothing else. Each operand's strides are read from
+    its buffer at run time and passed along, so transposed and strided views
+    need no copy in the program; the runtime hands row- and column-major
+    operands to the library as they are and packs any other layout first.
+
+    A `linalg.fill` of +0.0 into the product's output buffer, earlier in the
+    same block with nothing in between that may touch that buffer (a
+    function argument may alias anything, so its fills stay), is folded into
+    the call: the library then overwrites the output instead of adding to
+    it.
+
+    Everything else stays as it is: integer products (the BLAS has none),
+    mixed element types, several m, n or k loops, a body that does more.
+    With `report`, each contraction-like op that is kept says why in a
+    remark; `-debug-only=mesh-linalg-to-blas` prints the same and each
+    rewrite.
+
+    ```mlir
+    linalg.fill ins(%zero : f32) outs(%c : memref<64x32xf32>)
+    linalg.matmul ins(%a, %b : memref<64x128xf32>, memref<128x32xf32>)
+                  outs(%c : memref<64x32xf32>)
+    // becomes
+    //   %s = llvm.call @meshrt_gemm(%f32, %c1, %c64, %c32, %c128,
+    //          %pa, %c0, %c128, %c1, %pb, %c0, %c32, %c1,
+    //          %pc, %c0, %c32, %c1, %overwrite) : (...) -> i32
+    //   (status checked)
+    ```
+
+    `--mesh-to-llvm` runs it after bufferization and the collectives'
+    rewrites, before the remaining linalg ops become loops.
+  }];
+  let options = [
+    Option<"report", "report", "bool", "false",
+           "Emit a remark on each contraction-like op kept as loops, saying "
+           "why">
+  ];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect", "::mlir::arith::ArithDialect",
+    "::mlir::cf::ControlFlowDialect", "::mlir::memref::MemRefDialect"
+  ];
+}
+
+def MeshApproximateMath
+    : Pass<"mesh-approximate-math", "::mlir::func::FuncOp"> {
+  let summary = "Rewrites f32 math functions as polynomial approximations "
+                "the loop vectoriser can widen";
+  let description = [{
+    Applies MLIR's polynomial approximations of the math dialect (exp,
+    expm1, log, log1p, log2, tanh, erf, erfc, sin, cos, atan, atan2, asin,
+    acos, cbrt) to every function, with f16 and bf16 arguments widened to
+    f32 first. The results are plain arithmetic, so the loops that compute
+    them vectorise; a call of `expf` or `tanhf` per element does not. f64
+    keeps the library calls.
+
+    The approximations are accurate to a few units in the last place of f32
+    (docs/compiling.md gives the errors measured against numpy on the
+    benchmark kernels). `--mesh-to-llvm` runs it after the contractions
+    become BLAS calls, before the linalg ops become loops.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 //===----------------------------------------------------------------------===//
 // The device stage of --mesh-to-nvvm
 //===----------------------------------------------------------------------===//

@@ -42,7 +42,13 @@ struct MeshCompileOptions : public mlir::PassPipelineOptions<Derived> {
 };
 
 /// Options of --mesh-to-llvm.
-struct MeshToLLVMOptions : public MeshCompileOptions<MeshToLLVMOptions> {};
+struct MeshToLLVMOptions : public MeshCompileOptions<MeshToLLVMOptions> {
+  PassOptions::Option<bool> blas{
+      *this, "blas",
+      llvm::cl::desc("Compute contractions with the runtime's BLAS GEMM "
+                     "(mesh-linalg-to-blas); false: as loops"),
+      llvm::cl::init(true)};
+};
 
 /// The start of both compile pipelines: with `partition`, a program that
 /// still carries annotations partitioned (without, refused), tensors

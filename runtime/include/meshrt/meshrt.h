@@ -445,6 +445,30 @@ MESHRT_API meshrt_status meshrt_recv(void *recv, int64_t count,
                                      meshrt_dtype dtype, int64_t peer,
                                      int64_t tag);
 
+/* ---- Contractions -------------------------------------------------------
+ * Dense products computed by the CBLAS libmeshrt links (OpenBLAS), for the
+ * contractions of compiled host code (the mesh-linalg-to-blas pass). Needs no
+ * meshrt_init. Strides are in elements and may be anything, 0 included: the
+ * library reads row-major and column-major operands as they are, and the
+ * call copies any other operand into a packed buffer first (thread-local,
+ * reused across calls). f16 and bf16 are widened to f32 around an sgemm and
+ * the result rounded once. One BLAS thread per process unless
+ * MESHRT_BLAS_THREADS=n (or the library's own variable, such as
+ * OPENBLAS_NUM_THREADS) says otherwise. A negative size, a null buffer with
+ * a non-empty product, or a dtype other than f16/bf16/f32/f64 is an error.
+ * ------------------------------------------------------------------------ */
+
+/// For each b < batch: C[b] = A[b] * B[b], plus C[b]'s old value when
+/// `accumulate` is non-zero. A[b] is m x k, B[b] k x n, C[b] m x n; element
+/// (i, j) of A[b] is at a + b * a_batch_stride + i * a_row_stride +
+/// j * a_col_stride, and likewise for B and C.
+MESHRT_API meshrt_status meshrt_gemm(
+    meshrt_dtype dtype, int64_t batch, int64_t m, int64_t n, int64_t k,
+    const void *a, int64_t a_batch_stride, int64_t a_row_stride,
+    int64_t a_col_stride, const void *b, int64_t b_batch_stride,
+    int64_t b_row_stride, int64_t b_col_stride, void *c, int64_t c_batch_stride,
+    int64_t c_row_stride, int64_t c_col_stride, int32_t accumulate);
+
 /* ---- Stream-ordered collectives -----------------------------------------
  * The same collectives, ordered on a CUDA stream (a CUstream/cudaStream_t;
  * null means the device's shared stream, see meshrt_gpu_stream). Arguments

@@ -63,3 +63,75 @@ func.func @dynamic_expand_of_pad(%x: tensor<?x16xi32>, %devices: index) -> tenso
   %e = tensor.expand_shape %p [[0, 1], [2]] output_shape [%n, 1, 18] : tensor<?x18xi32> into tensor<?x1x18xi32>
   return %e : tensor<?x1x18xi32>
 }
+
+// -----
+
+// A producer read through a broadcast is not fused: it would be computed
+// again for each element it is broadcast to (layer norm's rsqrt once per
+// hidden column). Read once per element, it fuses.
+// CHECK-LABEL: func.func @no_fusion_through_broadcast
+// CHECK: linalg.generic
+// CHECK: math.rsqrt
+// CHECK: linalg.generic
+// CHECK-NOT: math.rsqrt
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK-NOT: linalg.generic
+// CHECK: return
+#row = affine_map<(i, j) -> (i)>
+#id2 = affine_map<(i, j) -> (i, j)>
+#id1 = affine_map<(i) -> (i)>
+func.func @no_fusion_through_broadcast(%x: tensor<8x16xf32>, %v: tensor<8xf32>) -> tensor<8x16xf32> {
+  %e1 = tensor.empty() : tensor<8xf32>
+  %e2 = tensor.empty() : tensor<8x16xf32>
+  %r = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]} ins(%v : tensor<8xf32>) outs(%e1 : tensor<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = math.rsqrt %in : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  %m = linalg.generic {indexing_maps = [#id2, #row, #id2], iterator_types = ["parallel", "parallel"]} ins(%x, %r : tensor<8x16xf32>, tensor<8xf32>) outs(%e2 : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %p = arith.mulf %a, %b : f32
+    linalg.yield %p : f32
+  } -> tensor<8x16xf32>
+  %n = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%m : tensor<8x16xf32>) outs(%e2 : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %p = arith.addf %a, %a : f32
+    linalg.yield %p : f32
+  } -> tensor<8x16xf32>
+  return %n : tensor<8x16xf32>
+}
+
+// -----
+
+// Nothing fuses into a contraction (GELU's tanh would be computed once per
+// output column), no reshape folds into it by expansion, and a transposed
+// weight (torch-mlir's F.linear) is read through the product's indexing
+// map instead of copied: the matmul becomes a generic on the weight itself.
+// CHECK-LABEL: func.func @linear_after_gelu
+// CHECK: %[[G:.*]] = linalg.generic
+// CHECK: math.tanh
+// CHECK: %[[C:.*]] = tensor.collapse_shape %[[G]]
+// CHECK-NOT: linalg.transpose
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}], iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[C]], %{{.*}} : tensor<16x32xf32>, tensor<8x32xf32>)
+// CHECK-NOT: math.tanh
+// CHECK: tensor.expand_shape
+// LOWERED-LABEL: llvm.func @linear_after_gelu
+// LOWERED: llvm.call @meshrt_gemm
+func.func @linear_after_gelu(%x: tensor<2x8x32xf32>, %w: tensor<8x32xf32>) -> tensor<2x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e3 = tensor.empty() : tensor<2x8x32xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(b, s, h) -> (b, s, h)>, affine_map<(b, s, h) -> (b, s, h)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x : tensor<2x8x32xf32>) outs(%e3 : tensor<2x8x32xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %t = math.tanh %a : f32
+    linalg.yield %t : f32
+  } -> tensor<2x8x32xf32>
+  %c = tensor.collapse_shape %g [[0, 1], [2]] : tensor<2x8x32xf32> into tensor<16x32xf32>
+  %et = tensor.empty() : tensor<32x8xf32>
+  %wt = linalg.transpose ins(%w : tensor<8x32xf32>) outs(%et : tensor<32x8xf32>) permutation = [1, 0]
+  %e = tensor.empty() : tensor<16x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %m = linalg.matmul ins(%c, %wt : tensor<16x32xf32>, tensor<32x8xf32>) outs(%f : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %r = tensor.expand_shape %m [[0, 1], [2]] output_shape [2, 8, 8] : tensor<16x8xf32> into tensor<2x8x8xf32>
+  return %r : tensor<2x8x8xf32>
+}

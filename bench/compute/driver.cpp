@@ -1,0 +1,104 @@
+//===- driver.cpp - times one compiled kernel of bench/compute ------------===//
+//
+// compute-bench NAME CALLS [OUT.bin]: fills the kernel's inputs with the
+// pattern peers.py builds too, calls the kernel twice to warm up, then CALLS
+// times, and prints "NAME <median seconds per call> <work per second>
+// <unit>". With OUT.bin, writes the last result (raw f32) for peers.py to
+// check against numpy.
+//
+//===----------------------------------------------------------------------===//
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+struct KernelInfo {
+  const char *name;
+  std::vector<std::vector<int64_t>> inputs;
+  std::vector<int64_t> output;
+  double work;
+  const char *unit;
+  void (*call)(void *out, void **in);
+};
+
+#include "kernels.inc"
+
+namespace {
+int64_t count(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t s : shape)
+    n *= s;
+  return n;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s NAME CALLS [OUT.bin]\n", argv[0]);
+    return 2;
+  }
+  const KernelInfo *k = nullptr;
+  for (const KernelInfo &c : kKernels)
+    if (!std::strcmp(c.name, argv[1]))
+      k = &c;
+  if (!k) {
+    std::fprintf(stderr, "compute-bench: no kernel '%s'\n", argv[1]);
+    return 2;
+  }
+  int calls = std::atoi(argv[2]);
+  std::vector<std::vector<float>> data;
+  for (size_t j = 0; j < k->inputs.size(); ++j) {
+    std::vector<float> v(count(k->inputs[j]));
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = float(uint32_t((i + j * 7919) * 2654435761u) % 1000) / 1000.0f -
+             0.5f;
+    data.push_back(std::move(v));
+  }
+  // Each input's memref descriptor: allocated and aligned pointers, offset,
+  // sizes, strides (row-major), as the C interface takes it.
+  std::vector<std::vector<int64_t>> raw;
+  std::vector<void *> in;
+  for (size_t j = 0; j < k->inputs.size(); ++j) {
+    const std::vector<int64_t> &shape = k->inputs[j];
+    size_t r = shape.size();
+    std::vector<int64_t> w(3 + 2 * r);
+    w[0] = w[1] = int64_t(reinterpret_cast<intptr_t>(data[j].data()));
+    w[2] = 0;
+    int64_t stride = 1;
+    for (size_t i = r; i-- > 0;) {
+      w[3 + i] = shape[i];
+      w[3 + r + i] = stride;
+      stride *= shape[i];
+    }
+    raw.push_back(std::move(w));
+  }
+  for (auto &w : raw)
+    in.push_back(w.data());
+  std::vector<int64_t> out(3 + 2 * k->output.size());
+  std::vector<double> times;
+  for (int i = 0; i < calls + 2; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    k->call(out.data(), in.data());
+    auto t1 = std::chrono::steady_clock::now();
+    if (i >= 2)
+      times.push_back(std::chrono::duration<double>(t1 - t0).count());
+    if (i + 1 < calls + 2)
+      std::free(reinterpret_cast<void *>(out[0]));
+  }
+  std::sort(times.begin(), times.end());
+  double median = times[times.size() / 2];
+  std::printf("%s %.6e %.3f %s\n", k->name, median, k->work / median / 1e9,
+              k->unit);
+  if (argc > 3) {
+    FILE *f = std::fopen(argv[3], "wb");
+    const float *res = reinterpret_cast<const float *>(out[1]) + out[2];
+    std::fwrite(res, sizeof(float), count(k->output), f);
+    std::fclose(f);
+  }
+  std::free(reinterpret_cast<void *>(out[0]));
+  return 0;
+}

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Writes bench/compute's kernels (kernels.mlir) and the table the driver
+and the peers share (kernels.json): each kernel's name, its inputs' shapes,
+its output's shape and its FLOP or byte count.
+
+Every kernel is a func.func on tensors with llvm.emit_c_interface, written
+the way a frontend writes it (torch-mlir's spelling: a fill of zero and a
+named contraction, broadcast bias adds as linalg.generic, softmax as max,
+sub, exp, sum, div)."""
+import json
+import sys
+
+def tt(shape):
+    return "tensor<" + "x".join(map(str, shape)) + "xf32>"
+
+def amap(n, dims):
+    ds = ", ".join(f"d{i}" for i in range(n))
+    return f"affine_map<({ds}) -> ({', '.join(f'd{i}' for i in dims)})>"
+
+K = []  # (name, mlir, inputs, output, work, unit)
+
+def matmul(n, epilogue=False):
+    name = f"matmul{n}" + ("_bias_relu" if epilogue else "")
+    a, b, c = (n, n), (n, n), (n, n)
+    ins = [a, b] + ([(n,)] if epilogue else [])
+    args = ", ".join(f"%a{i}: {tt(s)}" for i, s in enumerate(ins))
+    s = [f"func.func @{name}({args}) -> {tt(c)} attributes {{llvm.emit_c_interface}} {{",
+         "  %zero = arith.constant 0.0 : f32",
+         f"  %e = tensor.empty() : {tt(c)}",
+         f"  %f = linalg.fill ins(%zero : f32) outs(%e : {tt(c)}) -> {tt(c)}",
+         f"  %m = linalg.matmul ins(%a0, %a1 : {tt(a)}, {tt(b)}) outs(%f : {tt(c)}) -> {tt(c)}"]
+    out = "%m"
+    if epilogue:
+        s += [f"  %r = linalg.generic {{indexing_maps = [{amap(2, [0, 1])}, {amap(2, [1])}, {amap(2, [0, 1])}], iterator_types = [\"parallel\", \"parallel\"]}} ins(%m, %a2 : {tt(c)}, {tt((n,))}) outs(%e : {tt(c)}) {{",
+              "  ^bb0(%x: f32, %bias: f32, %o: f32):",
+              "    %y = arith.addf %x, %bias : f32",
+              "    %z = arith.maximumf %y, %zero : f32",
+              "    linalg.yield %z : f32",
+              f"  }} -> {tt(c)}"]
+        out = "%r"
+    s += [f"  return {out} : {tt(c)}", "}"]
+    K.append((name, "\n".join(s), ins, c, 2 * n ** 3, "GFLOP/s"))
+
+def bmm(bh, s_, d, which):
+    # scores = q @ k^T-ish as batch_matmul [bh, s, d] x [bh, d, s]; pv = p @ v.
+    if which == "scores":
+        a, b, c = (bh, s_, d), (bh, d, s_), (bh, s_, s_)
+        kdim = d
+    else:
+        a, b, c = (bh, s_, s_), (bh, s_, d), (bh, s_, d)
+        kdim = s_
+    name = f"bmm_{which}"
+    s = [f"func.func @{name}(%a0: {tt(a)}, %a1: {tt(b)}) -> {tt(c)} attributes {{llvm.emit_c_interface}} {{",
+         "  %zero = arith.constant 0.0 : f32",
+         f"  %e = tensor.empty() : {tt(c)}",
+         f"  %f = linalg.fill ins(%zero : f32) outs(%e : {tt(c)}) -> {tt(c)}",
+         f"  %m = linalg.batch_matmul ins(%a0, %a1 : {tt(a)}, {tt(b)}) outs(%f : {tt(c)}) -> {tt(c)}",
+         f"  return %m : {tt(c)}", "}"]
+    K.append((name, "\n".join(s), [a, b], c, 2 * c[0] * c[1] * c[2] * kdim, "GFLOP/s"))
+
+def elementwise_chain(n):
+    # 8 ops: ((((x * y + x) - y) * 0.5 + 1) max 0) * x   (x, y in; one out)
+    shp = (n,)
+    m = amap(1, [0])
+    s = [f"func.func @ew_chain(%a0: {tt(shp)}, %a1: {tt(shp)}) -> {tt(shp)} attributes {{llvm.emit_c_interface}} {{",
+         "  %half = arith.constant 0.5 : f32", "  %one = arith.constant 1.0 : f32",
+         "  %zero = arith.constant 0.0 : f32",
+         f"  %e = tensor.empty() : {tt(shp)}"]
+    body = [("%a0, %a1", "arith.mulf %x0, %x1"), ("%v0, %a0", "arith.addf %x0, %x1"),
+            ("%v1, %a1", "arith.subf %x0, %x1"), ("%v2, %a0", "arith.mulf %x0, %half"),
+            ("%v3, %a0", "arith.addf %x0, %one"), ("%v4, %a0", "arith.maximumf %x0, %zero"),
+            ("%v5, %a0", "arith.mulf %x0, %x1"), ("%v6, %a1", "arith.addf %x0, %x1")]
+    for i, (ins, op) in enumerate(body):
+        s += [f"  %v{i} = linalg.generic {{indexing_maps = [{m}, {m}, {m}], iterator_types = [\"parallel\"]}} ins({ins} : {tt(shp)}, {tt(shp)}) outs(%e : {tt(shp)}) {{",
+              "  ^bb0(%x0: f32, %x1: f32, %o: f32):",
+              f"    %y = {op} : f32", "    linalg.yield %y : f32", f"  }} -> {tt(shp)}"]
+    s += [f"  return %v7 : {tt(shp)}", "}"]
+    K.append(("ew_chain", "\n".join(s), [shp, shp], shp, 3 * 4 * n, "GB/s"))
+
+def reduce_row(rows, cols, init, op_lines, name_in, out, src):
+    """A row reduction of `src` into a new [rows] tensor."""
+    r2, r1 = (rows, cols), (rows,)
+    return [f"  %{out}_i = linalg.fill ins({init} : f32) outs(%er : {tt(r1)}) -> {tt(r1)}",
+            f"  %{out} = linalg.generic {{indexing_maps = [{amap(2, [0, 1])}, {amap(2, [0])}], iterator_types = [\"parallel\", \"reduction\"]}} ins({src} : {tt(r2)}) outs(%{out}_i : {tt(r1)}) {{",
+            "  ^bb0(%x: f32, %acc: f32):"] + [f"    {l}" for l in op_lines] + [
+            "    linalg.yield %y : f32", f"  }} -> {tt(r1)}"]
+
+def rowwise(rows, cols, out, ins, body):
+    """An elementwise op over [rows, cols] whose second input may be a row vector."""
+    r2 = (rows, cols)
+    maps = [amap(2, [0, 1]) if shp == r2 else amap(2, [0]) for _, shp in ins]
+    names = ", ".join(n for n, _ in ins)
+    types = ", ".join(tt(shp) for _, shp in ins)
+    args = ", ".join(f"%x{i}: f32" for i in range(len(ins)))
+    return [f"  %{out} = linalg.generic {{indexing_maps = [{', '.join(maps)}, {amap(2, [0, 1])}], iterator_types = [\"parallel\", \"parallel\"]}} ins({names} : {types}) outs(%e : {tt(r2)}) {{",
+            f"  ^bb0({args}, %o: f32):"] + [f"    {l}" for l in body] + [
+            "    linalg.yield %y : f32", f"  }} -> {tt(r2)}"]
+
+def softmax(rows, cols):
+    r2, r1 = (rows, cols), (rows,)
+    s = [f"func.func @softmax(%a0: {tt(r2)}) -> {tt(r2)} attributes {{llvm.emit_c_interface}} {{",
+         "  %lowest = arith.constant -3.40282347e+38 : f32", "  %zero = arith.constant 0.0 : f32",
+         f"  %e = tensor.empty() : {tt(r2)}", f"  %er = tensor.empty() : {tt(r1)}"]
+    s += reduce_row(rows, cols, "%lowest", ["%y = arith.maximumf %x, %acc : f32"], "", "mx", "%a0")
+    s += rowwise(rows, cols, "sub", [("%a0", r2), ("%mx", r1)], ["%y = arith.subf %x0, %x1 : f32"])
+    s += rowwise(rows, cols, "ex", [("%sub", r2)], ["%y = math.exp %x0 : f32"])
+    s += reduce_row(rows, cols, "%zero", ["%y = arith.addf %x, %acc : f32"], "", "sm", "%ex")
+    s += rowwise(rows, cols, "dv", [("%ex", r2), ("%sm", r1)], ["%y = arith.divf %x0, %x1 : f32"])
+    s += [f"  return %dv : {tt(r2)}", "}"]
+    K.append(("softmax", "\n".join(s), [r2], r2, 2 * 4 * rows * cols, "GB/s"))
+
+def layernorm(rows, cols):
+    r2, r1 = (rows, cols), (rows,)
+    s = [f"func.func @layernorm(%a0: {tt(r2)}, %a1: {tt((cols,))}, %a2: {tt((cols,))}) -> {tt(r2)} attributes {{llvm.emit_c_interface}} {{",
+         "  %zero = arith.constant 0.0 : f32", f"  %n = arith.constant {float(cols)} : f32",
+         "  %eps = arith.constant 1.0e-05 : f32",
+         f"  %e = tensor.empty() : {tt(r2)}", f"  %er = tensor.empty() : {tt(r1)}"]
+    s += reduce_row(rows, cols, "%zero", ["%y = arith.addf %x, %acc : f32"], "", "sum", "%a0")
+    s += rowwise(rows, cols, "xc", [("%a0", r2), ("%sum", r1)],
+                 ["%mean = arith.divf %x1, %n : f32", "%y = arith.subf %x0, %mean : f32"])
+    s += reduce_row(rows, cols, "%zero", ["%sq = arith.mulf %x, %x : f32", "%y = arith.addf %sq, %acc : f32"], "", "ss", "%xc")
+    s += [f"  %rs = linalg.generic {{indexing_maps = [{amap(1, [0])}, {amap(1, [0])}], iterator_types = [\"parallel\"]}} ins(%ss : {tt(r1)}) outs(%er : {tt(r1)}) {{",
+          "  ^bb0(%x: f32, %o: f32):", "    %v = arith.divf %x, %n : f32", "    %ve = arith.addf %v, %eps : f32",
+          "    %y = math.rsqrt %ve : f32", "    linalg.yield %y : f32", f"  }} -> {tt(r1)}"]
+    s += [f"  %out = linalg.generic {{indexing_maps = [{amap(2, [0, 1])}, {amap(2, [0])}, {amap(2, [1])}, {amap(2, [1])}, {amap(2, [0, 1])}], iterator_types = [\"parallel\", \"parallel\"]}} ins(%xc, %rs, %a1, %a2 : {tt(r2)}, {tt(r1)}, {tt((cols,))}, {tt((cols,))}) outs(%e : {tt(r2)}) {{",
+          "  ^bb0(%x: f32, %r: f32, %w: f32, %b: f32, %o: f32):", "    %t = arith.mulf %x, %r : f32",
+          "    %u = arith.mulf %t, %w : f32", "    %y = arith.addf %u, %b : f32", "    linalg.yield %y : f32",
+          f"  }} -> {tt(r2)}", f"  return %out : {tt(r2)}", "}"]
+    K.append(("layernorm", "\n".join(s), [r2, (cols,), (cols,)], r2, 2 * 4 * rows * cols, "GB/s"))
+
+def gelu(n):
+    shp = (n,)
+    m = amap(1, [0])
+    s = [f"func.func @gelu(%a0: {tt(shp)}) -> {tt(shp)} attributes {{llvm.emit_c_interface}} {{",
+         "  %half = arith.constant 0.5 : f32", "  %one = arith.constant 1.0 : f32",
+         "  %k = arith.constant 0.797884583 : f32", "  %c = arith.constant 4.471500e-02 : f32",
+         f"  %e = tensor.empty() : {tt(shp)}",
+         f"  %g = linalg.generic {{indexing_maps = [{m}, {m}], iterator_types = [\"parallel\"]}} ins(%a0 : {tt(shp)}) outs(%e : {tt(shp)}) {{",
+         "  ^bb0(%x: f32, %o: f32):", "    %x3 = arith.mulf %x, %x : f32", "    %x3b = arith.mulf %x3, %x : f32",
+         "    %t0 = arith.mulf %x3b, %c : f32", "    %t1 = arith.addf %x, %t0 : f32", "    %t2 = arith.mulf %t1, %k : f32",
+         "    %t3 = math.tanh %t2 : f32", "    %t4 = arith.addf %t3, %one : f32", "    %t5 = arith.mulf %x, %t4 : f32",
+         "    %y = arith.mulf %t5, %half : f32", "    linalg.yield %y : f32", f"  }} -> {tt(shp)}",
+         f"  return %g : {tt(shp)}", "}"]
+    K.append(("gelu", "\n".join(s), [shp], shp, 2 * 4 * n, "GB/s"))
+
+for n in (256, 512, 1024):
+    matmul(n)
+matmul(512, epilogue=True)
+bmm(32, 128, 64, "scores")
+bmm(32, 128, 64, "pv")
+elementwise_chain(1 << 22)
+softmax(4096, 1024)
+layernorm(4096, 1024)
+gelu(1 << 22)
+
+with open(sys.argv[1], "w") as f:
+    f.write("\n\n".join(k[1] for k in K) + "\n")
+with open(sys.argv[2], "w") as f:
+    json.dump([{"name": k[0], "inputs": k[2], "output": k[3], "work": k[4], "unit": k[5]} for k in K], f, indent=1)
+
+# The driver's table: one entry per kernel, its C interface declared with
+# the exact number of descriptor arguments.
+if len(sys.argv) > 3:
+    with open(sys.argv[3], "w") as f:
+        f.write("// Generated by bench/compute/gen.py.\n")
+        for k in K:
+            params = ", ".join(["void *"] * (len(k[2]) + 1))
+            f.write(f'extern "C" void _mlir_ciface_{k[0]}({params});\n')
+        f.write("static const KernelInfo kKernels[] = {\n")
+        for k in K:
+            ins = ", ".join("{" + ", ".join(map(str, s)) + "}" for s in k[2])
+            call = ", ".join(f"in[{i}]" for i in range(len(k[2])))
+            f.write(f'  {{"{k[0]}", {{{ins}}}, {{{", ".join(map(str, k[3]))}}}, {k[4]}.0, "{k[5]}",\n'
+                    f'   [](void *out, void **in) {{ _mlir_ciface_{k[0]}(out, {call}); }}}},\n')
+        f.write("};\n")

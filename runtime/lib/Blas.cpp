@@ -1,0 +1,333 @@
+//===- Blas.cpp - Contractions of compiled code through a CBLAS -----------===//
+//
+// meshrt_gemm: C[b] = A[b] * B[b] (+ C[b]) over strided operands, computed by
+// the CBLAS libmeshrt links (OpenBLAS from Debian; docs/performance.md says
+// why). The compiler's mesh-linalg-to-blas pass turns the contractions of a
+// host program into calls of it.
+//
+// Operand layouts: a matrix whose column stride is 1 is row-major, one whose
+// row stride is 1 is column-major; both go to the library as they are, with
+// the transpose flag saying which. Anything else (a broadcast, a stride of 2,
+// a slice read down its columns of another array) is copied into a packed
+// buffer first. Those buffers and the f32 copies of f16/bf16 operands are
+// thread-local and grow only: a call in a loop allocates nothing after its
+// first iteration.
+//
+// Threads: one per process by default (the ranks are the parallelism).
+// MESHRT_BLAS_THREADS=n sets the library's count; so do the library's own
+// variables (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, ...), which are then left
+// to it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Blas.h"
+
+#include "meshrt/Error.h"
+#include "meshrt/Half.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <mutex>
+#include <string>
+#include <vector>
+
+// The few CBLAS entry points used, declared here (the reference CBLAS
+// interface; the enums are ints) so that no particular cblas.h is needed.
+extern "C" {
+enum { CblasRowMajor = 101, CblasColMajor = 102 };
+enum { CblasNoTrans = 111, CblasTrans = 112 };
+void cblas_sgemm(int Layout, int TransA, int TransB, int M, int N, int K,
+                 float Alpha, const float *A, int Lda, const float *B, int Ldb,
+                 float Beta, float *C, int Ldc);
+void cblas_dgemm(int Layout, int TransA, int TransB, int M, int N, int K,
+                 double Alpha, const double *A, int Lda, const double *B,
+                 int Ldb, double Beta, double *C, int Ldc);
+void cblas_sgemv(int Layout, int Trans, int M, int N, float Alpha,
+                 const float *A, int Lda, const float *X, int IncX, float Beta,
+                 float *Y, int IncY);
+void cblas_dgemv(int Layout, int Trans, int M, int N, double Alpha,
+                 const double *A, int Lda, const double *X, int IncX,
+                 double Beta, double *Y, int IncY);
+}
+
+namespace meshrt {
+namespace detail {
+namespace {
+
+/// Sets the library's thread count once, before its first call.
+void configureThreads() {
+  static std::once_flag Once;
+  std::call_once(Once, [] {
+    int Threads = 1;
+    if (const char *E = std::getenv("MESHRT_BLAS_THREADS")) {
+      char *End = nullptr;
+      long N = std::strtol(E, &End, 10);
+      if (!*E || *End || N < 1 || N > 4096)
+        throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                    std::string("MESHRT_BLAS_THREADS='") + E +
+                        "' is not a thread count (1 to 4096)");
+      Threads = int(N);
+    } else {
+      for (const char *V : {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
+                            "OMP_NUM_THREADS", "BLIS_NUM_THREADS"})
+        if (std::getenv(V))
+          return; // the library reads its own variable
+    }
+    // OpenBLAS and BLIS name the setter differently; whichever is linked.
+    if (auto *Set = reinterpret_cast<void (*)(int)>(
+            dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+      Set(Threads);
+    else if (auto *SetBlis = reinterpret_cast<void (*)(long)>(
+                 dlsym(RTLD_DEFAULT, "bli_thread_set_num_threads")))
+      SetBlis(Threads);
+  });
+}
+
+/// One matrix operand: Rows x Cols elements, element (i, j) at
+/// Data + i * RowStride + j * ColStride.
+template <typename T> struct Matrix {
+  T *Data;
+  int64_t Rows, Cols, RowStride, ColStride;
+};
+
+/// How the library can read a matrix as it is: row-major (ColStride 1) or
+/// column-major (RowStride 1) with a leading dimension it accepts.
+struct Layout {
+  bool Usable = false;
+  bool RowMajor = true;
+  int64_t Ld = 1;
+};
+
+constexpr int64_t kMaxBlasInt = 0x7fffffff;
+
+template <typename T> Layout layoutOf(const Matrix<T> &X) {
+  Layout L;
+  int64_t R = X.Rows, C = X.Cols;
+  // A dim of size 1 may have any stride: it is never stepped over.
+  bool UnitCol = X.ColStride == 1 || C == 1;
+  bool UnitRow = X.RowStride == 1 || R == 1;
+  if (UnitCol && (R == 1 || X.RowStride >= std::max<int64_t>(1, C))) {
+    L.Usable = true;
+    L.RowMajor = true;
+    L.Ld = R == 1 ? std::max<int64_t>(1, C) : X.RowStride;
+  } else if (UnitRow && (C == 1 || X.ColStride >= std::max<int64_t>(1, R))) {
+    L.Usable = true;
+    L.RowMajor = false;
+    L.Ld = C == 1 ? std::max<int64_t>(1, R) : X.ColStride;
+  }
+  if (L.Ld > kMaxBlasInt)
+    L.Usable = false;
+  return L;
+}
+
+/// Thread-local scratch that only grows.
+template <typename T> T *scratch(int Slot, int64_t Count) {
+  thread_local std::vector<T> Buffers[3];
+  std::vector<T> &V = Buffers[Slot];
+  if (V.size() < size_t(Count))
+    V.resize(size_t(Count));
+  return V.data();
+}
+
+/// Copies X into packed row-major storage at Dst and returns that view.
+template <typename T, typename S>
+Matrix<T> packInto(const Matrix<const S> &X, T *Dst, T (*Convert)(S)) {
+  for (int64_t I = 0; I < X.Rows; ++I) {
+    const S *Row = X.Data + I * X.RowStride;
+    T *Out = Dst + I * X.Cols;
+    if (X.ColStride == 1)
+      for (int64_t J = 0; J < X.Cols; ++J)
+        Out[J] = Convert(Row[J]);
+    else
+      for (int64_t J = 0; J < X.Cols; ++J)
+        Out[J] = Convert(Row[J * X.ColStride]);
+  }
+  return {Dst, X.Rows, X.Cols, X.Cols, 1};
+}
+
+template <typename T> T identity(T V) { return V; }
+
+template <typename T> Matrix<const T> constView(const Matrix<T> &X) {
+  return {X.Data, X.Rows, X.Cols, X.RowStride, X.ColStride};
+}
+
+template <typename T>
+void callGemm(bool RowMajorC, bool TransA, bool TransB, int64_t M, int64_t N,
+              int64_t K, const T *A, int64_t Lda, const T *B, int64_t Ldb,
+              T Beta, T *C, int64_t Ldc) {
+  int Layout = RowMajorC ? CblasRowMajor : CblasColMajor;
+  int TA = TransA ? CblasTrans : CblasNoTrans;
+  int TB = TransB ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(Layout, TA, TB, int(M), int(N), int(K), 1.0f, A, int(Lda), B,
+                int(Ldb), Beta, C, int(Ldc));
+  else
+    cblas_dgemm(Layout, TA, TB, int(M), int(N), int(K), 1.0, A, int(Lda), B,
+                int(Ldb), Beta, C, int(Ldc));
+}
+
+template <typename T>
+void callGemv(bool RowMajor, bool Trans, int64_t M, int64_t N, const T *A,
+              int64_t Lda, const T *X, int64_t IncX, T Beta, T *Y,
+              int64_t IncY) {
+  int Layout = RowMajor ? CblasRowMajor : CblasColMajor;
+  int TA = Trans ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemv(Layout, TA, int(M), int(N), 1.0f, A, int(Lda), X, int(IncX),
+                Beta, Y, int(IncY));
+  else
+    cblas_dgemv(Layout, TA, int(M), int(N), 1.0, A, int(Lda), X, int(IncX),
+                Beta, Y, int(IncY));
+}
+
+bool blasInt(int64_t V) { return V >= -kMaxBlasInt && V <= kMaxBlasInt; }
+
+/// C = A * B (+ C) for one batch entry, T = float or double.
+template <typename T>
+void gemmOne(Matrix<const T> A, Matrix<const T> B, Matrix<T> C,
+             bool Accumulate) {
+  int64_t M = C.Rows, N = C.Cols, K = A.Cols;
+  T Beta = Accumulate ? T(1) : T(0);
+  if (K == 0) {
+    if (!Accumulate)
+      for (int64_t I = 0; I < M; ++I)
+        for (int64_t J = 0; J < N; ++J)
+          C.Data[I * C.RowStride + J * C.ColStride] = T(0);
+    return;
+  }
+
+  // Matrix-vector products: the vector may have any non-zero stride.
+  if (N == 1 && M > 1 && B.RowStride != 0 && C.RowStride != 0 &&
+      blasInt(B.RowStride) && blasInt(C.RowStride)) {
+    Layout LA = layoutOf(A);
+    if (LA.Usable) {
+      callGemv<T>(LA.RowMajor, false, M, K, A.Data, LA.Ld, B.Data,
+                  B.RowStride, Beta, C.Data, C.RowStride);
+      return;
+    }
+  }
+  if (M == 1 && N > 1 && A.ColStride != 0 && C.ColStride != 0 &&
+      blasInt(A.ColStride) && blasInt(C.ColStride)) {
+    Layout LB = layoutOf(B);
+    if (LB.Usable) {
+      // y[n] = sum_k B[k, n] x[k]: B transposed times x.
+      callGemv<T>(LB.RowMajor, true, K, N, B.Data, LB.Ld, A.Data, A.ColStride,
+                  Beta, C.Data, C.ColStride);
+      return;
+    }
+  }
+
+  // C in a layout the library writes, else a packed copy written back.
+  Layout LC = layoutOf(C);
+  Matrix<T> Out = C;
+  bool CopyOut = !LC.Usable;
+  if (CopyOut) {
+    T *P = scratch<T>(2, M * N);
+    if (Accumulate)
+      packInto<T, T>(constView(C), P, identity<T>);
+    Out = {P, M, N, N, 1};
+    LC = layoutOf(Out);
+  }
+  Layout LA = layoutOf(A), LB = layoutOf(B);
+  if (!LA.Usable) {
+    A = constView(packInto<T, T>(A, scratch<T>(0, A.Rows * A.Cols),
+                                 identity<T>));
+    LA = layoutOf(A);
+  }
+  if (!LB.Usable) {
+    B = constView(packInto<T, T>(B, scratch<T>(1, B.Rows * B.Cols),
+                                 identity<T>));
+    LB = layoutOf(B);
+  }
+  // In C's layout, an operand stored the other way round is transposed.
+  callGemm<T>(LC.RowMajor, LA.RowMajor != LC.RowMajor,
+              LB.RowMajor != LC.RowMajor, M, N, K, A.Data, LA.Ld, B.Data,
+              LB.Ld, Beta, Out.Data, LC.Ld);
+  if (CopyOut)
+    for (int64_t I = 0; I < M; ++I)
+      for (int64_t J = 0; J < N; ++J)
+        C.Data[I * C.RowStride + J * C.ColStride] = Out.Data[I * N + J];
+}
+
+/// f16/bf16: the operands widened to f32, one sgemm, the result rounded.
+template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float)>
+void gemmHalf(Matrix<const uint16_t> A, Matrix<const uint16_t> B,
+              Matrix<uint16_t> C, bool Accumulate) {
+  int64_t M = C.Rows, N = C.Cols, K = A.Cols;
+  // Scratch slots 0..2 of the float pool belong to gemmOne; use a pool of
+  // its own here.
+  thread_local std::vector<float> Pool[3];
+  auto Get = [](int Slot, int64_t Count) {
+    std::vector<float> &V = Pool[Slot];
+    if (V.size() < size_t(Count))
+      V.resize(size_t(Count));
+    return V.data();
+  };
+  Matrix<float> A32 = packInto<float, uint16_t>(A, Get(0, M * K), Widen);
+  Matrix<float> B32 = packInto<float, uint16_t>(B, Get(1, K * N), Widen);
+  float *C32 = Get(2, M * N);
+  if (Accumulate)
+    packInto<float, uint16_t>(constView(C), C32, Widen);
+  gemmOne<float>(Matrix<const float>{A32.Data, M, K, K, 1},
+                 Matrix<const float>{B32.Data, K, N, N, 1},
+                 Matrix<float>{C32, M, N, N, 1}, Accumulate);
+  for (int64_t I = 0; I < M; ++I)
+    for (int64_t J = 0; J < N; ++J)
+      C.Data[I * C.RowStride + J * C.ColStride] = Narrow(C32[I * N + J]);
+}
+
+template <typename T>
+void gemmBatches(const GemmArgs &G, void (*One)(Matrix<const T>,
+                                                Matrix<const T>, Matrix<T>,
+                                                bool)) {
+  const T *A = static_cast<const T *>(G.A);
+  const T *B = static_cast<const T *>(G.B);
+  T *C = static_cast<T *>(G.C);
+  for (int64_t I = 0; I < G.Batch; ++I)
+    One(Matrix<const T>{A + I * G.AStrides[0], G.M, G.K, G.AStrides[1],
+                        G.AStrides[2]},
+        Matrix<const T>{B + I * G.BStrides[0], G.K, G.N, G.BStrides[1],
+                        G.BStrides[2]},
+        Matrix<T>{C + I * G.CStrides[0], G.M, G.N, G.CStrides[1],
+                  G.CStrides[2]},
+        G.Accumulate);
+}
+
+} // namespace
+
+void gemm(const GemmArgs &G) {
+  if (G.Batch < 0 || G.M < 0 || G.N < 0 || G.K < 0)
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                "negative size (batch " + std::to_string(G.Batch) + ", m " +
+                    std::to_string(G.M) + ", n " + std::to_string(G.N) +
+                    ", k " + std::to_string(G.K) + ")");
+  if (G.M > kMaxBlasInt || G.N > kMaxBlasInt || G.K > kMaxBlasInt)
+    throw Error(MESHRT_ERROR_UNSUPPORTED,
+                "a size over 2^31-1 (the BLAS takes 32-bit sizes)");
+  if (G.Batch == 0 || G.M == 0 || G.N == 0)
+    return;
+  if (!G.C || (G.K > 0 && (!G.A || !G.B)))
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                std::string(!G.C ? "c" : !G.A ? "a" : "b") + " is null");
+  configureThreads();
+  switch (G.Dtype) {
+  case MESHRT_F32:
+    return gemmBatches<float>(G, gemmOne<float>);
+  case MESHRT_F64:
+    return gemmBatches<double>(G, gemmOne<double>);
+  case MESHRT_F16:
+    return gemmBatches<uint16_t>(G, gemmHalf<halfToFloat, floatToHalf>);
+  case MESHRT_BF16:
+    return gemmBatches<uint16_t>(
+        G, gemmHalf<bfloat16ToFloat, floatToBFloat16>);
+  default:
+    throw Error(MESHRT_ERROR_UNSUPPORTED,
+                "dtype " + std::to_string(int(G.Dtype)) +
+                    " (a GEMM takes f16, bf16, f32 or f64)");
+  }
+}
+
+} // namespace detail
+} // namespace meshrt

@@ -1,0 +1,37 @@
+//===- Blas.h - Contractions through a CBLAS --------------------*- C++ -*-===//
+//
+// The C++ side of meshrt_gemm (Blas.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHRT_LIB_BLAS_H
+#define MESHRT_LIB_BLAS_H
+
+#include "meshrt/meshrt.h"
+
+#include <cstdint>
+
+namespace meshrt {
+namespace detail {
+
+/// The arguments of meshrt_gemm. Strides are in elements: {batch, row, col}.
+struct GemmArgs {
+  meshrt_dtype Dtype;
+  int64_t Batch, M, N, K;
+  const void *A;
+  int64_t AStrides[3];
+  const void *B;
+  int64_t BStrides[3];
+  void *C;
+  int64_t CStrides[3];
+  bool Accumulate;
+};
+
+/// C[b] = A[b] * B[b] (+ C[b] when Accumulate) for every b < Batch. Throws
+/// meshrt::Error on a bad argument.
+void gemm(const GemmArgs &G);
+
+} // namespace detail
+} // namespace meshrt
+
+#endif // MESHRT_LIB_BLAS_H

@@ -1,0 +1,187 @@
+//===- GemmTest.cpp - meshrt_gemm against a reference loop ----------------===//
+//
+// Every operand layout meshrt_gemm distinguishes (row-major, column-major,
+// strided and broadcast operands that it packs, a transposed or strided
+// output), batches, the matrix-vector and dot shapes, f32/f64/f16/bf16,
+// accumulate and overwrite, empty sizes, and the errors, each against a
+// plain triple loop in double on the same strided views. Values are small
+// integers, so f32 and f64 results must be exact whatever order the
+// library sums in; f16/bf16 results must equal the f32 result rounded once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "meshrt/Half.h"
+#include "meshrt/meshrt.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <vector>
+
+namespace {
+
+/// A strided view (in elements) of Batch x Rows x Cols over a buffer.
+struct View {
+  int64_t Offset, BatchStride, RowStride, ColStride;
+  int64_t at(int64_t B, int64_t I, int64_t J) const {
+    return Offset + B * BatchStride + I * RowStride + J * ColStride;
+  }
+};
+
+/// The extent of a buffer holding every element of the view.
+int64_t extent(const View &V, int64_t Batch, int64_t Rows, int64_t Cols) {
+  int64_t Max = V.Offset;
+  for (int64_t B : {int64_t(0), Batch - 1})
+    for (int64_t I : {int64_t(0), Rows - 1})
+      for (int64_t J : {int64_t(0), Cols - 1})
+        Max = std::max(Max, V.at(B, I, J));
+  return Max + 1;
+}
+
+struct Case {
+  int64_t Batch, M, N, K;
+  View A, B, C;
+  bool Accumulate;
+};
+
+template <typename T> T value(int64_t I) { return T(int((I * 37) % 7) - 3); }
+
+template <typename T>
+void check(const Case &Cs, meshrt_dtype Dtype = MESHRT_F32) {
+  std::vector<T> A(extent(Cs.A, Cs.Batch, Cs.M, Cs.K));
+  std::vector<T> B(extent(Cs.B, Cs.Batch, Cs.K, Cs.N));
+  std::vector<T> C(extent(Cs.C, Cs.Batch, Cs.M, Cs.N));
+  for (size_t I = 0; I < A.size(); ++I)
+    A[I] = value<T>(int64_t(I));
+  for (size_t I = 0; I < B.size(); ++I)
+    B[I] = value<T>(int64_t(I) + 3);
+  for (size_t I = 0; I < C.size(); ++I)
+    C[I] = value<T>(int64_t(I) + 5);
+  std::vector<T> Want = C;
+  for (int64_t Bt = 0; Bt < Cs.Batch; ++Bt)
+    for (int64_t I = 0; I < Cs.M; ++I)
+      for (int64_t J = 0; J < Cs.N; ++J) {
+        double S = Cs.Accumulate ? double(C[Cs.C.at(Bt, I, J)]) : 0.0;
+        for (int64_t P = 0; P < Cs.K; ++P)
+          S += double(A[Cs.A.at(Bt, I, P)]) * double(B[Cs.B.at(Bt, P, J)]);
+        Want[Cs.C.at(Bt, I, J)] = T(S);
+      }
+  ASSERT_EQ(meshrt_gemm(Dtype, Cs.Batch, Cs.M, Cs.N, Cs.K, A.data() + Cs.A.Offset,
+                        Cs.A.BatchStride, Cs.A.RowStride, Cs.A.ColStride,
+                        B.data() + Cs.B.Offset, Cs.B.BatchStride,
+                        Cs.B.RowStride, Cs.B.ColStride, C.data() + Cs.C.Offset,
+                        Cs.C.BatchStride, Cs.C.RowStride, Cs.C.ColStride,
+                        Cs.Accumulate),
+            MESHRT_SUCCESS)
+      << meshrt_last_error();
+  for (size_t I = 0; I < C.size(); ++I)
+    ASSERT_EQ(C[I], Want[I]) << "element " << I;
+}
+
+class Gemm : public ::testing::Test {
+protected:
+  void SetUp() override { meshrt_set_error_policy(MESHRT_ERRORS_RETURN); }
+};
+
+// Row-major operands: (m, k) = (5, 7), (7, 3), (5, 3), packed.
+TEST_F(Gemm, RowMajor) {
+  for (bool Acc : {false, true}) {
+    check<float>({1, 5, 3, 7, {0, 0, 7, 1}, {0, 0, 3, 1}, {0, 0, 3, 1}, Acc});
+    check<double>({1, 5, 3, 7, {0, 0, 7, 1}, {0, 0, 3, 1}, {0, 0, 3, 1}, Acc},
+                  MESHRT_F64);
+  }
+}
+
+// Column-major operands (a transposed view), leading dims larger than the
+// extent, an offset, and a column-major output.
+TEST_F(Gemm, ColumnMajorAndLeadingDims) {
+  check<float>({1, 5, 3, 7, {2, 0, 1, 6}, {0, 0, 1, 9}, {1, 0, 4, 1}, true});
+  check<float>({1, 5, 3, 7, {0, 0, 9, 1}, {0, 0, 3, 1}, {0, 0, 1, 5}, false});
+}
+
+// Layouts the library cannot read: strides of 2 in both dims, a broadcast
+// (stride 0) along k, negative strides, an output with no unit stride.
+TEST_F(Gemm, PackedOperands) {
+  check<float>({1, 4, 6, 5, {0, 0, 10, 2}, {0, 0, 12, 2}, {0, 0, 6, 1}, true});
+  check<float>({1, 4, 6, 5, {0, 0, 1, 0}, {0, 0, 6, 1}, {0, 0, 6, 1}, false});
+  check<float>({1, 4, 6, 5, {19, 0, -5, -1}, {0, 0, 6, 1}, {0, 0, 6, 1}, true});
+  check<float>({1, 4, 6, 5, {0, 0, 5, 1}, {0, 0, 6, 1}, {0, 0, 14, 2}, true});
+}
+
+// Batches, with a shared (stride 0) operand and strided batches.
+TEST_F(Gemm, Batches) {
+  check<float>({3, 4, 6, 5, {0, 20, 5, 1}, {0, 30, 6, 1}, {0, 24, 6, 1}, true});
+  check<float>({3, 4, 6, 5, {0, 0, 5, 1}, {0, 40, 1, 5}, {0, 30, 6, 1}, false});
+}
+
+// matvec (n = 1), vecmat (m = 1) with strided vectors, and dot.
+TEST_F(Gemm, Vectors) {
+  check<float>({1, 6, 1, 5, {0, 0, 5, 1}, {0, 0, 3, 0}, {0, 0, 2, 0}, true});
+  check<float>({1, 6, 1, 5, {0, 0, 1, 6}, {0, 0, 1, 0}, {0, 0, 1, 0}, false});
+  check<float>({1, 1, 6, 5, {0, 0, 0, 2}, {0, 0, 6, 1}, {0, 0, 0, 3}, true});
+  check<double>({1, 1, 1, 9, {0, 0, 0, 1}, {0, 0, 2, 0}, {0, 0, 0, 0}, true},
+                MESHRT_F64);
+  check<float>({1, 1, 1, 9, {0, 0, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 0}, false});
+}
+
+// Empty products: k = 0 overwrites with zeros or leaves C; m = 0 touches
+// nothing (null pointers allowed).
+TEST_F(Gemm, EmptySizes) {
+  check<float>({1, 3, 4, 0, {0, 0, 1, 1}, {0, 0, 4, 1}, {0, 0, 4, 1}, false});
+  check<float>({1, 3, 4, 0, {0, 0, 1, 1}, {0, 0, 4, 1}, {0, 0, 4, 1}, true});
+  EXPECT_EQ(meshrt_gemm(MESHRT_F32, 1, 0, 4, 4, nullptr, 0, 4, 1, nullptr, 0,
+                        4, 1, nullptr, 0, 4, 1, 0),
+            MESHRT_SUCCESS);
+}
+
+// f16 and bf16: the f32 product of the widened values, rounded once.
+TEST_F(Gemm, HalfFormats) {
+  for (meshrt_dtype T : {MESHRT_F16, MESHRT_BF16}) {
+    auto Widen = T == MESHRT_F16 ? meshrt::halfToFloat : meshrt::bfloat16ToFloat;
+    auto Narrow = T == MESHRT_F16 ? meshrt::floatToHalf : meshrt::floatToBFloat16;
+    const int64_t M = 3, N = 4, K = 5;
+    std::vector<uint16_t> A(M * K), B(N * K), C(M * N);
+    for (int64_t I = 0; I < M * K; ++I)
+      A[I] = Narrow(0.25f * float(I % 7) - 0.5f);
+    for (int64_t I = 0; I < N * K; ++I)
+      B[I] = Narrow(0.125f * float(I % 5) + 0.5f);
+    for (int64_t I = 0; I < M * N; ++I)
+      C[I] = Narrow(float(I) / 3.0f);
+    std::vector<uint16_t> Want(M * N);
+    for (int64_t I = 0; I < M; ++I)
+      for (int64_t J = 0; J < N; ++J) {
+        float S = Widen(C[I * N + J]);
+        for (int64_t P = 0; P < K; ++P)
+          S += Widen(A[I * K + P]) * Widen(B[J * K + P]); // B read transposed
+        Want[I * N + J] = Narrow(S);
+      }
+    ASSERT_EQ(meshrt_gemm(T, 1, M, N, K, A.data(), 0, K, 1, B.data(), 0, 1, K,
+                          C.data(), 0, N, 1, 1),
+              MESHRT_SUCCESS)
+        << meshrt_last_error();
+    for (int64_t I = 0; I < M * N; ++I)
+      EXPECT_EQ(C[I], Want[I]) << "element " << I << " of dtype " << T;
+  }
+}
+
+TEST_F(Gemm, Errors) {
+  float X[4] = {1, 2, 3, 4};
+  EXPECT_EQ(meshrt_gemm(MESHRT_F32, 1, -1, 2, 2, X, 0, 2, 1, X, 0, 2, 1, X, 0,
+                        2, 1, 0),
+            MESHRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(meshrt_last_error()).find("negative size"),
+            std::string::npos)
+      << meshrt_last_error();
+  EXPECT_EQ(meshrt_gemm(MESHRT_F32, 1, 2, 2, 2, nullptr, 0, 2, 1, X, 0, 2, 1,
+                        X, 0, 2, 1, 0),
+            MESHRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(meshrt_last_error()).find("a is null"),
+            std::string::npos);
+  EXPECT_EQ(meshrt_gemm(MESHRT_I32, 1, 2, 2, 2, X, 0, 2, 1, X, 0, 2, 1, X, 0,
+                        2, 1, 0),
+            MESHRT_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(meshrt_last_error()).find("meshrt_gemm"),
+            std::string::npos);
+}
+
+} // namespace

@@ -1,0 +1,162 @@
+// RUN: mesh-opt %s --mesh-linalg-to-blas=report=true -split-input-file -verify-diagnostics -canonicalize | FileCheck %s
+
+// A matmul on buffers: one meshrt_gemm over the row-major operands'
+// strides, accumulating into the output (no fill to fold).
+// CHECK-LABEL: func.func @matmul
+// CHECK-DAG: %[[F32:.*]] = arith.constant 2 : i32
+// CHECK-DAG: %[[ACC:.*]] = arith.constant 1 : i32
+// CHECK-DAG: %[[B1:.*]] = arith.constant 1 : i64
+// CHECK-DAG: %[[M:.*]] = arith.constant 64 : i64
+// CHECK-DAG: %[[N:.*]] = arith.constant 32 : i64
+// CHECK-DAG: %[[K:.*]] = arith.constant 128 : i64
+// CHECK-DAG: %[[Z:.*]] = arith.constant 0 : i64
+// CHECK: %[[S:.*]] = llvm.call @meshrt_gemm(%[[F32]], %[[B1]], %[[M]], %[[N]], %[[K]], %{{.*}}, %[[Z]], %[[K]], %[[B1]], %{{.*}}, %[[Z]], %[[N]], %[[B1]], %{{.*}}, %[[Z]], %[[N]], %[[B1]], %[[ACC]])
+// CHECK: cf.assert %{{.*}}, "mesh runtime: meshrt_gemm for 'linalg.matmul' failed
+// CHECK-NOT: linalg.matmul
+func.func @matmul(%a: memref<64x128xf32>, %b: memref<128x32xf32>, %c: memref<64x32xf32>) {
+  linalg.matmul ins(%a, %b : memref<64x128xf32>, memref<128x32xf32>) outs(%c : memref<64x32xf32>)
+  return
+}
+
+// -----
+
+// A fill of +0.0 into a buffer of the function just before the product is
+// folded: the call overwrites (accumulate = 0) and the fill is gone. B is
+// read transposed through the indexing map: its strides are passed swapped
+// (k stride 1, n stride 128).
+// CHECK-LABEL: func.func @fill_folded_transposed
+// CHECK-DAG: %[[OVER:.*]] = arith.constant 0 : i32
+// CHECK-DAG: %[[B1:.*]] = arith.constant 1 : i64
+// CHECK-DAG: %[[K:.*]] = arith.constant 128 : i64
+// CHECK-NOT: linalg.fill
+// CHECK: llvm.call @meshrt_gemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[B1]], %[[K]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[OVER]])
+// CHECK-NOT: {{^ *}}linalg.
+// CHECK: return
+func.func @fill_folded_transposed(%a: memref<64x128xf32>, %b: memref<32x128xf32>) -> memref<64x32xf32> {
+  %z = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<64x32xf32>
+  linalg.fill ins(%z : f32) outs(%c : memref<64x32xf32>)
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+    ins(%a, %b : memref<64x128xf32>, memref<32x128xf32>) outs(%c : memref<64x32xf32>)
+  return %c : memref<64x32xf32>
+}
+
+// -----
+
+// A fill of 1.0 is not a zero: it stays, and the call accumulates.
+// CHECK-LABEL: func.func @fill_of_one
+// CHECK-DAG: %[[ACC:.*]] = arith.constant 1 : i32
+// CHECK: linalg.fill
+// CHECK: llvm.call @meshrt_gemm({{.*}}, %[[ACC]])
+func.func @fill_of_one(%a: memref<8x8xf64>, %b: memref<8x8xf64>) -> memref<8x8xf64> {
+  %one = arith.constant 1.0 : f64
+  %c = memref.alloc() : memref<8x8xf64>
+  linalg.fill ins(%one : f64) outs(%c : memref<8x8xf64>)
+  linalg.matmul ins(%a, %b : memref<8x8xf64>, memref<8x8xf64>) outs(%c : memref<8x8xf64>)
+  return %c : memref<8x8xf64>
+}
+
+// -----
+
+// A fill of an argument stays (the argument may alias an input), and so
+// does a fill with a write to the output in between.
+// CHECK-LABEL: func.func @fill_not_folded
+// CHECK: linalg.fill
+// CHECK: llvm.call @meshrt_gemm
+// CHECK: linalg.fill
+// CHECK: memref.store
+// CHECK: llvm.call @meshrt_gemm
+func.func @fill_not_folded(%a: memref<8x8xf32>, %b: memref<8x8xf32>, %c: memref<8x8xf32>) -> memref<8x8xf32> {
+  %z = arith.constant 0.0 : f32
+  %i = arith.constant 0 : index
+  linalg.fill ins(%z : f32) outs(%c : memref<8x8xf32>)
+  linalg.matmul ins(%a, %b : memref<8x8xf32>, memref<8x8xf32>) outs(%c : memref<8x8xf32>)
+  %d = memref.alloc() : memref<8x8xf32>
+  linalg.fill ins(%z : f32) outs(%d : memref<8x8xf32>)
+  memref.store %z, %d[%i, %i] : memref<8x8xf32>
+  linalg.matmul ins(%a, %b : memref<8x8xf32>, memref<8x8xf32>) outs(%d : memref<8x8xf32>)
+  return %d : memref<8x8xf32>
+}
+
+// -----
+
+// batch_matmul: the batch strides of each operand; the element type f64.
+// CHECK-LABEL: func.func @batch_matmul
+// CHECK-DAG: %[[F64:.*]] = arith.constant 3 : i32
+// CHECK-DAG: %[[B:.*]] = arith.constant 4 : i64
+// CHECK-DAG: %[[SA:.*]] = arith.constant 128 : i64
+// CHECK-DAG: %[[SB:.*]] = arith.constant 256 : i64
+// CHECK: llvm.call @meshrt_gemm(%[[F64]], %[[B]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SA]], %{{.*}}, %{{.*}}, %{{.*}}, %[[SB]],
+func.func @batch_matmul(%a: memref<4x8x16xf64>, %b: memref<4x16x16xf64>, %c: memref<4x8x16xf64>) {
+  linalg.batch_matmul ins(%a, %b : memref<4x8x16xf64>, memref<4x16x16xf64>) outs(%c : memref<4x8x16xf64>)
+  return
+}
+
+// -----
+
+// matvec, vecmat and dot: the absent loops have extent 1 and stride 0.
+// CHECK-LABEL: func.func @vectors
+// CHECK-COUNT-3: llvm.call @meshrt_gemm
+// CHECK-NOT: {{^ *}}linalg.
+// CHECK: return
+func.func @vectors(%m: memref<16x8xf32>, %x: memref<8xf32>, %y: memref<16xf32>, %u: memref<16xf32>, %v: memref<8xf32>, %d: memref<f32>) {
+  linalg.matvec ins(%m, %x : memref<16x8xf32>, memref<8xf32>) outs(%y : memref<16xf32>)
+  linalg.vecmat ins(%u, %m : memref<16xf32>, memref<16x8xf32>) outs(%v : memref<8xf32>)
+  linalg.dot ins(%x, %v : memref<8xf32>, memref<8xf32>) outs(%d : memref<f32>)
+  return
+}
+
+// -----
+
+// A generic that is a contraction with a transposed operand and a batch
+// dim (the spelling of some frontends), on strided views (a subview with
+// an offset): matched like the named ops, its dynamic sizes and strides
+// read from the buffers.
+// CHECK-LABEL: func.func @generic_batched_transposed
+// CHECK: memref.extract_strided_metadata
+// CHECK: llvm.call @meshrt_gemm
+// CHECK: meshrt_gemm for 'linalg.generic'
+// CHECK-NOT: {{^ *}}linalg.generic
+// CHECK: return
+func.func @generic_batched_transposed(%a: memref<?x?x?xf16, strided<[?, ?, 1], offset: ?>>, %b: memref<?x?x?xf16>, %c: memref<?x?x?xf16>) {
+  linalg.generic {indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, affine_map<(b, m, n, k) -> (b, n, k)>, affine_map<(b, m, n, k) -> (b, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+    ins(%a, %b : memref<?x?x?xf16, strided<[?, ?, 1], offset: ?>>, memref<?x?x?xf16>) outs(%c : memref<?x?x?xf16>) {
+  ^bb0(%x: f16, %y: f16, %o: f16):
+    %p = arith.mulf %y, %x : f16
+    %s = arith.addf %o, %p : f16
+    linalg.yield %s : f16
+  }
+  return
+}
+
+// -----
+
+// What the BLAS cannot take stays, with a remark saying why: integers,
+// mixed types, a body that does more than multiply-add, two m loops.
+func.func @kept(%ai: memref<4x4xi32>, %ci: memref<4x4xi32>, %ah: memref<4x4xf16>, %a: memref<4x4xf32>, %c: memref<4x4xf32>, %a3: memref<2x4x4xf32>, %c3: memref<2x4x4xf32>) {
+  // expected-remark @below {{kept as loops: element type i32 (the BLAS takes f16, bf16, f32 and f64)}}
+  linalg.matmul ins(%ai, %ai : memref<4x4xi32>, memref<4x4xi32>) outs(%ci : memref<4x4xi32>)
+  // expected-remark @below {{kept as loops: mixed element types}}
+  linalg.matmul ins(%ah, %ah : memref<4x4xf16>, memref<4x4xf16>) outs(%c : memref<4x4xf32>)
+  // expected-remark @below {{kept as loops: the body is not out + a * b}}
+  linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}
+    ins(%a, %a : memref<4x4xf32>, memref<4x4xf32>) outs(%c : memref<4x4xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %e = math.exp %p : f32
+    %s = arith.addf %o, %e : f32
+    linalg.yield %s : f32
+  }
+  // expected-remark @below {{kept as loops: 0 batch, 2 m, 1 n and 1 k loops}}
+  linalg.generic {indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, affine_map<(b, m, n, k) -> (k, n)>, affine_map<(b, m, n, k) -> (b, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+    ins(%a3, %a : memref<2x4x4xf32>, memref<4x4xf32>) outs(%c3 : memref<2x4x4xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+// CHECK-LABEL: func.func @kept
+// CHECK-NOT: meshrt_gemm
+// CHECK: return
