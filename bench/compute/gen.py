@@ -143,6 +143,20 @@ def gelu(n):
          f"  return %g : {tt(shp)}", "}"]
     K.append(("gelu", "\n".join(s), [shp], shp, 2 * 4 * n, "GB/s"))
 
+def gpt_block(tag, B, S, H, N):
+    """One block of bench/partition/gpt.py (torch-mlir's spelling), no plan."""
+    import os
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "partition"))
+    import gpt
+    lines, _ = gpt.stack("none", 1, B, S, H, N, name=f"gpt_{tag}")
+    i = next(i for i, l in enumerate(lines) if l.startswith(f"func.func @gpt_{tag}("))
+    lines[i] = lines[i][:-2] + " attributes {llvm.emit_c_interface} {"
+    body = "\n".join(l for l in lines if not l.startswith("mesh.mesh"))
+    shapes = gpt.param_shapes(H, 4 * H)
+    ins = [(B, S, H)] + [tuple(shapes[p]) for p in gpt.PARAMS]
+    flops = 24 * B * S * H * H + 4 * B * S * S * H
+    K.append((f"gpt_{tag}", body, ins, (B, S, H), flops, "GFLOP/s"))
+
 for n in (256, 512, 1024):
     matmul(n)
 matmul(512, epilogue=True)
@@ -152,6 +166,8 @@ elementwise_chain(1 << 22)
 softmax(4096, 1024)
 layernorm(4096, 1024)
 gelu(1 << 22)
+gpt_block("small", 2, 128, 256, 4)
+gpt_block("large", 2, 128, 1024, 16)
 
 with open(sys.argv[1], "w") as f:
     f.write("\n\n".join(k[1] for k in K) + "\n")

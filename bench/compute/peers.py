@@ -29,6 +29,27 @@ def inputs(k):
     return out
 
 
+def gpt_torch(B, S, H, N):
+    """nanoGPT's Block as bench/partition/gpt.py spells it, in torch."""
+    F = torch.nn.functional
+    D = H // N
+
+    def block(x, ln1_w, ln1_b, wq, bq, wk, bk, wv, bv, wo, bo, ln2_w, ln2_b,
+              w1, b1, w2, b2):
+        a = F.layer_norm(x, (H,), ln1_w, ln1_b, 1e-5)
+        q, k, v = (F.linear(a, w, b).view(B, S, N, D).transpose(1, 2)
+                   for w, b in ((wq, bq), (wk, bk), (wv, bv)))
+        s = (q @ k.transpose(-2, -1)) * (1.0 / D ** 0.5)
+        future = torch.ones(S, S, dtype=torch.bool).triu(1)
+        s = s.masked_fill(future, -1e9)
+        y = (torch.softmax(s, dim=-1) @ v).transpose(1, 2).reshape(B, S, H)
+        h = x + F.linear(y, wo, bo)
+        m = F.layer_norm(h, (H,), ln2_w, ln2_b, 1e-5)
+        return h + F.linear(F.gelu(F.linear(m, w1, b1), approximate="tanh"),
+                            w2, b2)
+    return block
+
+
 def numpy_fn(name):
     def softmax(x):
         e = np.exp(x - x.max(axis=1, keepdims=True))
@@ -57,8 +78,12 @@ def numpy_fn(name):
             "ew_chain": chain}[name]
 
 
-def torch_fn(name):
+def torch_fn(name, k=None):
     F = torch.nn.functional
+    if name.startswith("gpt"):
+        B, S, H = k["output"]
+        N = {256: 4, 1024: 16}[H]
+        return gpt_torch(B, S, H, N)
     if name.startswith("matmul") and name.endswith("_bias_relu"):
         return lambda a, b, c: torch.relu(torch.addmm(c, a, b))
     if name.startswith("matmul"):
@@ -78,10 +103,22 @@ def main():
     mode, name = sys.argv[2], sys.argv[3]
     k = table[name]
     xs = inputs(k)
+    if mode == "check" and name.startswith("gpt"):
+        # No numpy peer: torch in f64 is the reference.
+        want = torch_fn(name, k)(*[torch.from_numpy(x).double() for x in xs]).numpy()
+        ours = np.fromfile(sys.argv[4], dtype=np.float32).reshape(want.shape)
+        theirs = torch_fn(name, k)(*[torch.from_numpy(x) for x in xs]).numpy()
+        scale = max(1.0, float(np.abs(want).max()))
+        err = float(np.abs(ours - want).max()) / scale
+        terr = float(np.abs(theirs - want).max()) / scale
+        ok = err <= 1e-4
+        print(f"{name}: ours vs torch-f64 {err:.2e}, torch-f32 vs torch-f64 {terr:.2e} "
+              f"(relative to max |ref| = {scale:.3g}): {'ok' if ok else 'MISMATCH'}")
+        sys.exit(0 if ok else 1)
     if mode == "check":
         want = numpy_fn(name)(*xs).astype(np.float32)
         ours = np.fromfile(sys.argv[4], dtype=np.float32).reshape(want.shape)
-        theirs = torch_fn(name)(*[torch.from_numpy(x) for x in xs]).numpy()
+        theirs = torch_fn(name, k)(*[torch.from_numpy(x) for x in xs]).numpy()
         scale = max(1.0, float(np.abs(want).max()))
         err = float(np.abs(ours - want).max()) / scale
         terr = float(np.abs(theirs - want).max()) / scale
@@ -91,10 +128,13 @@ def main():
               f"(relative to max |numpy| = {scale:.3g}): {'ok' if ok else 'MISMATCH'}")
         sys.exit(0 if ok else 1)
     peer, calls = sys.argv[4], int(sys.argv[5])
+    if peer == "numpy" and name.startswith("gpt"):
+        print(f"{name} - - -")
+        return
     if peer == "numpy":
         fn, args = numpy_fn(name), xs
     else:
-        fn, args = torch_fn(name), [torch.from_numpy(x) for x in xs]
+        fn, args = torch_fn(name, k), [torch.from_numpy(x) for x in xs]
     times = []
     for i in range(calls + 2):
         t0 = time.perf_counter()

@@ -254,6 +254,13 @@ def MeshApproximateMath
     (docs/compiling.md gives the errors measured against numpy on the
     benchmark kernels). `--mesh-to-llvm` runs it after the contractions
     become BLAS calls, before the linalg ops become loops.
+
+    ```mlir
+    %y = math.exp %x : f32
+    // becomes a range reduction (x = k ln 2 + r), a polynomial in r and a
+    // scaling by 2^k built from the exponent bits: arith.mulf, arith.addf,
+    // math.fma, arith.fptosi, arith.shli, arith.bitcast, ... and no call.
+    ```
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
