@@ -36,7 +36,41 @@ int64_t count(const std::vector<int64_t> &shape) {
 }
 } // namespace
 
+/// The plain C loop peer of the Jacobi step (bench's "c" column): the same
+/// step written by hand, output buffer allocated once, compiled with the
+/// driver (clang -O3 -march=native).
+void jacobiC(const float *X, float *Y, int64_t N) {
+  for (int64_t I = 0; I < N; ++I)
+    for (int64_t J = 0; J < N; ++J) {
+      float Up = I > 0 ? X[(I - 1) * N + J] : 0.0f;
+      float Down = I + 1 < N ? X[(I + 1) * N + J] : 0.0f;
+      float Left = J > 0 ? X[I * N + J - 1] : 0.0f;
+      float Right = J + 1 < N ? X[I * N + J + 1] : 0.0f;
+      Y[I * N + J] = (((Up + Down) + Left) + Right) * 0.25f;
+    }
+}
+
 int main(int argc, char **argv) {
+  if (argc == 4 && !std::strcmp(argv[1], "--c-jacobi")) {
+    // compute-bench --c-jacobi N CALLS
+    int64_t N = std::atoll(argv[2]);
+    int Calls = std::atoi(argv[3]);
+    std::vector<float> X(N * N), Y(N * N);
+    for (size_t I = 0; I < X.size(); ++I)
+      X[I] = float(uint32_t(I * 2654435761u) % 1000) / 1000.0f - 0.5f;
+    std::vector<double> Times;
+    for (int I = 0; I < Calls + 2; ++I) {
+      auto T0 = std::chrono::steady_clock::now();
+      jacobiC(X.data(), Y.data(), N);
+      auto T1 = std::chrono::steady_clock::now();
+      if (I >= 2)
+        Times.push_back(std::chrono::duration<double>(T1 - T0).count());
+    }
+    std::sort(Times.begin(), Times.end());
+    double Median = Times[Times.size() / 2];
+    std::printf("jacobi %.6e %.3f GB/s\n", Median, 8.0 * N * N / Median / 1e9);
+    return 0;
+  }
   if (argc < 3) {
     std::fprintf(stderr, "usage: %s NAME CALLS [OUT.bin]\n", argv[0]);
     return 2;
@@ -54,8 +88,8 @@ int main(int argc, char **argv) {
   for (size_t j = 0; j < k->inputs.size(); ++j) {
     std::vector<float> v(count(k->inputs[j]));
     for (size_t i = 0; i < v.size(); ++i)
-      v[i] = float(uint32_t((i + j * 7919) * 2654435761u) % 1000) / 1000.0f -
-             0.5f;
+      v[i] =
+          float(uint32_t((i + j * 7919) * 2654435761u) % 1000) / 1000.0f - 0.5f;
     data.push_back(std::move(v));
   }
   // Each input's memref descriptor: allocated and aligned pointers, offset,

@@ -157,6 +157,26 @@ def gpt_block(tag, B, S, H, N):
     flops = 24 * B * S * H * H + 4 * B * S * S * H
     K.append((f"gpt_{tag}", body, ins, (B, S, H), flops, "GFLOP/s"))
 
+def jacobi(n):
+    """One 5-point Jacobi step on an n x n grid with a zero boundary: pad by
+    one, the four shifted slices, their mean (the spelling of bench/halo)."""
+    g, pd = (n, n), (n + 2, n + 2)
+    m = amap(2, [0, 1])
+    s = [f"func.func @jacobi(%a0: {tt(g)}) -> {tt(g)} attributes {{llvm.emit_c_interface}} {{",
+         "  %zero = arith.constant 0.0 : f32", "  %q = arith.constant 0.25 : f32",
+         f"  %p = tensor.pad %a0 low[1, 1] high[1, 1] {{",
+         "  ^bb0(%i: index, %j: index):", "    tensor.yield %zero : f32",
+         f"  }} : {tt(g)} to {tt(pd)}"]
+    for name, (r, c) in (("n", (0, 1)), ("s", (2, 1)), ("w", (1, 0)), ("e", (1, 2))):
+        s.append(f"  %{name} = tensor.extract_slice %p[{r}, {c}] [{n}, {n}] [1, 1] : {tt(pd)} to {tt(g)}")
+    s += [f"  %e0 = tensor.empty() : {tt(g)}",
+          f"  %y = linalg.generic {{indexing_maps = [{m}, {m}, {m}, {m}, {m}], iterator_types = [\"parallel\", \"parallel\"]}} ins(%n, %s, %w, %e : {tt(g)}, {tt(g)}, {tt(g)}, {tt(g)}) outs(%e0 : {tt(g)}) {{",
+          "  ^bb0(%x0: f32, %x1: f32, %x2: f32, %x3: f32, %o: f32):",
+          "    %t0 = arith.addf %x0, %x1 : f32", "    %t1 = arith.addf %t0, %x2 : f32",
+          "    %t2 = arith.addf %t1, %x3 : f32", "    %y = arith.mulf %t2, %q : f32",
+          "    linalg.yield %y : f32", f"  }} -> {tt(g)}", f"  return %y : {tt(g)}", "}"]
+    K.append(("jacobi", "\n".join(s), [g], g, 2 * 4 * n * n, "GB/s"))
+
 for n in (256, 512, 1024):
     matmul(n)
 matmul(512, epilogue=True)
@@ -166,6 +186,7 @@ elementwise_chain(1 << 22)
 softmax(4096, 1024)
 layernorm(4096, 1024)
 gelu(1 << 22)
+jacobi(4096)
 gpt_block("small", 2, 128, 256, 4)
 gpt_block("large", 2, 128, 1024, 16)
 

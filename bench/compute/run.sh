@@ -13,7 +13,8 @@
 # First every result is checked (ours against numpy, or against torch in f64
 # for the GPT blocks), then ROUNDS rounds, each running ours, numpy and torch
 # once per kernel in a rotated order, each process taking the median of
-# CALLS calls. Prints per kernel the median over rounds of each one's rate
+# CALLS calls (the Jacobi step also against a plain C loop, -O3
+# -march=native, in driver.cpp). Prints per kernel the median over rounds of each one's rate
 # and of the per-round ratio ours / best peer.
 # Usage: bench/compute/run.sh [KERNEL...]   (env: ROUNDS=5 CALLS=7 BUILD_DIR KEEP=dir)
 set -euo pipefail
@@ -23,16 +24,20 @@ BUILD=${BUILD_DIR:-$ROOT/build}
 ROUNDS=${ROUNDS:-5} CALLS=${CALLS:-7}
 PY=/usr/bin/python3
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-"$PY" -c "import numpy, torch" 2>/dev/null || {
-  echo "bench/compute needs python3-numpy and python3-torch (apt-get install python3-numpy python3-torch)" >&2
-  exit 1; }
+# The peers, from Debian (the bench's requirements, not the tests').
+if ! "$PY" -c "import numpy, torch" 2>/dev/null; then
+  SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q \
+    --no-install-recommends python3-numpy python3-torch
+  "$PY" -c "import numpy, torch" || { echo "bench/compute: numpy and torch are needed" >&2; exit 1; }
+fi
 W=${KEEP:-$(mktemp -d)}
 mkdir -p "$W"
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$W"' EXIT
 "$PY" "$HERE/gen.py" "$W/kernels.mlir" "$W/kernels.json" "$W/kernels.inc"
 "$BUILD/bin/mesh-compile" -c "$W/kernels.mlir" -o "$W/kernels.o"
 MLIR_LIB=$(dirname "$(readlink -f "$(command -v mlir-translate-22 2>/dev/null || echo /usr/lib/llvm-22/bin/mlir-translate)")")/../lib
-clang++-22 -O2 -std=c++17 -I"$W" "$HERE/driver.cpp" "$W/kernels.o" -o "$W/compute-bench" \
+clang++-22 -O3 -march=native -std=c++17 -I"$W" "$HERE/driver.cpp" "$W/kernels.o" -o "$W/compute-bench" \
   -L"$BUILD/lib" -lmeshrt -Wl,-rpath,"$BUILD/lib" -L"$MLIR_LIB" -lmlir_c_runner_utils \
   -Wl,-rpath,"$MLIR_LIB" -lm
 if [ $# -gt 0 ]; then KERNELS=("$@"); else
@@ -48,9 +53,11 @@ echo "=== timing: $ROUNDS rounds, $CALLS calls per process, 1 thread"
 for r in $(seq 1 "$ROUNDS"); do
   for k in "${KERNELS[@]}"; do
     runs=(ours numpy torch)
-    for i in 0 1 2; do
-      who=${runs[$(( (i + r) % 3 ))]}
+    [ "$k" = jacobi ] && runs+=(c)
+    for i in $(seq 0 $(( ${#runs[@]} - 1 ))); do
+      who=${runs[$(( (i + r) % ${#runs[@]} ))]}
       if [ "$who" = ours ]; then out=$("$W/compute-bench" "$k" "$CALLS")
+      elif [ "$who" = c ]; then out=$("$W/compute-bench" --c-jacobi 4096 "$CALLS")
       else out=$("$PY" "$HERE/peers.py" "$W/kernels.json" time "$k" "$who" "$CALLS"); fi
       echo "$r $who $out" >> "$W/times"
     done
@@ -66,13 +73,13 @@ for line in open(sys.argv[1]):
         rate[(name, r)][who] = float(val)
         unit[name] = u
 names = list(dict.fromkeys(n for n, _ in rate))
-print(f"{'kernel':20} {'unit':8} {'ours':>9} {'numpy':>9} {'torch':>9} {'ours/best':>10} {'min-max':>12}")
+print(f"{'kernel':20} {'unit':8} {'ours':>9} {'numpy':>9} {'torch':>9} {'C loop':>9} {'ours/best':>10} {'min-max':>12}")
 for n in names:
     rounds = [v for (m, _), v in rate.items() if m == n]
     med = {w: statistics.median([x[w] for x in rounds if w in x]) if any(w in x for x in rounds) else None
-           for w in ("ours", "numpy", "torch")}
-    ratios = [x["ours"] / max(x.get("numpy", 0), x.get("torch", 0)) for x in rounds]
+           for w in ("ours", "numpy", "torch", "c")}
+    ratios = [x["ours"] / max(x.get("numpy", 0), x.get("torch", 0), x.get("c", 0)) for x in rounds]
     fmt = lambda v: f"{v:9.2f}" if v is not None else f"{'-':>9}"
-    print(f"{n:20} {unit[n]:8} {fmt(med['ours'])} {fmt(med['numpy'])} {fmt(med['torch'])} "
+    print(f"{n:20} {unit[n]:8} {fmt(med['ours'])} {fmt(med['numpy'])} {fmt(med['torch'])} {fmt(med['c'])} "
           f"{statistics.median(ratios):10.2f} {min(ratios):5.2f}-{max(ratios):.2f}")
 PYEOF

@@ -87,6 +87,12 @@ void mlir::mesh::buildMeshToLLVMPipeline(OpPassManager &pm,
     pm.addPass(createMeshLinalgToBlas());
   // exp, tanh, ... as arithmetic the loop vectoriser widens.
   pm.addNestedPass<func::FuncOp>(createMeshApproximateMath());
+  // Reductions with the accumulator carried in a register, reassociable.
+  pm.addNestedPass<func::FuncOp>(createMeshReductionLoops());
+  // Strided copies (insert_slice / extract_slice, a pad's interior) as
+  // linalg.copy loops, which vectorise, instead of the generic memrefCopy of
+  // the C runner utilities (one memcpy call per element of a strided view).
+  pm.addNestedPass<func::FuncOp>(createMeshGpuCopyKernels());
   addHostLoweringToLLVM(pm);
 }
 

@@ -16,7 +16,8 @@
 // Threads: one per process by default (the ranks are the parallelism).
 // MESHRT_BLAS_THREADS=n sets the library's count; so do the library's own
 // variables (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, ...), which are then left
-// to it.
+// to it. The library is loaded with dlopen at the first product, after the
+// count is in the environment it reads when it starts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,56 +34,90 @@
 #include <string>
 #include <vector>
 
-// The few CBLAS entry points used, declared here (the reference CBLAS
-// interface; the enums are ints) so that no particular cblas.h is needed.
-extern "C" {
+// The reference CBLAS interface's enums (ints).
 enum { CblasRowMajor = 101, CblasColMajor = 102 };
 enum { CblasNoTrans = 111, CblasTrans = 112 };
-void cblas_sgemm(int Layout, int TransA, int TransB, int M, int N, int K,
-                 float Alpha, const float *A, int Lda, const float *B, int Ldb,
-                 float Beta, float *C, int Ldc);
-void cblas_dgemm(int Layout, int TransA, int TransB, int M, int N, int K,
-                 double Alpha, const double *A, int Lda, const double *B,
-                 int Ldb, double Beta, double *C, int Ldc);
-void cblas_sgemv(int Layout, int Trans, int M, int N, float Alpha,
-                 const float *A, int Lda, const float *X, int IncX, float Beta,
-                 float *Y, int IncY);
-void cblas_dgemv(int Layout, int Trans, int M, int N, double Alpha,
-                 const double *A, int Lda, const double *X, int IncX,
-                 double Beta, double *Y, int IncY);
-}
 
 namespace meshrt {
 namespace detail {
 namespace {
 
-/// Sets the library's thread count once, before its first call.
-void configureThreads() {
+/// The few CBLAS entry points used, from the library loaded at the first
+/// product. Loaded, not linked: a program that computes no product never
+/// loads it, and OpenBLAS's pthread build starts its worker threads when it
+/// is loaded, with the count it reads from the environment then; workers of
+/// several ranks that share the cores would spin against each other.
+struct Cblas {
+  void (*sgemm)(int, int, int, int, int, int, float, const float *, int,
+                const float *, int, float, float *, int);
+  void (*dgemm)(int, int, int, int, int, int, double, const double *, int,
+                const double *, int, double, double *, int);
+  void (*sgemv)(int, int, int, int, float, const float *, int, const float *,
+                int, float, float *, int);
+  void (*dgemv)(int, int, int, int, double, const double *, int, const double *,
+                int, double, double *, int);
+};
+
+#ifndef MESHRT_BLAS_PATH
+#define MESHRT_BLAS_PATH "libopenblas.so.0"
+#endif
+
+/// Loads the BLAS once, with one thread unless the user says otherwise:
+/// MESHRT_BLAS_THREADS=n, or the library's own variables, which are then
+/// left to it. MESHRT_BLAS_LIBRARY names another CBLAS to load.
+const Cblas &cblas() {
+  static Cblas Lib;
   static std::once_flag Once;
+  static std::string Failure;
   std::call_once(Once, [] {
-    int Threads = 1;
+    std::string Threads = "1";
+    bool Own = false;
     if (const char *E = std::getenv("MESHRT_BLAS_THREADS")) {
       char *End = nullptr;
       long N = std::strtol(E, &End, 10);
-      if (!*E || *End || N < 1 || N > 4096)
-        throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
-                    std::string("MESHRT_BLAS_THREADS='") + E +
-                        "' is not a thread count (1 to 4096)");
-      Threads = int(N);
+      if (!*E || *End || N < 1 || N > 4096) {
+        Failure = std::string("MESHRT_BLAS_THREADS='") + E +
+                  "' is not a thread count (1 to 4096)";
+        return;
+      }
+      Threads = std::to_string(N);
     } else {
       for (const char *V : {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
                             "OMP_NUM_THREADS", "BLIS_NUM_THREADS"})
         if (std::getenv(V))
-          return; // the library reads its own variable
+          Own = true;
     }
-    // OpenBLAS and BLIS name the setter differently; whichever is linked.
-    if (auto *Set = reinterpret_cast<void (*)(int)>(
-            dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
-      Set(Threads);
-    else if (auto *SetBlis = reinterpret_cast<void (*)(long)>(
-                 dlsym(RTLD_DEFAULT, "bli_thread_set_num_threads")))
-      SetBlis(Threads);
+    if (!Own) {
+      // Read by the library when it is loaded, just below.
+      setenv("OPENBLAS_NUM_THREADS", Threads.c_str(), 1);
+      setenv("BLIS_NUM_THREADS", Threads.c_str(), 1);
+    }
+    const char *Path = std::getenv("MESHRT_BLAS_LIBRARY");
+    if (!Path || !*Path)
+      Path = MESHRT_BLAS_PATH;
+    void *H = dlopen(Path, RTLD_NOW | RTLD_LOCAL);
+    if (!H) {
+      const char *Why = dlerror();
+      Failure = std::string("cannot load the BLAS '") + Path +
+                "' (apt-get install libopenblas0-pthread, or set "
+                "MESHRT_BLAS_LIBRARY): " +
+                (Why ? Why : "dlopen failed");
+      return;
+    }
+    auto Get = [&](const char *Name) {
+      void *F = dlsym(H, Name);
+      if (!F && Failure.empty())
+        Failure = std::string("the BLAS '") + Path + "' has no " + Name;
+      return F;
+    };
+    Lib.sgemm = reinterpret_cast<decltype(Lib.sgemm)>(Get("cblas_sgemm"));
+    Lib.dgemm = reinterpret_cast<decltype(Lib.dgemm)>(Get("cblas_dgemm"));
+    Lib.sgemv = reinterpret_cast<decltype(Lib.sgemv)>(Get("cblas_sgemv"));
+    Lib.dgemv = reinterpret_cast<decltype(Lib.dgemv)>(Get("cblas_dgemv"));
   });
+  if (!Failure.empty())
+    throw Error(MESHRT_ERROR_BACKEND, Failure);
+  return Lib;
 }
 
 /// One matrix operand: Rows x Cols elements, element (i, j) at
@@ -161,11 +196,11 @@ void callGemm(bool RowMajorC, bool TransA, bool TransB, int64_t M, int64_t N,
   int TA = TransA ? CblasTrans : CblasNoTrans;
   int TB = TransB ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(Layout, TA, TB, int(M), int(N), int(K), 1.0f, A, int(Lda), B,
-                int(Ldb), Beta, C, int(Ldc));
+    cblas().sgemm(Layout, TA, TB, int(M), int(N), int(K), 1.0f, A, int(Lda), B,
+                  int(Ldb), Beta, C, int(Ldc));
   else
-    cblas_dgemm(Layout, TA, TB, int(M), int(N), int(K), 1.0, A, int(Lda), B,
-                int(Ldb), Beta, C, int(Ldc));
+    cblas().dgemm(Layout, TA, TB, int(M), int(N), int(K), 1.0, A, int(Lda), B,
+                  int(Ldb), Beta, C, int(Ldc));
 }
 
 template <typename T>
@@ -175,11 +210,11 @@ void callGemv(bool RowMajor, bool Trans, int64_t M, int64_t N, const T *A,
   int Layout = RowMajor ? CblasRowMajor : CblasColMajor;
   int TA = Trans ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>)
-    cblas_sgemv(Layout, TA, int(M), int(N), 1.0f, A, int(Lda), X, int(IncX),
-                Beta, Y, int(IncY));
+    cblas().sgemv(Layout, TA, int(M), int(N), 1.0f, A, int(Lda), X, int(IncX),
+                  Beta, Y, int(IncY));
   else
-    cblas_dgemv(Layout, TA, int(M), int(N), 1.0, A, int(Lda), X, int(IncX),
-                Beta, Y, int(IncY));
+    cblas().dgemv(Layout, TA, int(M), int(N), 1.0, A, int(Lda), X, int(IncX),
+                  Beta, Y, int(IncY));
 }
 
 bool blasInt(int64_t V) { return V >= -kMaxBlasInt && V <= kMaxBlasInt; }
@@ -203,8 +238,8 @@ void gemmOne(Matrix<const T> A, Matrix<const T> B, Matrix<T> C,
       blasInt(B.RowStride) && blasInt(C.RowStride)) {
     Layout LA = layoutOf(A);
     if (LA.Usable) {
-      callGemv<T>(LA.RowMajor, false, M, K, A.Data, LA.Ld, B.Data,
-                  B.RowStride, Beta, C.Data, C.RowStride);
+      callGemv<T>(LA.RowMajor, false, M, K, A.Data, LA.Ld, B.Data, B.RowStride,
+                  Beta, C.Data, C.RowStride);
       return;
     }
   }
@@ -232,19 +267,19 @@ void gemmOne(Matrix<const T> A, Matrix<const T> B, Matrix<T> C,
   }
   Layout LA = layoutOf(A), LB = layoutOf(B);
   if (!LA.Usable) {
-    A = constView(packInto<T, T>(A, scratch<T>(0, A.Rows * A.Cols),
-                                 identity<T>));
+    A = constView(
+        packInto<T, T>(A, scratch<T>(0, A.Rows * A.Cols), identity<T>));
     LA = layoutOf(A);
   }
   if (!LB.Usable) {
-    B = constView(packInto<T, T>(B, scratch<T>(1, B.Rows * B.Cols),
-                                 identity<T>));
+    B = constView(
+        packInto<T, T>(B, scratch<T>(1, B.Rows * B.Cols), identity<T>));
     LB = layoutOf(B);
   }
   // In C's layout, an operand stored the other way round is transposed.
   callGemm<T>(LC.RowMajor, LA.RowMajor != LC.RowMajor,
-              LB.RowMajor != LC.RowMajor, M, N, K, A.Data, LA.Ld, B.Data,
-              LB.Ld, Beta, Out.Data, LC.Ld);
+              LB.RowMajor != LC.RowMajor, M, N, K, A.Data, LA.Ld, B.Data, LB.Ld,
+              Beta, Out.Data, LC.Ld);
   if (CopyOut)
     for (int64_t I = 0; I < M; ++I)
       for (int64_t J = 0; J < N; ++J)
@@ -279,9 +314,9 @@ void gemmHalf(Matrix<const uint16_t> A, Matrix<const uint16_t> B,
 }
 
 template <typename T>
-void gemmBatches(const GemmArgs &G, void (*One)(Matrix<const T>,
-                                                Matrix<const T>, Matrix<T>,
-                                                bool)) {
+void gemmBatches(const GemmArgs &G,
+                 void (*One)(Matrix<const T>, Matrix<const T>, Matrix<T>,
+                             bool)) {
   const T *A = static_cast<const T *>(G.A);
   const T *B = static_cast<const T *>(G.B);
   T *C = static_cast<T *>(G.C);
@@ -309,9 +344,11 @@ void gemm(const GemmArgs &G) {
   if (G.Batch == 0 || G.M == 0 || G.N == 0)
     return;
   if (!G.C || (G.K > 0 && (!G.A || !G.B)))
-    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
-                std::string(!G.C ? "c" : !G.A ? "a" : "b") + " is null");
-  configureThreads();
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT, std::string(!G.C   ? "c"
+                                                           : !G.A ? "a"
+                                                                  : "b") +
+                                                   " is null");
+  cblas(); // loaded (or the reason it cannot be) before any work
   switch (G.Dtype) {
   case MESHRT_F32:
     return gemmBatches<float>(G, gemmOne<float>);
@@ -320,8 +357,7 @@ void gemm(const GemmArgs &G) {
   case MESHRT_F16:
     return gemmBatches<uint16_t>(G, gemmHalf<halfToFloat, floatToHalf>);
   case MESHRT_BF16:
-    return gemmBatches<uint16_t>(
-        G, gemmHalf<bfloat16ToFloat, floatToBFloat16>);
+    return gemmBatches<uint16_t>(G, gemmHalf<bfloat16ToFloat, floatToBFloat16>);
   default:
     throw Error(MESHRT_ERROR_UNSUPPORTED,
                 "dtype " + std::to_string(int(G.Dtype)) +

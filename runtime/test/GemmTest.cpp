@@ -66,12 +66,12 @@ void check(const Case &Cs, meshrt_dtype Dtype = MESHRT_F32) {
           S += double(A[Cs.A.at(Bt, I, P)]) * double(B[Cs.B.at(Bt, P, J)]);
         Want[Cs.C.at(Bt, I, J)] = T(S);
       }
-  ASSERT_EQ(meshrt_gemm(Dtype, Cs.Batch, Cs.M, Cs.N, Cs.K, A.data() + Cs.A.Offset,
-                        Cs.A.BatchStride, Cs.A.RowStride, Cs.A.ColStride,
-                        B.data() + Cs.B.Offset, Cs.B.BatchStride,
-                        Cs.B.RowStride, Cs.B.ColStride, C.data() + Cs.C.Offset,
-                        Cs.C.BatchStride, Cs.C.RowStride, Cs.C.ColStride,
-                        Cs.Accumulate),
+  ASSERT_EQ(meshrt_gemm(Dtype, Cs.Batch, Cs.M, Cs.N, Cs.K,
+                        A.data() + Cs.A.Offset, Cs.A.BatchStride,
+                        Cs.A.RowStride, Cs.A.ColStride, B.data() + Cs.B.Offset,
+                        Cs.B.BatchStride, Cs.B.RowStride, Cs.B.ColStride,
+                        C.data() + Cs.C.Offset, Cs.C.BatchStride,
+                        Cs.C.RowStride, Cs.C.ColStride, Cs.Accumulate),
             MESHRT_SUCCESS)
       << meshrt_last_error();
   for (size_t I = 0; I < C.size(); ++I)
@@ -129,16 +129,18 @@ TEST_F(Gemm, Vectors) {
 TEST_F(Gemm, EmptySizes) {
   check<float>({1, 3, 4, 0, {0, 0, 1, 1}, {0, 0, 4, 1}, {0, 0, 4, 1}, false});
   check<float>({1, 3, 4, 0, {0, 0, 1, 1}, {0, 0, 4, 1}, {0, 0, 4, 1}, true});
-  EXPECT_EQ(meshrt_gemm(MESHRT_F32, 1, 0, 4, 4, nullptr, 0, 4, 1, nullptr, 0,
-                        4, 1, nullptr, 0, 4, 1, 0),
+  EXPECT_EQ(meshrt_gemm(MESHRT_F32, 1, 0, 4, 4, nullptr, 0, 4, 1, nullptr, 0, 4,
+                        1, nullptr, 0, 4, 1, 0),
             MESHRT_SUCCESS);
 }
 
 // f16 and bf16: the f32 product of the widened values, rounded once.
 TEST_F(Gemm, HalfFormats) {
   for (meshrt_dtype T : {MESHRT_F16, MESHRT_BF16}) {
-    auto Widen = T == MESHRT_F16 ? meshrt::halfToFloat : meshrt::bfloat16ToFloat;
-    auto Narrow = T == MESHRT_F16 ? meshrt::floatToHalf : meshrt::floatToBFloat16;
+    auto Widen =
+        T == MESHRT_F16 ? meshrt::halfToFloat : meshrt::bfloat16ToFloat;
+    auto Narrow =
+        T == MESHRT_F16 ? meshrt::floatToHalf : meshrt::floatToBFloat16;
     const int64_t M = 3, N = 4, K = 5;
     std::vector<uint16_t> A(M * K), B(N * K), C(M * N);
     for (int64_t I = 0; I < M * K; ++I)
@@ -172,16 +174,37 @@ TEST_F(Gemm, Errors) {
   EXPECT_NE(std::string(meshrt_last_error()).find("negative size"),
             std::string::npos)
       << meshrt_last_error();
-  EXPECT_EQ(meshrt_gemm(MESHRT_F32, 1, 2, 2, 2, nullptr, 0, 2, 1, X, 0, 2, 1,
-                        X, 0, 2, 1, 0),
+  EXPECT_EQ(meshrt_gemm(MESHRT_F32, 1, 2, 2, 2, nullptr, 0, 2, 1, X, 0, 2, 1, X,
+                        0, 2, 1, 0),
             MESHRT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(meshrt_last_error()).find("a is null"),
             std::string::npos);
-  EXPECT_EQ(meshrt_gemm(MESHRT_I32, 1, 2, 2, 2, X, 0, 2, 1, X, 0, 2, 1, X, 0,
-                        2, 1, 0),
+  EXPECT_EQ(meshrt_gemm(MESHRT_I32, 1, 2, 2, 2, X, 0, 2, 1, X, 0, 2, 1, X, 0, 2,
+                        1, 0),
             MESHRT_ERROR_UNSUPPORTED);
   EXPECT_NE(std::string(meshrt_last_error()).find("meshrt_gemm"),
             std::string::npos);
 }
 
+} // namespace
+
+namespace {
+// Run by ctest with MESHRT_BLAS_LIBRARY naming a library that does not
+// exist (runtime.unit.gemm_missing_blas): the first product fails with an
+// error naming it, and so does every later one; nothing crashes.
+TEST(GemmMissingLibrary, ErrorNamesTheLibrary) {
+  const char *Path = std::getenv("MESHRT_BLAS_LIBRARY");
+  if (!Path || std::string(Path).find("no-such-blas") == std::string::npos)
+    GTEST_SKIP() << "needs MESHRT_BLAS_LIBRARY=.../no-such-blas.so";
+  meshrt_set_error_policy(MESHRT_ERRORS_RETURN);
+  float X[4] = {1, 2, 3, 4};
+  for (int I = 0; I < 2; ++I) {
+    EXPECT_EQ(meshrt_gemm(MESHRT_F32, 1, 2, 2, 2, X, 0, 2, 1, X, 0, 2, 1, X, 0,
+                          2, 1, 0),
+              MESHRT_ERROR_BACKEND);
+    std::string Msg = meshrt_last_error();
+    EXPECT_NE(Msg.find("cannot load the BLAS"), std::string::npos) << Msg;
+    EXPECT_NE(Msg.find(Path), std::string::npos) << Msg;
+  }
+}
 } // namespace

@@ -268,6 +268,54 @@ def MeshApproximateMath
   ];
 }
 
+def MeshReductionLoops
+    : Pass<"mesh-reduction-loops", "::mlir::func::FuncOp"> {
+  let summary = "Lowers reductions to loops that carry the accumulator, "
+                "reassociable so that they vectorise";
+  let description = [{
+    A linalg op on buffers whose reduction loops are all inside its parallel
+    loops (a row sum, softmax's max and sum, layer norm's sums, an integer
+    matmul) becomes `scf.for` loops: the parallel ones, a load of each
+    output element, the reduction loops carrying the values as iteration
+    arguments, and one store. `convert-linalg-to-loops` would load and
+    store the output in every iteration, which LLVM cannot move out of the
+    loop when the output and the input may alias, so the loop stayed scalar.
+    The float ops of the body get the `reassoc` fast-math flag, so LLVM's
+    vectoriser may keep partial sums in vector lanes: the result differs
+    from the sequential order by rounding only. Ops whose innermost loop is
+    parallel (a column sum) are left to `convert-linalg-to-loops`: their
+    inner loop is elementwise and vectorises as it is. Indexing maps must
+    be projected permutations (a convolution's are not: it stays).
+
+    ```mlir
+    linalg.generic {indexing_maps = [(i, j) -> (i, j), (i, j) -> (i)],
+                    iterator_types = ["parallel", "reduction"]}
+        ins(%x : memref<64x128xf32>) outs(%sum : memref<64xf32>) {
+    ^bb0(%a: f32, %acc: f32):
+      %s = arith.addf %a, %acc : f32
+      linalg.yield %s : f32
+    }
+    // becomes
+    //   scf.for %i = %c0 to %c64 step %c1 {
+    //     %init = memref.load %sum[%i]
+    //     %r = scf.for %j = %c0 to %c128 step %c1 iter_args(%acc = %init) {
+    //       %a = memref.load %x[%i, %j]
+    //       %s = arith.addf %a, %acc fastmath<reassoc> : f32
+    //       scf.yield %s : f32
+    //     }
+    //     memref.store %r, %sum[%i]
+    //   }
+    ```
+
+    `--mesh-to-llvm` runs it after `mesh-linalg-to-blas` and
+    `mesh-approximate-math`, before `convert-linalg-to-loops`.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 //===----------------------------------------------------------------------===//
 // The device stage of --mesh-to-nvvm
 //===----------------------------------------------------------------------===//

@@ -213,8 +213,8 @@ struct MeshLinalgToBlasPass
       std::string why;
       FailureOr<GemmLoops> loops = matchGemm(op, why);
       if (failed(loops)) {
-        LLVM_DEBUG(llvm::dbgs() << "kept as loops: " << why << ": " << op
-                                << "\n");
+        LLVM_DEBUG(llvm::dbgs()
+                   << "kept as loops: " << why << ": " << op << "\n");
         if (report)
           op->emitRemark() << "kept as loops: " << why;
         return;
@@ -256,9 +256,9 @@ struct MeshLinalgToBlasPass
       auto meta = memref::ExtractStridedMetadataOp::create(b, loc, operands[i]);
       Value base =
           memref::ExtractAlignedPointerAsIndexOp::create(b, loc, operands[i]);
-      Value offsetBytes = arith::MulIOp::create(
-          b, loc, meta.getOffset(),
-          arith::ConstantIndexOp::create(b, loc, bytes));
+      Value offsetBytes =
+          arith::MulIOp::create(b, loc, meta.getOffset(),
+                                arith::ConstantIndexOp::create(b, loc, bytes));
       Value address = arith::AddIOp::create(b, loc, base, offsetBytes);
       pointers[i] = LLVM::IntToPtrOp::create(b, loc, ptrType, toI64(address));
       AffineMap map = maps[i];
@@ -284,17 +284,17 @@ struct MeshLinalgToBlasPass
     Value dtype =
         arith::ConstantIntOp::create(b, loc, i32, *gemmDtype(element));
     Value accumulate = arith::ConstantIntOp::create(b, loc, i32, fill ? 0 : 1);
-    std::string what = ("meshrt_gemm for '" +
-                        op->getName().getStringRef() + "'")
-                           .str();
+    std::string what =
+        ("meshrt_gemm for '" + op->getName().getStringRef() + "'").str();
     functions.callChecked<RuntimeEntry::meshrt_gemm>(
         b, loc, what,
         {dtype, extent(loops.batch), extent(loops.m), extent(loops.n),
-         extent(loops.k), pointers[0], stride(0, 0), stride(0, 1),
-         stride(0, 2), pointers[1], stride(1, 0), stride(1, 1), stride(1, 2),
-         pointers[2], stride(2, 0), stride(2, 1), stride(2, 2), accumulate});
-    LLVM_DEBUG(llvm::dbgs() << "to meshrt_gemm" << (fill ? " (fill folded)" : "")
-                            << ": " << op << "\n");
+         extent(loops.k), pointers[0], stride(0, 0), stride(0, 1), stride(0, 2),
+         pointers[1], stride(1, 0), stride(1, 1), stride(1, 2), pointers[2],
+         stride(2, 0), stride(2, 1), stride(2, 2), accumulate});
+    LLVM_DEBUG(llvm::dbgs()
+               << "to meshrt_gemm" << (fill ? " (fill folded)" : "") << ": "
+               << op << "\n");
     if (fill)
       fill->erase();
     op->erase();
