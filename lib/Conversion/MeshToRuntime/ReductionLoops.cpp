@@ -99,9 +99,9 @@ void lower(linalg::LinalgOp op) {
 
   // The parallel loops, outermost first.
   for (unsigned d = 0; d < numParallel; ++d) {
-    auto loop = scf::ForOp::create(b, loc, value(ranges[d].offset),
-                                   value(ranges[d].size),
-                                   value(ranges[d].stride));
+    auto loop =
+        scf::ForOp::create(b, loc, value(ranges[d].offset),
+                           value(ranges[d].size), value(ranges[d].stride));
     ivs[d] = loop.getInductionVar();
     b.setInsertionPoint(loop.getBody()->getTerminator());
   }
@@ -109,8 +109,7 @@ void lower(linalg::LinalgOp op) {
   SmallVector<Value> accs;
   for (OpOperand &init : op.getDpsInitsMutable())
     accs.push_back(memref::LoadOp::create(
-        b, loc, init.get(),
-        indicesAt(maps[init.getOperandNumber()], ivs)));
+        b, loc, init.get(), indicesAt(maps[init.getOperandNumber()], ivs)));
   // The reduction loops, carrying them.
   SmallVector<scf::ForOp> reductions;
   OpBuilder::InsertPoint afterReductions;
@@ -153,8 +152,7 @@ void lower(linalg::LinalgOp op) {
   // The final values stored once.
   b.restoreInsertionPoint(afterReductions);
   for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable()))
-    memref::StoreOp::create(b, loc, reductions.front().getResult(i),
-                            init.get(),
+    memref::StoreOp::create(b, loc, reductions.front().getResult(i), init.get(),
                             indicesAt(maps[init.getOperandNumber()], ivs));
   op->erase();
 }
