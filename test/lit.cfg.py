@@ -2,6 +2,7 @@
 # lit configuration of the mesh compiler's test suite.
 
 import os
+import platform
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -29,6 +30,10 @@ if config.mesh_has_fuzzer:
     tools.append("mesh-fuzz")
     config.available_features.add("fuzzer")
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# mesh-compile's --cpu default and its start-up check are x86-64 only.
+if platform.machine() == "x86_64":
+    config.available_features.add("x86_64")
 
 # The CUDA toolkit of --mesh-to-nvvm (same search as its cuda-path option:
 # $CUDA_HOME, else /usr/local/cuda). Tests that run ptxas (directly, or
