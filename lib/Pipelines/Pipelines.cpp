@@ -45,6 +45,8 @@ void mlir::mesh::addBufferizationAndRuntimeCalls(
   if (fuseElementwise)
     pm.addNestedPass<func::FuncOp>(createMeshFuseElementwise());
   pm.addPass(createCanonicalizerPass());
+  // One tensor.empty per use: shared ones make the analysis cubic.
+  pm.addNestedPass<func::FuncOp>(createMeshSplitEmptyTensors());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
