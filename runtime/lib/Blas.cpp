@@ -219,6 +219,21 @@ void callGemv(bool RowMajor, bool Trans, int64_t M, int64_t N, const T *A,
 
 bool blasInt(int64_t V) { return V >= -kMaxBlasInt && V <= kMaxBlasInt; }
 
+/// Y = op(X) V with op the transpose when `Trans`, if the library can read X
+/// as it is and both increments are non-zero 32-bit values; false if not.
+template <typename T>
+bool gemvIfUsable(const Matrix<const T> &X, bool Trans, const T *V,
+                  int64_t IncV, T Beta, T *Y, int64_t IncY) {
+  if (IncV == 0 || IncY == 0 || !blasInt(IncV) || !blasInt(IncY))
+    return false;
+  Layout L = layoutOf(X);
+  if (!L.Usable)
+    return false;
+  callGemv<T>(L.RowMajor, Trans, X.Rows, X.Cols, X.Data, L.Ld, V, IncV, Beta, Y,
+              IncY);
+  return true;
+}
+
 /// C = A * B (+ C) for one batch entry, T = float or double.
 template <typename T>
 void gemmOne(Matrix<const T> A, Matrix<const T> B, Matrix<T> C,
@@ -233,26 +248,15 @@ void gemmOne(Matrix<const T> A, Matrix<const T> B, Matrix<T> C,
     return;
   }
 
-  // Matrix-vector products: the vector may have any non-zero stride.
-  if (N == 1 && M > 1 && B.RowStride != 0 && C.RowStride != 0 &&
-      blasInt(B.RowStride) && blasInt(C.RowStride)) {
-    Layout LA = layoutOf(A);
-    if (LA.Usable) {
-      callGemv<T>(LA.RowMajor, false, M, K, A.Data, LA.Ld, B.Data, B.RowStride,
-                  Beta, C.Data, C.RowStride);
-      return;
-    }
-  }
-  if (M == 1 && N > 1 && A.ColStride != 0 && C.ColStride != 0 &&
-      blasInt(A.ColStride) && blasInt(C.ColStride)) {
-    Layout LB = layoutOf(B);
-    if (LB.Usable) {
-      // y[n] = sum_k B[k, n] x[k]: B transposed times x.
-      callGemv<T>(LB.RowMajor, true, K, N, B.Data, LB.Ld, A.Data, A.ColStride,
-                  Beta, C.Data, C.ColStride);
-      return;
-    }
-  }
+  // Matrix-vector products (n = 1: y = A x; m = 1: y = B^T x): the vectors
+  // may have any non-zero stride.
+  if ((N == 1 && M > 1 &&
+       gemvIfUsable<T>(A, false, B.Data, B.RowStride, Beta, C.Data,
+                       C.RowStride)) ||
+      (M == 1 && N > 1 &&
+       gemvIfUsable<T>(B, true, A.Data, A.ColStride, Beta, C.Data,
+                       C.ColStride)))
+    return;
 
   // C in a layout the library writes, else a packed copy written back.
   Layout LC = layoutOf(C);

@@ -91,6 +91,10 @@ constexpr std::optional<RuntimeEntry> getStreamOrderedTwin(RuntimeEntry entry) {
   }
 }
 
+/// The runtime's dtype (meshrt_dtype) for the element type `type`, if it
+/// has one.
+std::optional<int32_t> getRuntimeDtype(Type type);
+
 /// The LLVM function type of `entry`, derived from its C declaration
 /// (pointers are !llvm.ptr, integers and enums iN of their size).
 LLVM::LLVMFunctionType getRuntimeEntryType(MLIRContext *ctx,

@@ -49,17 +49,10 @@ struct GemmLoops {
   unsigned k;
 };
 
-/// The runtime dtype of a float element type meshrt_gemm takes.
+/// The runtime dtype of a float element type meshrt_gemm takes (f16, bf16,
+/// f32, f64: the float types the runtime has).
 std::optional<int32_t> gemmDtype(Type t) {
-  if (t.isF32())
-    return MESHRT_F32;
-  if (t.isF64())
-    return MESHRT_F64;
-  if (t.isF16())
-    return MESHRT_F16;
-  if (t.isBF16())
-    return MESHRT_BF16;
-  return std::nullopt;
+  return isa<FloatType>(t) ? getRuntimeDtype(t) : std::nullopt;
 }
 
 /// Whether `body` is `yield(out + a * b)` with a, b the two inputs (either

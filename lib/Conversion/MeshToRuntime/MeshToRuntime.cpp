@@ -45,29 +45,6 @@ using namespace mlir::mesh;
 
 namespace {
 
-/// The runtime's dtype for `type`, if it has one.
-std::optional<int32_t> getRuntimeDtype(Type type) {
-  if (type.isF16())
-    return MESHRT_F16;
-  if (type.isBF16())
-    return MESHRT_BF16;
-  if (type.isF32())
-    return MESHRT_F32;
-  if (type.isF64())
-    return MESHRT_F64;
-  if (type.isIndex())
-    return MESHRT_I64; // index buffers lower to 64-bit elements.
-  if (auto i = dyn_cast<IntegerType>(type)) {
-    if (i.getWidth() == 8)
-      return i.isUnsigned() ? MESHRT_U8 : MESHRT_I8;
-    if (i.getWidth() == 32 && !i.isUnsigned())
-      return MESHRT_I32;
-    if (i.getWidth() == 64 && !i.isUnsigned())
-      return MESHRT_I64;
-  }
-  return std::nullopt;
-}
-
 // The reduction kinds are numbered as meshrt_reduce_op.
 static_assert(int(ReductionKind::Sum) == MESHRT_SUM &&
                   int(ReductionKind::Prod) == MESHRT_PROD &&

@@ -6,8 +6,8 @@
 // those destinations as the same buffer and analyses each pair of writes for
 // conflicts: on a 48-layer GPT stack it took 17.5 of the pipeline's 20 s,
 // growing with the cube of the layers. Giving each use its own
-// tensor.empty, created just before the user (the shared one is erased), changes nothing in the
-// program's meaning and leaves the analysis linear.
+// tensor.empty, created just before the user (the shared one is erased),
+// changes nothing in the program's meaning and leaves the analysis linear.
 //
 //===----------------------------------------------------------------------===//
 

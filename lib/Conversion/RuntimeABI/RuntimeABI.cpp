@@ -147,3 +147,25 @@ void RuntimeFunctions::callChecked(OpBuilder &b, Location loc,
   Value status = LLVM::CallOp::create(b, loc, get(b, entry), args).getResult();
   emitStatusCheck(b, loc, status, what);
 }
+
+std::optional<int32_t> mlir::mesh::getRuntimeDtype(Type type) {
+  if (type.isF16())
+    return MESHRT_F16;
+  if (type.isBF16())
+    return MESHRT_BF16;
+  if (type.isF32())
+    return MESHRT_F32;
+  if (type.isF64())
+    return MESHRT_F64;
+  if (type.isIndex())
+    return MESHRT_I64; // index buffers lower to 64-bit elements.
+  if (auto i = dyn_cast<IntegerType>(type)) {
+    if (i.getWidth() == 8)
+      return i.isUnsigned() ? MESHRT_U8 : MESHRT_I8;
+    if (i.getWidth() == 32 && !i.isUnsigned())
+      return MESHRT_I32;
+    if (i.getWidth() == 64 && !i.isUnsigned())
+      return MESHRT_I64;
+  }
+  return std::nullopt;
+}
