@@ -220,11 +220,13 @@ void callGemv(bool RowMajor, bool Trans, int64_t M, int64_t N, const T *A,
 bool blasInt(int64_t V) { return V >= -kMaxBlasInt && V <= kMaxBlasInt; }
 
 /// Y = op(X) V with op the transpose when `Trans`, if the library can read X
-/// as it is and both increments are non-zero 32-bit values; false if not.
+/// as it is and both increments are positive 32-bit values; false if not
+/// (CBLAS takes a vector with a negative increment by its lowest address,
+/// not by its element 0: such vectors go to the packing path).
 template <typename T>
 bool gemvIfUsable(const Matrix<const T> &X, bool Trans, const T *V,
                   int64_t IncV, T Beta, T *Y, int64_t IncY) {
-  if (IncV == 0 || IncY == 0 || !blasInt(IncV) || !blasInt(IncY))
+  if (IncV <= 0 || IncY <= 0 || !blasInt(IncV) || !blasInt(IncY))
     return false;
   Layout L = layoutOf(X);
   if (!L.Usable)

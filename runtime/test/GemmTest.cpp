@@ -122,6 +122,11 @@ TEST_F(Gemm, Vectors) {
   check<double>({1, 1, 1, 9, {0, 0, 0, 1}, {0, 0, 2, 0}, {0, 0, 0, 0}, true},
                 MESHRT_F64);
   check<float>({1, 1, 1, 9, {0, 0, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 0}, false});
+  // Vectors read or written backwards (negative increments).
+  check<float>({1, 6, 1, 5, {0, 0, 5, 1}, {4, 0, -1, 0}, {0, 0, 1, 0}, true});
+  check<float>({1, 6, 1, 5, {0, 0, 5, 1}, {0, 0, 1, 0}, {5, 0, -1, 0}, true});
+  check<float>({1, 1, 6, 5, {4, 0, 0, -1}, {0, 0, 6, 1}, {0, 0, 0, 1}, false});
+  check<float>({1, 1, 6, 5, {0, 0, 0, 1}, {0, 0, 6, 1}, {10, 0, 0, -2}, true});
 }
 
 // Empty products: k = 0 overwrites with zeros or leaves C; m = 0 touches

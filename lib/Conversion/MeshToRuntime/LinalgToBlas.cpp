@@ -95,6 +95,8 @@ FailureOr<GemmLoops> matchGemm(linalg::LinalgOp op, std::string &why) {
       return fail("an operand is not a buffer");
     if (type.getMemorySpace())
       return fail("a buffer in another memory space");
+    if (!type.isStrided())
+      return fail("a buffer whose layout is not strided");
     types.push_back(type);
   }
   Type element = types[2].getElementType();
@@ -120,6 +122,11 @@ FailureOr<GemmLoops> matchGemm(linalg::LinalgOp op, std::string &why) {
   if (dims->batch.size() + dims->m.size() + dims->n.size() + 1 !=
       op.getNumLoops())
     return fail("a loop that is neither batch, m, n nor k");
+  // A reduction loop that also indexes the output makes an elementwise
+  // product, not a contraction.
+  if (op.getMatchingIndexingMap(op.getDpsInitOperand(0))
+          .isFunctionOfDim(dims->k[0]))
+    return fail("the k loop indexes the output");
   // Each operand indexes each of its loops once, by a plain dim.
   for (AffineMap map : op.getIndexingMapsArray())
     if (!map.isProjectedPermutation(/*allowZeroInResults=*/false))
@@ -142,9 +149,16 @@ Value rootOf(Value v) {
   return v;
 }
 
+/// Whether `v` is a buffer this function allocates: nothing made before its
+/// allocation can alias it.
+bool isAllocation(Value v) {
+  return v.getDefiningOp<memref::AllocOp>() ||
+         v.getDefiningOp<memref::AllocaOp>();
+}
+
 /// Whether `op` may touch the buffer `root` (an allocation of this
-/// function): it has effects on a value with the same root, or effects it
-/// does not say on what.
+/// function): it has effects on a value that is not provably another
+/// allocation, or effects it does not say on what.
 bool mayTouch(Operation *op, Value root) {
   if (isMemoryEffectFree(op))
     return false;
@@ -158,7 +172,9 @@ bool mayTouch(Operation *op, Value root) {
     if (!value)
       return true;
     Value other = rootOf(value);
-    if (other == root || isa<BlockArgument>(other))
+    // A select, a call result or a cast pointer may be `root` under
+    // another name: only another allocation is known apart.
+    if (other == root || !isAllocation(other))
       return true;
   }
   return false;
@@ -166,11 +182,11 @@ bool mayTouch(Operation *op, Value root) {
 
 /// The linalg.fill of +0.0 into exactly `out` that the product may
 /// replace: an earlier op of the same block, with nothing in between that
-/// may touch `out`'s buffer.
+/// may touch `out`'s buffer, which this function allocates (an argument or
+/// any other value may alias anything).
 linalg::FillOp foldableZeroFill(Operation *product, Value out) {
   Value root = rootOf(out);
-  // Only a buffer of this function: an argument may alias anything.
-  if (isa<BlockArgument>(root))
+  if (!isAllocation(root))
     return nullptr;
   for (Operation *op = product->getPrevNode(); op; op = op->getPrevNode()) {
     if (auto fill = dyn_cast<linalg::FillOp>(op)) {

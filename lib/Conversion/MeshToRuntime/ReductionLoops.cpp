@@ -30,6 +30,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir {
 namespace mesh {
@@ -42,9 +43,19 @@ using namespace mlir;
 
 namespace {
 
+/// The root buffer of a view chain.
+Value rootOf(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
 /// Whether `op` is lowered here: on buffers, every indexing map a projected
-/// permutation, at least one reduction loop, and all reduction loops after
-/// all parallel ones.
+/// permutation, at least one reduction loop, all reduction loops after all
+/// parallel ones, outputs indexed by parallel loops only, and each output a
+/// buffer this function allocates that no input is a view of (the
+/// accumulator lives in a register until the final store, so an input that
+/// aliased the output would read stale values).
 bool lowersHere(linalg::LinalgOp op) {
   if (!op.hasPureBufferSemantics() || op.getNumReductionLoops() == 0 ||
       op->getNumRegions() != 1 || op->getNumResults() != 0)
@@ -63,6 +74,19 @@ bool lowersHere(linalg::LinalgOp op) {
   for (OpOperand &operand : op->getOpOperands())
     if (!isa<MemRefType>(operand.get().getType()))
       return false;
+  unsigned numParallel = op.getNumParallelLoops();
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    for (AffineExpr e : op.getMatchingIndexingMap(&init).getResults())
+      if (cast<AffineDimExpr>(e).getPosition() >= numParallel)
+        return false;
+    Value root = rootOf(init.get());
+    if (!root.getDefiningOp<memref::AllocOp>() &&
+        !root.getDefiningOp<memref::AllocaOp>())
+      return false;
+    for (OpOperand *input : op.getDpsInputOperands())
+      if (rootOf(input->get()) == root)
+        return false;
+  }
   return true;
 }
 

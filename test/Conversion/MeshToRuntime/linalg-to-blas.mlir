@@ -160,3 +160,44 @@ func.func @kept(%ai: memref<4x4xi32>, %ci: memref<4x4xi32>, %ah: memref<4x4xf16>
 // CHECK-LABEL: func.func @kept
 // CHECK-NOT: meshrt_gemm
 // CHECK: return
+
+// -----
+
+// A buffer with a layout that is no strided one (an affine map with a
+// modulo) cannot give its strides: kept.
+func.func @not_strided(%a: memref<4x4xf32, affine_map<(i, j) -> (i, j mod 2)>>, %b: memref<4x4xf32>, %c: memref<4x4xf32>) {
+  // expected-remark @below {{kept as loops: a buffer whose layout is not strided}}
+  linalg.matmul ins(%a, %b : memref<4x4xf32, affine_map<(i, j) -> (i, j mod 2)>>, memref<4x4xf32>) outs(%c : memref<4x4xf32>)
+  return
+}
+// CHECK-LABEL: func.func @not_strided
+// CHECK: linalg.matmul
+
+// -----
+
+// A fill is not folded when a value that may be the output under another
+// name (a select of it) is written in between; a reduction loop that also
+// indexes the output is an elementwise product, not a GEMM.
+// CHECK-LABEL: func.func @aliases_and_k_in_output
+// CHECK: linalg.fill
+// CHECK: linalg.fill
+// CHECK: llvm.call @meshrt_gemm({{.*}}, %[[ACC:.*]]) :
+// CHECK: linalg.generic
+func.func @aliases_and_k_in_output(%p: i1, %a: memref<4x4xf32>, %d: memref<4x4xf32>, %v: memref<4xf32>) -> memref<4x4xf32> {
+  %z = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %c = memref.alloc() : memref<4x4xf32>
+  linalg.fill ins(%z : f32) outs(%c : memref<4x4xf32>)
+  %s = arith.select %p, %c, %d : memref<4x4xf32>
+  linalg.fill ins(%one : f32) outs(%s : memref<4x4xf32>)
+  linalg.matmul ins(%a, %a : memref<4x4xf32>, memref<4x4xf32>) outs(%c : memref<4x4xf32>)
+  // expected-remark @below {{kept as loops: the k loop indexes the output}}
+  linalg.generic {indexing_maps = [affine_map<(m, k) -> (m, k)>, affine_map<(m, k) -> (k)>, affine_map<(m, k) -> (m, k)>], iterator_types = ["parallel", "reduction"]}
+    ins(%a, %v : memref<4x4xf32>, memref<4xf32>) outs(%c : memref<4x4xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %m = arith.mulf %x, %y : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  }
+  return %c : memref<4x4xf32>
+}
