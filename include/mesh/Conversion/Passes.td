@@ -201,14 +201,17 @@ def MeshLinalgToBlas : Pass<"mesh-linalg-to-blas", "::mlir::ModuleOp"> {
     need no copy in the program; the runtime hands row- and column-major
     operands to the library as they are and packs any other layout first.
 
-    A `linalg.fill` of +0.0 into the product's output buffer, earlier in the
-    same block with nothing in between that may touch that buffer (a
-    function argument may alias anything, so its fills stay), is folded into
-    the call: the library then overwrites the output instead of adding to
-    it.
+    A `linalg.fill` of +0.0 into the product's output buffer, when that
+    buffer is an allocation of the function and the fill comes earlier in
+    the same block with nothing in between that may touch it (only another
+    allocation is known apart: an argument, a select or a call result may
+    be the same buffer), is folded into the call: the library then
+    overwrites the output instead of adding to it.
 
     Everything else stays as it is: integer products (the BLAS has none),
-    mixed element types, several m, n or k loops, a body that does more.
+    mixed element types, several m, n or k loops, a k loop that also
+    indexes the output (an elementwise product), a buffer whose layout is
+    not strided, a body that does more.
     With `report`, each contraction-like op that is kept says why in a
     remark; `-debug-only=mesh-linalg-to-blas` prints the same and each
     rewrite.
@@ -314,7 +317,12 @@ def MeshReductionLoops
     from the sequential order by rounding only. Ops whose innermost loop is
     parallel (a column sum) are left to `convert-linalg-to-loops`: their
     inner loop is elementwise and vectorises as it is. Indexing maps must
-    be projected permutations (a convolution's are not: it stays).
+    be projected permutations (a convolution's are not: it stays), the
+    outputs indexed by parallel loops only, and each output a buffer the
+    function allocates that no input is a view of: the accumulator stays in
+    a register until the final store, so an input that aliased the output
+    would read stale values (an output that is an argument may be aliased
+    by an input argument, so it stays too).
 
     ```mlir
     linalg.generic {indexing_maps = [(i, j) -> (i, j), (i, j) -> (i)],
