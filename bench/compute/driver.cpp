@@ -140,8 +140,8 @@ int main(int argc, char **argv) {
   std::sort(times.begin(), times.end());
   double median = times[times.size() / 2];
   if (!Quiet)
-    std::printf("%s %.6e %.3f %s\n", k->name, median,
-                k->work / median / 1e9, k->unit);
+    std::printf("%s %.6e %.3f %s\n", k->name, median, k->work / median / 1e9,
+                k->unit);
   if (argc > 3) {
     FILE *f = std::fopen(argv[3], "wb");
     const float *res = reinterpret_cast<const float *>(out[1]) + out[2];
