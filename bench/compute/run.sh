@@ -17,29 +17,13 @@
 # -march=native, in driver.cpp). Prints per kernel the median over rounds of each one's rate
 # and of the per-round ratio ours / best peer.
 # Usage: bench/compute/run.sh [KERNEL...]   (env: ROUNDS=5 CALLS=7 BUILD_DIR KEEP=dir)
-set -euo pipefail
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-BUILD=${BUILD_DIR:-$ROOT/build}
-ROUNDS=${ROUNDS:-5} CALLS=${CALLS:-7}
-PY=/usr/bin/python3
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-# The peers, from Debian (the bench's requirements, not the tests').
-if ! "$PY" -c "import numpy, torch" 2>/dev/null; then
-  SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
-  $SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q \
-    --no-install-recommends python3-numpy python3-torch
-  "$PY" -c "import numpy, torch" || { echo "bench/compute: numpy and torch are needed" >&2; exit 1; }
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 W=${KEEP:-$(mktemp -d)}
 mkdir -p "$W"
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$W"' EXIT
 "$PY" "$HERE/gen.py" "$W/kernels.mlir" "$W/kernels.json" "$W/kernels.inc"
 "$BUILD/bin/mesh-compile" -c "$W/kernels.mlir" -o "$W/kernels.o"
-MLIR_LIB=$(dirname "$(readlink -f "$(command -v mlir-translate-22 2>/dev/null || echo /usr/lib/llvm-22/bin/mlir-translate)")")/../lib
-clang++-22 -O3 -march=native -std=c++17 -I"$W" "$HERE/driver.cpp" "$W/kernels.o" -o "$W/compute-bench" \
-  -L"$BUILD/lib" -lmeshrt -Wl,-rpath,"$BUILD/lib" -L"$MLIR_LIB" -lmlir_c_runner_utils \
-  -Wl,-rpath,"$MLIR_LIB" -lm
+link_driver "$W/compute-bench" "$W" "$W/kernels.o"
 if [ $# -gt 0 ]; then KERNELS=("$@"); else
   mapfile -t KERNELS < <("$PY" -c "import json,sys; print('\n'.join(k['name'] for k in json.load(open(sys.argv[1]))))" "$W/kernels.json")
 fi

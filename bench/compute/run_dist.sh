@@ -9,21 +9,12 @@
 # The plans' numbers are checked elsewhere (ctest exec.gpt_*: the partitioned
 # block against the unannotated one on 8 ranks); here only time is measured.
 # Usage: bench/compute/run_dist.sh   (env: ROUNDS=5 CALLS=7 BUILD_DIR)
-set -euo pipefail
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-BUILD=${BUILD_DIR:-$ROOT/build}
-ROUNDS=${ROUNDS:-5} CALLS=${CALLS:-7}
-PY=/usr/bin/python3
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 "$PY" "$HERE/gen_dist.py" "$W/dist.mlir" "$W/kernels.inc"
 "$BUILD/bin/mesh-compile" -c "$W/dist.mlir" -o "$W/dist.o"
-MLIR_LIB=/usr/lib/llvm-22/lib
-clang++-22 -O3 -march=native -std=c++17 -DMESH_DIST -I"$W" "$HERE/driver.cpp" "$W/dist.o" \
-  -o "$W/bench-dist" -L"$BUILD/lib" -lmeshrt -Wl,-rpath,"$BUILD/lib" \
-  -L"$MLIR_LIB" -lmlir_c_runner_utils -Wl,-rpath,"$MLIR_LIB" -lm
+link_driver "$W/bench-dist" "$W" "$W/dist.o" -DMESH_DIST
 : > "$W/times"
 for r in $(seq 1 "$ROUNDS"); do
   for plan in dp tp; do
