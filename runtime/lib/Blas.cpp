@@ -1,7 +1,7 @@
 //===- Blas.cpp - Contractions of compiled code through a CBLAS -----------===//
 //
 // meshrt_gemm: C[b] = A[b] * B[b] (+ C[b]) over strided operands, computed by
-// the CBLAS libmeshrt links (OpenBLAS from Debian; docs/performance.md says
+// the CBLAS libmeshrt loads (OpenBLAS from Debian; docs/compiling.md says
 // why). The compiler's mesh-linalg-to-blas pass turns the contractions of a
 // host program into calls of it.
 //

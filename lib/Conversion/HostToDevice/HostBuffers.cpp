@@ -11,6 +11,7 @@
 #include "mesh/Conversion/Passes.h"
 #include "mesh/Dialect/Mesh/IR/MeshDialect.h"
 
+#include "mesh/Conversion/BufferRoots.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
@@ -129,8 +130,7 @@ bool HostBufferAnalysis::usedOnHostOnly(Value buffer, Uses &uses) {
 }
 
 bool HostBufferAnalysis::isCandidate(Value value) const {
-  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
-    value = view.getViewSource();
+  value = mesh::getViewRoot(value);
   if (Operation *def = value.getDefiningOp())
     return allocs.count(def);
   auto arg = cast<BlockArgument>(value);

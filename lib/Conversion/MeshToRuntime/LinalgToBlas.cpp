@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mesh/Conversion/BufferRoots.h"
 #include "mesh/Conversion/Passes.h"
 #include "mesh/Conversion/RuntimeABI.h"
 
@@ -23,7 +24,6 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 
 #include "llvm/Support/Debug.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -142,20 +142,6 @@ FailureOr<GemmLoops> matchGemm(linalg::LinalgOp op, std::string &why) {
   return loops;
 }
 
-/// The root buffer of a view chain.
-Value rootOf(Value v) {
-  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
-    v = view.getViewSource();
-  return v;
-}
-
-/// Whether `v` is a buffer this function allocates: nothing made before its
-/// allocation can alias it.
-bool isAllocation(Value v) {
-  return v.getDefiningOp<memref::AllocOp>() ||
-         v.getDefiningOp<memref::AllocaOp>();
-}
-
 /// Whether `op` may touch the buffer `root` (an allocation of this
 /// function): it has effects on a value that is not provably another
 /// allocation, or effects it does not say on what.
@@ -171,7 +157,7 @@ bool mayTouch(Operation *op, Value root) {
     Value value = effect.getValue();
     if (!value)
       return true;
-    Value other = rootOf(value);
+    Value other = getViewRoot(value);
     // A select, a call result or a cast pointer may be `root` under
     // another name: only another allocation is known apart.
     if (other == root || !isAllocation(other))
@@ -185,7 +171,7 @@ bool mayTouch(Operation *op, Value root) {
 /// may touch `out`'s buffer, which this function allocates (an argument or
 /// any other value may alias anything).
 linalg::FillOp foldableZeroFill(Operation *product, Value out) {
-  Value root = rootOf(out);
+  Value root = getViewRoot(out);
   if (!isAllocation(root))
     return nullptr;
   for (Operation *op = product->getPrevNode(); op; op = op->getPrevNode()) {

@@ -22,6 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mesh/Conversion/BufferRoots.h"
 #include "mesh/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -30,7 +31,6 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir {
 namespace mesh {
@@ -40,15 +40,9 @@ namespace mesh {
 } // namespace mlir
 
 using namespace mlir;
+using namespace mlir::mesh;
 
 namespace {
-
-/// The root buffer of a view chain.
-Value rootOf(Value v) {
-  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
-    v = view.getViewSource();
-  return v;
-}
 
 /// Whether `op` is lowered here: on buffers, every indexing map a projected
 /// permutation, at least one reduction loop, all reduction loops after all
@@ -79,12 +73,11 @@ bool lowersHere(linalg::LinalgOp op) {
     for (AffineExpr e : op.getMatchingIndexingMap(&init).getResults())
       if (cast<AffineDimExpr>(e).getPosition() >= numParallel)
         return false;
-    Value root = rootOf(init.get());
-    if (!root.getDefiningOp<memref::AllocOp>() &&
-        !root.getDefiningOp<memref::AllocaOp>())
+    Value root = getViewRoot(init.get());
+    if (!isAllocation(root))
       return false;
     for (OpOperand *input : op.getDpsInputOperands())
-      if (rootOf(input->get()) == root)
+      if (getViewRoot(input->get()) == root)
         return false;
   }
   return true;

@@ -446,15 +446,15 @@ MESHRT_API meshrt_status meshrt_recv(void *recv, int64_t count,
                                      int64_t tag);
 
 /* ---- Contractions -------------------------------------------------------
- * Dense products computed by the CBLAS libmeshrt links (OpenBLAS), for the
- * contractions of compiled host code (the mesh-linalg-to-blas pass). Needs no
- * meshrt_init. Strides are in elements and may be anything, 0 included: the
- * library reads row-major and column-major operands as they are, and the
- * call copies any other operand into a packed buffer first (thread-local,
- * reused across calls). f16 and bf16 are widened to f32 around an sgemm and
- * the result rounded once. One BLAS thread per process unless
- * MESHRT_BLAS_THREADS=n (or the library's own variable, such as
- * OPENBLAS_NUM_THREADS) says otherwise. A negative size, a null buffer with
+ * Dense products computed by the CBLAS libmeshrt loads (OpenBLAS, with
+ * dlopen at the first product), for the contractions of compiled host code
+ * (the mesh-linalg-to-blas pass). Needs no meshrt_init. Strides are in
+ * elements and may be anything, 0 included: the library reads row-major and
+ * column-major operands as they are, and the call copies any other operand into
+ * a packed buffer first (thread-local, reused across calls). f16 and bf16 are
+ * widened to f32 around an sgemm and the result rounded once. One BLAS thread
+ * per process unless MESHRT_BLAS_THREADS=n (or the library's own variable, such
+ * as OPENBLAS_NUM_THREADS) says otherwise. A negative size, a null buffer with
  * a non-empty product, or a dtype other than f16/bf16/f32/f64 is an error.
  * ------------------------------------------------------------------------ */
 
