@@ -1,0 +1,25 @@
+// RUN: mesh-opt %s --mesh-to-llvm | FileCheck %s --check-prefix=BLAS
+// RUN: mesh-opt %s --mesh-to-llvm=blas=false | FileCheck %s --check-prefix=LOOPS
+
+// --mesh-to-llvm computes a tensor matmul with the runtime's BLAS GEMM, the
+// fill of its zero accumulator folded into the call; blas=false keeps the
+// loops (and the fill).
+// The fill leaves no store behind (the call overwrites), and no loop
+// multiplies.
+// BLAS-LABEL: llvm.func @mm
+// BLAS-NOT: llvm.store
+// BLAS: llvm.call @meshrt_gemm
+// BLAS-NOT: llvm.store
+// BLAS-NOT: llvm.fmul
+// LOOPS-LABEL: llvm.func @mm
+// LOOPS-NOT: meshrt_gemm
+// LOOPS: llvm.store
+// LOOPS: llvm.fmul
+// LOOPS: llvm.fadd
+func.func @mm(%a: tensor<8x16xf32>, %b: tensor<16x4xf32>) -> tensor<8x4xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x4xf32>) outs(%f : tensor<8x4xf32>) -> tensor<8x4xf32>
+  return %m : tensor<8x4xf32>
+}
