@@ -43,7 +43,8 @@ static void addHostStage(OpPassManager &pm,
   mesh::addBufferizationAndRuntimeCalls(
       pm, options.partition, options.writableArguments, options.initSymbol,
       options.finiSymbol, options.initInMain,
-      /*onStream=*/!options.hostKernels, /*fuseElementwise=*/false);
+      /*onStream=*/!options.hostKernels, /*fuseElementwise=*/false,
+      /*loopBuffers=*/false);
   // bufferization.clone to memref.alloc + memref.copy, which the device
   // stage turns into gpu.alloc + gpu.memcpy.
   pm.addPass(createConvertBufferizationToMemRefPass());

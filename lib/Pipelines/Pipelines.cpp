@@ -24,7 +24,7 @@ using namespace mlir;
 void mlir::mesh::addBufferizationAndRuntimeCalls(
     OpPassManager &pm, bool partition, bool writableArguments,
     StringRef initSymbol, StringRef finiSymbol, bool initInMain, bool onStream,
-    bool fuseElementwise) {
+    bool fuseElementwise, bool loopBuffers) {
   // A global program is partitioned first, never compiled whole for every
   // device.
   if (partition)
@@ -35,6 +35,10 @@ void mlir::mesh::addBufferizationAndRuntimeCalls(
   prepare.writableArguments = writableArguments;
   prepare.freesBuffers = true;
   pm.addPass(createPrepareForBufferization(prepare));
+  // A loop's step written as a call: inlined, so that the rewrites below see
+  // its buffers.
+  if (loopBuffers)
+    pm.addPass(createMeshInlineLoopCalls());
 
   // Tensors: elementwise arith/math to linalg, chains of elementwise linalg
   // ops fused into one loop nest (no buffer for each intermediate, one pass
@@ -45,8 +49,15 @@ void mlir::mesh::addBufferizationAndRuntimeCalls(
   if (fuseElementwise)
     pm.addNestedPass<func::FuncOp>(createMeshFuseElementwise());
   pm.addPass(createCanonicalizerPass());
+  // Loops carry padded blocks; pads fill their border only.
+  if (loopBuffers)
+    pm.addNestedPass<func::FuncOp>(createMeshPadInPlace());
   // One tensor.empty per use: shared ones make the analysis cubic.
   pm.addNestedPass<func::FuncOp>(createMeshSplitEmptyTensors());
+  // A value inserted into a bigger tensor (a pad's interior) is computed in
+  // place there, not in a buffer of its own that is then copied.
+  if (loopBuffers)
+    pm.addPass(bufferization::createEmptyTensorEliminationPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
@@ -54,6 +65,9 @@ void mlir::mesh::addBufferizationAndRuntimeCalls(
   // A loop may carry a collective's result (a new buffer each iteration).
   bufferize.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // A loop that makes its carried buffer per iteration alternates two.
+  if (loopBuffers)
+    pm.addNestedPass<func::FuncOp>(createMeshDoubleBufferLoops());
 
   // Deallocation runs while collectives are still ops: their results carry
   // an Allocate effect, so they get freed like any allocation. The conversion
@@ -83,7 +97,10 @@ void mlir::mesh::buildMeshToLLVMPipeline(OpPassManager &pm,
   addBufferizationAndRuntimeCalls(
       pm, options.partition, options.writableArguments, options.initSymbol,
       options.finiSymbol, options.initInMain, /*onStream=*/false,
-      /*fuseElementwise=*/true);
+      /*fuseElementwise=*/true, /*loopBuffers=*/true);
+  // Buffers an iteration allocates and frees (temporaries, collectives'
+  // results and staging) allocated once around the loop.
+  pm.addNestedPass<func::FuncOp>(createMeshHoistLoopBuffers());
   // Contractions to BLAS calls, before the other linalg ops become loops.
   if (options.blas)
     pm.addPass(createMeshLinalgToBlas());

@@ -270,6 +270,155 @@ def MeshSplitEmptyTensors
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
 
+def MeshInlineLoopCalls
+    : Pass<"mesh-inline-loop-calls", "::mlir::ModuleOp"> {
+  let summary = "Inlines the calls made inside loops, before bufferization";
+  let description = [{
+    Each `func.call` inside a loop (`scf.for`, `scf.while`) of a function
+    with a one-block body is replaced by that body; the callee stays (it may
+    be public). A time-stepping loop written as a call of its step then
+    shows the step's buffers to `mesh-pad-in-place`,
+    `mesh-double-buffer-loops` and `mesh-hoist-loop-buffers`, which remove
+    the allocations of each iteration; across a call boundary each call
+    would allocate its results. Calls that the inlined bodies bring into
+    loops are inlined too, up to 16 rounds (a recursion through loops
+    stops there, as calls). Both compile pipelines run it right after
+    partitioning.
+
+    ```mlir
+    func.func @step(%u: tensor<8xf32>) -> tensor<8xf32> {
+      %v = arith.addf %u, %u : tensor<8xf32>
+      return %v : tensor<8xf32>
+    }
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%u = %u0) -> (tensor<8xf32>) {
+      %v = func.call @step(%u) : (tensor<8xf32>) -> tensor<8xf32>
+      scf.yield %v : tensor<8xf32>
+    }
+    // becomes
+    //   %r = scf.for ... iter_args(%u = %u0) -> (tensor<8xf32>) {
+    //     %v = arith.addf %u, %u : tensor<8xf32>
+    //     scf.yield %v : tensor<8xf32>
+    //   }
+    ```
+  }];
+}
+
+def MeshPadInPlace : Pass<"mesh-pad-in-place", "::mlir::func::FuncOp"> {
+  let summary = "Carries padded blocks through loops and fills only a pad's "
+                "border";
+  let description = [{
+    Two rewrites on tensors, before bufferization, for stencils and halos:
+
+    - An `scf.for` whose iteration argument is used only by one
+      `tensor.pad` (static pads, a padding value from outside the loop) in
+      the loop's body carries the padded tensor instead: the initial value
+      is padded once before the loop, each iteration yields the pad of its
+      result, the body reads the carried block, and the loop's users get its
+      interior (`tensor.extract_slice`). The program means the same.
+    - Every `tensor.pad` with static pads and shapes and a padding value
+      that does not depend on the position becomes a `tensor.empty`, one
+      `linalg.fill` of each border strip (the 2 x rank strips cover the
+      border once) and the source inserted into the interior
+      (`tensor.insert_slice`). Bufferized, the block is no longer filled
+      whole and then overwritten; with `eliminate-empty-tensors`, the op
+      that computes the source writes straight into the interior.
+
+    Together, a Jacobi step's result is written into the interior of the
+    next step's padded block, as a hand-written stencil with halo rings
+    does: no copy of the grid per step, and the halo exchange writes the
+    border in place.
+
+    ```mlir
+    %p = tensor.pad %u low[1] high[1] {
+    ^bb0(%i: index):
+      tensor.yield %zero : f32
+    } : tensor<8xf32> to tensor<10xf32>
+    // becomes
+    //   %e = tensor.empty() : tensor<10xf32>
+    //   %l = tensor.extract_slice %e[0] [1] [1]
+    //   %lf = linalg.fill ins(%zero : f32) outs(%l : tensor<1xf32>)
+    //   %e1 = tensor.insert_slice %lf into %e[0] [1] [1]
+    //   %h = tensor.extract_slice %e1[9] [1] [1]
+    //   %hf = linalg.fill ins(%zero : f32) outs(%h : tensor<1xf32>)
+    //   %e2 = tensor.insert_slice %hf into %e1[9] [1] [1]
+    //   %p = tensor.insert_slice %u into %e2[1] [8] [1]
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def MeshDoubleBufferLoops
+    : Pass<"mesh-double-buffer-loops", "::mlir::func::FuncOp"> {
+  let summary = "Makes a loop that allocates its carried buffer per "
+                "iteration alternate between two buffers";
+  let description = [{
+    After bufferization, before deallocation: an `scf.for` that yields, as
+    an iteration argument, a `memref.alloc` of a static shape made in its
+    body gets two such buffers allocated before the loop and one more
+    iteration argument, the spare. Each iteration writes into the spare
+    instead of allocating, and hands over the buffer it read as the next
+    spare (the second buffer after the first iteration, which read the
+    loop's initial value: that one is not the loop's to overwrite). Only
+    when nothing can refer to either buffer once an iteration ends: every
+    alias of them (views, transitively) is used inside the loop by ops that
+    read or write it or make fresh buffers (collectives), never yielded
+    elsewhere, freed, turned into a pointer or a tensor. The deallocation
+    pipeline then frees the two buffers after the loop.
+
+    ```mlir
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%u = %u0) -> (memref<8xf32>) {
+      %v = memref.alloc() : memref<8xf32>
+      linalg.map { arith.addf } ins(%u, %u : ...) outs(%v : memref<8xf32>)
+      scf.yield %v : memref<8xf32>
+    }
+    // becomes
+    //   %a = memref.alloc() : memref<8xf32>
+    //   %b = memref.alloc() : memref<8xf32>
+    //   %r:2 = scf.for %i = %c0 to %n step %c1
+    //       iter_args(%u = %u0, %spare = %a) -> (memref<8xf32>, memref<8xf32>) {
+    //     linalg.map { arith.addf } ins(%u, %u : ...) outs(%spare : memref<8xf32>)
+    //     %first = arith.cmpi eq, %i, %c0 : index
+    //     %next = arith.select %first, %b, %u : memref<8xf32>
+    //     scf.yield %spare, %next : memref<8xf32>, memref<8xf32>
+    //   }
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"
+  ];
+}
+
+def MeshHoistLoopBuffers
+    : Pass<"mesh-hoist-loop-buffers", "::mlir::func::FuncOp"> {
+  let summary = "Allocates once, around the loop, each buffer an iteration "
+                "allocates and frees";
+  let description = [{
+    After deallocation and the runtime calls: a `memref.alloc` in an
+    `scf.for` body, of a static shape or sizes defined before the loop, whose `memref.dealloc` is in the same block
+    (a temporary, a collective's result or staging buffer) moves before the
+    loop, its dealloc after it. Nothing uses the buffer after its dealloc,
+    and its contents were undefined at each allocation, so one buffer
+    serves every iteration. Inner loops first: a buffer leaves every loop
+    around it.
+
+    ```mlir
+    scf.for %i = %c0 to %n step %c1 {
+      %t = memref.alloc() : memref<8xf32>
+      "test.use"(%t) : (memref<8xf32>) -> ()
+      memref.dealloc %t : memref<8xf32>
+    }
+    // becomes
+    //   %t = memref.alloc() : memref<8xf32>
+    //   scf.for %i = %c0 to %n step %c1 {
+    //     "test.use"(%t) : (memref<8xf32>) -> ()
+    //   }
+    //   memref.dealloc %t : memref<8xf32>
+    ```
+  }];
+}
+
 def MeshApproximateMath
     : Pass<"mesh-approximate-math", "::mlir::func::FuncOp"> {
   let summary = "Rewrites f32 math functions as polynomial approximations "

@@ -58,13 +58,17 @@ struct MeshToLLVMOptions : public MeshCompileOptions<MeshToLLVMOptions> {
 /// `initInMain`, stdout line-buffered in main. With `fuseElementwise`,
 /// chains of elementwise linalg ops become one loop nest before
 /// bufferization (the host pipeline; the GPU pipeline keeps one kernel per
-/// op until a GPU run has checked the fused kernels).
+/// op until a GPU run has checked the fused kernels). With `loopBuffers`,
+/// calls in loops are inlined, loops carry padded blocks, pads fill their
+/// border only and a loop's carried buffer alternates between two (the
+/// host pipeline; the GPU pipeline's buffers are device memory, not yet
+/// measured with these).
 void addBufferizationAndRuntimeCalls(mlir::OpPassManager &pm, bool partition,
                                      bool writableArguments,
                                      llvm::StringRef initSymbol,
                                      llvm::StringRef finiSymbol,
                                      bool initInMain, bool onStream,
-                                     bool fuseElementwise);
+                                     bool fuseElementwise, bool loopBuffers);
 
 /// The end of --mesh-to-llvm, after the runtime calls: linalg to loops and
 /// the standard conversions of host code to the LLVM dialect.

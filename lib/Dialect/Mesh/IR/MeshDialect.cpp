@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Transforms/InliningUtils.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -19,12 +20,26 @@ using namespace mlir::mesh;
 
 #include "mesh/Dialect/Mesh/IR/MeshOpsDialect.cpp.inc"
 
+namespace {
+/// Mesh ops inside a function body (collectives, axis indices, shardings)
+/// depend on nothing but their operands and the module's meshes, which an
+/// inlined body still sees: a call of a function that uses them may be
+/// inlined.
+struct MeshInlinerInterface : public DialectInlinerInterface {
+  using DialectInlinerInterface::DialectInlinerInterface;
+  bool isLegalToInline(Operation *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+};
+} // namespace
+
 void MeshDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "mesh/Dialect/Mesh/IR/MeshOps.cpp.inc"
       >();
   registerAttributes();
+  addInterfaces<MeshInlinerInterface>();
 }
 
 Operation *MeshDialect::materializeConstant(OpBuilder &builder, Attribute value,

@@ -1,0 +1,272 @@
+// RUN: mesh-opt %s --split-input-file --mesh-inline-loop-calls | FileCheck %s --check-prefix=INLINE
+// RUN: mesh-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(mesh-pad-in-place))' | FileCheck %s --check-prefix=PAD
+// RUN: mesh-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(mesh-double-buffer-loops))' | FileCheck %s --check-prefix=DOUBLE
+// RUN: mesh-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(mesh-hoist-loop-buffers))' | FileCheck %s --check-prefix=HOIST
+
+// mesh-inline-loop-calls: a call in a loop is inlined (and a call that
+// inlining brings into a loop too); calls outside loops, of a declaration
+// and of the function itself stay; the callees stay.
+// INLINE-LABEL: func.func @step
+// INLINE: func.func @outer
+// INLINE: scf.for
+// INLINE-NEXT: arith.addf
+// INLINE-NEXT: scf.yield
+// INLINE-LABEL: func.func @loops
+// INLINE: call @step(
+// INLINE: scf.for
+// INLINE: scf.for
+// INLINE-NEXT: arith.addf
+// INLINE: func.call @external(
+// INLINE: func.call @loops(
+// INLINE-NOT: @outer
+// INLINE: return
+func.func @step(%u: tensor<8xf32>) -> tensor<8xf32> {
+  %v = arith.addf %u, %u : tensor<8xf32>
+  return %v : tensor<8xf32>
+}
+func.func private @external(%u: tensor<8xf32>) -> tensor<8xf32>
+func.func @outer(%u: tensor<8xf32>) -> tensor<8xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %r = scf.for %i = %c0 to %c2 step %c1 iter_args(%a = %u) -> (tensor<8xf32>) {
+    %v = func.call @step(%a) : (tensor<8xf32>) -> tensor<8xf32>
+    scf.yield %v : tensor<8xf32>
+  }
+  return %r : tensor<8xf32>
+}
+func.func @loops(%u0: tensor<8xf32>, %n: index) -> tensor<8xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %s = func.call @step(%u0) : (tensor<8xf32>) -> tensor<8xf32>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%u = %s) -> (tensor<8xf32>) {
+    %v = func.call @outer(%u) : (tensor<8xf32>) -> tensor<8xf32>
+    %w = func.call @external(%v) : (tensor<8xf32>) -> tensor<8xf32>
+    %x = func.call @loops(%w, %n) : (tensor<8xf32>, index) -> tensor<8xf32>
+    scf.yield %x : tensor<8xf32>
+  }
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+// mesh-pad-in-place: the loop carries the padded block; the initial value is
+// padded before the loop, each iteration's result is inserted into the
+// interior of a block whose border strips alone are filled (dim 0: rows 0
+// and 5-6 whole; dim 1: columns 6-8 of the interior rows; dim 1's low pad is
+// 0: no strip), and the loop's user gets the interior.
+// PAD-LABEL: func.func @carry
+// PAD-SAME: (%[[U0:[^:]*]]: tensor<4x6xf32>
+// PAD: %[[E:.*]] = tensor.empty() : tensor<7x9xf32>
+// PAD: %[[S0:.*]] = tensor.extract_slice %[[E]][0, 0] [1, 9] [1, 1]
+// PAD: %[[F0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[S0]] : tensor<1x9xf32>)
+// PAD: %[[B0:.*]] = tensor.insert_slice %[[F0]] into %[[E]][0, 0] [1, 9] [1, 1]
+// PAD: tensor.extract_slice %[[B0]][5, 0] [2, 9] [1, 1]
+// PAD: %[[B1:.*]] = tensor.insert_slice %{{.*}} into %[[B0]][5, 0] [2, 9] [1, 1]
+// PAD: tensor.extract_slice %[[B1]][1, 6] [4, 3] [1, 1]
+// PAD: %[[B2:.*]] = tensor.insert_slice %{{.*}} into %[[B1]][1, 6] [4, 3] [1, 1]
+// PAD: %[[P0:.*]] = tensor.insert_slice %[[U0]] into %[[B2]][1, 0] [4, 6] [1, 1]
+// PAD-NOT: tensor.pad
+// PAD: %[[R:.*]] = scf.for {{.*}} iter_args(%[[P:.*]] = %[[P0]]) -> (tensor<7x9xf32>)
+// PAD-NEXT: tensor.extract_slice %[[P]][2, 1] [4, 6] [1, 1]
+// PAD-NEXT: %[[V:.*]] = arith.addf
+// PAD: tensor.empty() : tensor<7x9xf32>
+// PAD: %[[NEXT:.*]] = tensor.insert_slice %[[V]] into %{{.*}}[1, 0] [4, 6] [1, 1]
+// PAD-NEXT: scf.yield %[[NEXT]] : tensor<7x9xf32>
+// PAD: %[[OUT:.*]] = tensor.extract_slice %[[R]][1, 0] [4, 6] [1, 1]
+// PAD-NEXT: return %[[OUT]] : tensor<4x6xf32>
+
+// A carried value also read unpadded is not carried padded; its pad is still
+// decomposed. A pad whose value depends on the position, or with dynamic
+// sizes, stays.
+// PAD-LABEL: func.func @used_twice
+// PAD: scf.for {{.*}} -> (tensor<4xf32>)
+// PAD-NOT: tensor.pad
+// PAD: tensor.insert_slice %{{.*}} into %{{.*}}[1] [4] [1] : tensor<4xf32> into tensor<6xf32>
+// PAD-LABEL: func.func @by_position
+// PAD: tensor.pad
+// PAD-LABEL: func.func @dynamic
+// PAD: tensor.pad
+func.func @carry(%u0: tensor<4x6xf32>, %f: tensor<4x6xf32>, %n: index) -> tensor<4x6xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%u = %u0) -> (tensor<4x6xf32>) {
+    %p = tensor.pad %u low[1, 0] high[2, 3] {
+    ^bb0(%a: index, %b: index):
+      tensor.yield %zero : f32
+    } : tensor<4x6xf32> to tensor<7x9xf32>
+    %s = tensor.extract_slice %p[2, 1] [4, 6] [1, 1] : tensor<7x9xf32> to tensor<4x6xf32>
+    %v = arith.addf %s, %f : tensor<4x6xf32>
+    scf.yield %v : tensor<4x6xf32>
+  }
+  return %r : tensor<4x6xf32>
+}
+func.func @used_twice(%u0: tensor<4xf32>, %n: index, %zero: f32) -> tensor<4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%u = %u0) -> (tensor<4xf32>) {
+    %p = tensor.pad %u low[1] high[1] {
+    ^bb0(%a: index):
+      tensor.yield %zero : f32
+    } : tensor<4xf32> to tensor<6xf32>
+    %s = tensor.extract_slice %p[0] [4] [1] : tensor<6xf32> to tensor<4xf32>
+    %v = arith.addf %s, %u : tensor<4xf32>
+    scf.yield %v : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+func.func @by_position(%u: tensor<4xf32>) -> tensor<6xf32> {
+  %p = tensor.pad %u low[1] high[1] {
+  ^bb0(%a: index):
+    %i = arith.index_cast %a : index to i32
+    %x = arith.sitofp %i : i32 to f32
+    tensor.yield %x : f32
+  } : tensor<4xf32> to tensor<6xf32>
+  return %p : tensor<6xf32>
+}
+func.func @dynamic(%u: tensor<?xf32>, %zero: f32) -> tensor<?xf32> {
+  %p = tensor.pad %u low[1] high[1] {
+  ^bb0(%a: index):
+    tensor.yield %zero : f32
+  } : tensor<?xf32> to tensor<?xf32>
+  return %p : tensor<?xf32>
+}
+
+// -----
+
+// mesh-double-buffer-loops: the buffer allocated per iteration is replaced by
+// a spare carried by the loop, the buffer read is handed over as the next
+// spare. The initial value's buffer is the second buffer when the function
+// made it and nothing uses it after the loop; else it is copied once.
+// DOUBLE-LABEL: func.func @made_for_loop
+// DOUBLE: %[[INIT:.*]] = memref.alloc() : memref<8xf32>
+// DOUBLE-NEXT: linalg.fill
+// DOUBLE-NEXT: %[[SPARE:.*]] = memref.alloc() : memref<8xf32>
+// DOUBLE-NEXT: %[[R:.*]]:2 = scf.for {{.*}} iter_args(%[[U:.*]] = %[[INIT]], %[[S:.*]] = %[[SPARE]])
+// DOUBLE-NOT: memref.alloc
+// DOUBLE: memref.subview %[[S]][0] [4] [1]
+// DOUBLE: linalg.add ins(%[[U]], %{{.*}} : memref<8xf32>, memref<8xf32>) outs(%[[S]] : memref<8xf32>)
+// DOUBLE-NEXT: scf.yield %[[S]], %[[U]] : memref<8xf32>, memref<8xf32>
+// DOUBLE: return %[[R]]#0
+// DOUBLE-LABEL: func.func @argument
+// DOUBLE-SAME: (%[[A:[^:]*]]: memref<8xf32>
+// DOUBLE: %[[COPY:.*]] = memref.alloc() : memref<8xf32>
+// DOUBLE-NEXT: memref.copy %[[A]], %[[COPY]]
+// DOUBLE-NEXT: %[[SPARE2:.*]] = memref.alloc() : memref<8xf32>
+// DOUBLE-NEXT: scf.for {{.*}} iter_args(%{{.*}} = %[[COPY]], %{{.*}} = %[[SPARE2]])
+// DOUBLE-NOT: memref.alloc
+// DOUBLE: return
+// DOUBLE-LABEL: func.func @used_after
+// DOUBLE: %[[KEPT:.*]] = memref.alloc() : memref<8xf32>
+// DOUBLE: memref.copy %[[KEPT]], %{{.*}}
+// DOUBLE: scf.for
+// DOUBLE-NOT: memref.alloc
+// DOUBLE: return %{{.*}}, %[[KEPT]]
+
+// The buffer read is yielded in another position (it outlives the
+// iteration), or the size is dynamic: unchanged.
+// DOUBLE-LABEL: func.func @escapes
+// DOUBLE: scf.for
+// DOUBLE-NEXT: memref.alloc() : memref<8xf32>
+// DOUBLE-LABEL: func.func @dynamic
+// DOUBLE: scf.for
+// DOUBLE-NEXT: memref.alloc(%{{.*}}) : memref<?xf32>
+func.func @made_for_loop(%f: memref<8xf32>, %n: index) -> memref<8xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %init = memref.alloc() : memref<8xf32>
+  linalg.fill ins(%zero : f32) outs(%init : memref<8xf32>)
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%u = %init) -> (memref<8xf32>) {
+    %v = memref.alloc() : memref<8xf32>
+    %h = memref.subview %v[0] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1]>>
+    linalg.add ins(%u, %f : memref<8xf32>, memref<8xf32>) outs(%v : memref<8xf32>)
+    scf.yield %v : memref<8xf32>
+  }
+  return %r : memref<8xf32>
+}
+func.func @argument(%u0: memref<8xf32>, %f: memref<8xf32>, %n: index) -> memref<8xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%u = %u0) -> (memref<8xf32>) {
+    %v = memref.alloc() : memref<8xf32>
+    linalg.add ins(%u, %f : memref<8xf32>, memref<8xf32>) outs(%v : memref<8xf32>)
+    scf.yield %v : memref<8xf32>
+  }
+  return %r : memref<8xf32>
+}
+func.func @used_after(%f: memref<8xf32>, %n: index) -> (memref<8xf32>, memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %init = memref.alloc() : memref<8xf32>
+  linalg.copy ins(%f : memref<8xf32>) outs(%init : memref<8xf32>)
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%u = %init) -> (memref<8xf32>) {
+    %v = memref.alloc() : memref<8xf32>
+    linalg.add ins(%u, %f : memref<8xf32>, memref<8xf32>) outs(%v : memref<8xf32>)
+    scf.yield %v : memref<8xf32>
+  }
+  return %r, %init : memref<8xf32>, memref<8xf32>
+}
+func.func @escapes(%u0: memref<8xf32>, %f: memref<8xf32>, %n: index) -> (memref<8xf32>, memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%u = %u0, %old = %u0) -> (memref<8xf32>, memref<8xf32>) {
+    %v = memref.alloc() : memref<8xf32>
+    linalg.add ins(%u, %f : memref<8xf32>, memref<8xf32>) outs(%v : memref<8xf32>)
+    scf.yield %v, %u : memref<8xf32>, memref<8xf32>
+  }
+  return %r#0, %r#1 : memref<8xf32>, memref<8xf32>
+}
+func.func @dynamic(%u0: memref<?xf32>, %n: index) -> memref<?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%u = %u0) -> (memref<?xf32>) {
+    %v = memref.alloc(%n) : memref<?xf32>
+    linalg.copy ins(%u : memref<?xf32>) outs(%v : memref<?xf32>)
+    scf.yield %v : memref<?xf32>
+  }
+  return %r : memref<?xf32>
+}
+
+// -----
+
+// mesh-hoist-loop-buffers: a buffer freed in the block that allocated it
+// leaves every loop around it (static, or with sizes from before the loop);
+// one freed conditionally stays.
+// HOIST-LABEL: func.func @nested
+// HOIST-SAME: (%{{[^:]*}}: memref<8xf32>, %[[N:[^:]*]]: index
+// HOIST: %[[T:.*]] = memref.alloc() : memref<8xf32>
+// HOIST-NEXT: %[[D:.*]] = memref.alloc(%[[N]]) : memref<?xf32>
+// HOIST-NEXT: scf.for
+// HOIST-NEXT: scf.for
+// HOIST-NEXT: linalg.copy
+// HOIST-NEXT: linalg.copy
+// HOIST-NEXT: }
+// HOIST-NEXT: %[[K:.*]] = memref.alloc() : memref<4xf32>
+// HOIST-NEXT: scf.if
+// HOIST-NEXT: memref.dealloc %[[K]]
+// HOIST: }
+// HOIST-NEXT: }
+// HOIST-NEXT: memref.dealloc %[[D]]
+// HOIST-NEXT: memref.dealloc %[[T]]
+// HOIST-NEXT: return
+func.func @nested(%x: memref<8xf32>, %n: index, %c: i1) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %n step %c1 {
+    scf.for %j = %c0 to %n step %c1 {
+      %t = memref.alloc() : memref<8xf32>
+      linalg.copy ins(%x : memref<8xf32>) outs(%t : memref<8xf32>)
+      linalg.copy ins(%t : memref<8xf32>) outs(%x : memref<8xf32>)
+      memref.dealloc %t : memref<8xf32>
+    }
+    %d = memref.alloc(%n) : memref<?xf32>
+    memref.dealloc %d : memref<?xf32>
+    %k = memref.alloc() : memref<4xf32>
+    scf.if %c {
+      memref.dealloc %k : memref<4xf32>
+    }
+  }
+  return
+}
