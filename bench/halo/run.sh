@@ -31,7 +31,8 @@
 # its LLVM IR patched by bench/lowering/fix_upstream_openmpi.py (without the
 # third patch, the element counts, its halo rows move 1 float of 1024 and
 # the sums are garbage). It runs STEPS and 0 steps like the halo form and
-# must print the halo form's sums.
+# must print the halo form's sums within 1e-3 relative (its block sums add
+# sequentially, ours in vector lanes).
 # Usage: bench/halo/run.sh   (env: N, STEPS, GATHER_STEPS, REPS, BUILD_DIR, KEEP)
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -103,8 +104,24 @@ same_sums() {  # same_sums REF PROG WHAT: PROG printed REF's sums in every round
 }
 same_sums "halo-$GSTEPS.out.0" "gather-$GSTEPS" "the two forms printed different sums after $GSTEPS steps"
 echo "sums after $GSTEPS steps: identical in every round ($(head -1 "halo-$GSTEPS.out.0"))"
-same_sums "halo-$STEPS.out.0" "upstream-$STEPS" "upstream printed other sums than the halo form after $STEPS steps"
-echo "upstream's sums after $STEPS steps: the halo form's, in every round"
+# Upstream's block sums add the 2M elements one after the other; ours
+# (mesh-reduction-loops) keep partial sums in vector lanes, so the sums
+# differ by rounding: within 1e-3 relative (at N = 4096 and 100 steps, ours
+# 408631.19 and upstream's 408516.88 against 408636.11 summed in f64 by
+# numpy from the same grid). The grids are computed by the same expressions.
+close_sums() {  # close_sums REF PROG WHAT: PROG printed REF's sums within 1e-3
+  local r
+  for r in $(seq 0 $((REPS - 1))); do
+    if ! paste "$1" "$2.out.$r" | awk '{d = $4 - $8; if (d < 0) d = -d; m = $4 < 0 ? -$4 : $4;
+        if ($2 != $6 || d > 1e-3 * m) bad = 1} END {exit bad}'; then
+      echo "FAIL: round $r: $3"
+      paste "$1" "$2.out.$r" | head
+      exit 1
+    fi
+  done
+}
+close_sums "halo-$STEPS.out.0" "upstream-$STEPS" "upstream printed other sums than the halo form after $STEPS steps"
+echo "upstream's sums after $STEPS steps: the halo form's within 1e-3 in every round ($(head -1 "upstream-$STEPS.out.0"))"
 echo "halo form after $STEPS steps: $(head -1 "halo-$STEPS.out.0")"
 stats() { # median (min-max) of the numbers on stdin
   sort -g | awk '{v[NR]=$1} END {printf "%.2f (%.2f-%.2f)", v[int((NR+1)/2)], v[1], v[NR]}'
