@@ -356,32 +356,33 @@ def MeshDoubleBufferLoops
   let description = [{
     After bufferization, before deallocation: an `scf.for` that yields, as
     an iteration argument, a `memref.alloc` of a static shape made in its
-    body gets two such buffers allocated before the loop and one more
-    iteration argument, the spare. Each iteration writes into the spare
-    instead of allocating, and hands over the buffer it read as the next
-    spare (the second buffer after the first iteration, which read the
-    loop's initial value: that one is not the loop's to overwrite). Only
-    when nothing can refer to either buffer once an iteration ends: every
-    alias of them (views, transitively) is used inside the loop by ops that
-    read or write it or make fresh buffers (collectives), never yielded
-    elsewhere, freed, turned into a pointer or a tensor. The deallocation
-    pipeline then frees the two buffers after the loop.
+    body gets one more iteration argument, the spare, a buffer allocated
+    before the loop. Each iteration writes into the spare instead of
+    allocating, and hands over the buffer it read as the next spare. The
+    buffer of the loop's initial value takes its turn when the function
+    allocated it and nothing else uses it after the loop (a padded block
+    made for the loop); else the initial value is copied once, before the
+    loop, into a buffer that does. Only when nothing can refer to either
+    buffer once an iteration ends: every alias of them (views,
+    transitively) is used inside the loop by ops that read or write it or
+    make fresh buffers (collectives), never yielded elsewhere, passed to a
+    call, freed, turned into a pointer or a tensor. The deallocation
+    pipeline then frees the buffer left over after the loop.
 
     ```mlir
     %r = scf.for %i = %c0 to %n step %c1 iter_args(%u = %u0) -> (memref<8xf32>) {
       %v = memref.alloc() : memref<8xf32>
-      linalg.map { arith.addf } ins(%u, %u : ...) outs(%v : memref<8xf32>)
+      linalg.add ins(%u, %f : ...) outs(%v : memref<8xf32>)
       scf.yield %v : memref<8xf32>
     }
-    // becomes
-    //   %a = memref.alloc() : memref<8xf32>
-    //   %b = memref.alloc() : memref<8xf32>
+    // becomes (%u0 an argument: copied once)
+    //   %c = memref.alloc() : memref<8xf32>
+    //   memref.copy %u0, %c : memref<8xf32> to memref<8xf32>
+    //   %s = memref.alloc() : memref<8xf32>
     //   %r:2 = scf.for %i = %c0 to %n step %c1
-    //       iter_args(%u = %u0, %spare = %a) -> (memref<8xf32>, memref<8xf32>) {
-    //     linalg.map { arith.addf } ins(%u, %u : ...) outs(%spare : memref<8xf32>)
-    //     %first = arith.cmpi eq, %i, %c0 : index
-    //     %next = arith.select %first, %b, %u : memref<8xf32>
-    //     scf.yield %spare, %next : memref<8xf32>, memref<8xf32>
+    //       iter_args(%u = %c, %spare = %s) -> (memref<8xf32>, memref<8xf32>) {
+    //     linalg.add ins(%u, %f : ...) outs(%spare : memref<8xf32>)
+    //     scf.yield %spare, %u : memref<8xf32>, memref<8xf32>
     //   }
     ```
   }];

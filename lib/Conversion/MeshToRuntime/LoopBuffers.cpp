@@ -66,8 +66,15 @@ struct MeshInlineLoopCallsPass
                      mapper);
     };
     // A callee's own loops with calls in them are inlined in the next
-    // round; the bound stops recursion through loops.
-    for (int round = 0; round < 16; ++round) {
+    // round; the bounds (rounds, and the module growing past 4 times its
+    // size) stop recursion through loops.
+    auto countOps = [&] {
+      int64_t ops = 0;
+      module.walk([&](Operation *) { ++ops; });
+      return ops;
+    };
+    const int64_t budget = 4 * countOps() + 10000;
+    for (int round = 0; round < 16 && countOps() < budget; ++round) {
       SmallVector<func::CallOp> calls;
       module.walk([&](func::CallOp call) {
         if (call->getParentOfType<LoopLikeOpInterface>())
@@ -123,7 +130,8 @@ static bool carryPadded(scf::ForOp loop, RewriterBase &rewriter) {
     if (!arg.hasOneUse())
       continue;
     auto pad = dyn_cast<tensor::PadOp>(*arg.getUsers().begin());
-    if (!pad || pad->getBlock() != body || !isStaticPad(pad))
+    if (!pad || pad->getBlock() != body || !isStaticPad(pad) ||
+        pad.getResultType() == pad.getSourceType())
       continue;
     Value padding = getUniformPaddingValue(pad);
     if (!padding || !loop.isDefinedOutsideOfLoop(padding))
@@ -284,8 +292,7 @@ static bool staysInIteration(Value buffer, scf::ForOp loop,
           return false;
         continue;
       }
-      if (isa<scf::YieldOp>(user) ||
-          isa<RegionBranchTerminatorOpInterface>(user))
+      if (isa<RegionBranchTerminatorOpInterface, CallOpInterface>(user))
         return false;
       if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
         if (view.getViewSource() == value) {
@@ -323,25 +330,39 @@ static memref::AllocOp getStaticAlloc(Value value) {
   return alloc;
 }
 
-/// Whether `buffer` is an allocation of the function that nothing uses after
-/// `loop` (its uses and its views' uses all come before the loop, or are the
-/// loop's initial values).
-static bool isDeadAfter(Value buffer, scf::ForOp loop) {
+/// Whether the buffer of `init` (a loop's initial value) is an allocation
+/// of the function that nothing uses after the loop: it is the loop's
+/// initial value only through `init`, and every other use of it and of its
+/// views comes before the loop and makes no alias the walk cannot follow.
+static bool isDeadAfter(OpOperand &init, scf::ForOp loop) {
+  Value buffer = init.get();
   if (!mesh::isAllocation(buffer) ||
       buffer.getDefiningOp()->getBlock() != loop->getBlock())
     return false;
   SmallVector<Value> worklist{buffer};
   while (!worklist.empty()) {
     Value value = worklist.pop_back_val();
-    for (Operation *user : value.getUsers()) {
-      if (user == loop.getOperation())
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      if (&use == &init)
         continue;
       Operation *ancestor = loop->getBlock()->findAncestorOpInBlock(*user);
       if (!ancestor || !ancestor->isBeforeInBlock(loop))
         return false;
-      if (auto view = dyn_cast<ViewLikeOpInterface>(user))
-        if (view.getViewSource() == value)
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
+        if (view.getViewSource() == value) {
           worklist.push_back(view->getResult(0));
+          continue;
+        }
+      }
+      if (isa<RegionBranchTerminatorOpInterface, CallOpInterface,
+              memref::DeallocOp, memref::ExtractAlignedPointerAsIndexOp,
+              memref::ExtractStridedMetadataOp, bufferization::ToTensorOp>(
+              user))
+        return false;
+      for (OpResult result : user->getResults())
+        if (isa<BaseMemRefType>(result.getType()) && !isFreshAllocation(result))
+          return false;
     }
   }
   return true;
@@ -368,7 +389,7 @@ static scf::ForOp doubleBuffer(scf::ForOp loop, RewriterBase &rewriter) {
     // hands over the buffer it read as the next spare.
     rewriter.setInsertionPoint(loop);
     OpOperand &initOperand = loop.getInitArgsMutable()[index];
-    if (!isDeadAfter(initOperand.get(), loop)) {
+    if (!isDeadAfter(initOperand, loop)) {
       Value copy = rewriter.clone(*alloc)->getResult(0);
       memref::CopyOp::create(rewriter, loop.getLoc(), initOperand.get(), copy);
       rewriter.modifyOpInPlace(loop, [&] { initOperand.set(copy); });

@@ -87,6 +87,9 @@ func.func @loops(%u0: tensor<8xf32>, %n: index) -> tensor<8xf32> {
 // PAD: tensor.pad
 // PAD-LABEL: func.func @dynamic
 // PAD: tensor.pad
+// A pad of width 0 (nofold) changes no type: the loop is left as it is.
+// PAD-LABEL: func.func @zero_width
+// PAD: scf.for {{.*}} -> (tensor<4xf32>)
 func.func @carry(%u0: tensor<4x6xf32>, %f: tensor<4x6xf32>, %n: index) -> tensor<4x6xf32> {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -132,6 +135,18 @@ func.func @dynamic(%u: tensor<?xf32>, %zero: f32) -> tensor<?xf32> {
   } : tensor<?xf32> to tensor<?xf32>
   return %p : tensor<?xf32>
 }
+func.func @zero_width(%u0: tensor<4xf32>, %n: index, %zero: f32) -> tensor<4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%u = %u0) -> (tensor<4xf32>) {
+    %p = tensor.pad %u nofold low[0] high[0] {
+    ^bb0(%a: index):
+      tensor.yield %zero : f32
+    } : tensor<4xf32> to tensor<4xf32>
+    scf.yield %p : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
 
 // -----
 
@@ -169,6 +184,25 @@ func.func @dynamic(%u: tensor<?xf32>, %zero: f32) -> tensor<?xf32> {
 // DOUBLE-LABEL: func.func @escapes
 // DOUBLE: scf.for
 // DOUBLE-NEXT: memref.alloc() : memref<8xf32>
+
+// The initial buffer is also another iteration argument's initial value, or
+// aliased by a select used after the loop: copied before the loop, never
+// overwritten.
+// (The first argument gets a copy; the buffer is then the second one's
+// alone, which may take it as its second buffer.)
+// DOUBLE-LABEL: func.func @same_init
+// DOUBLE: %[[I:.*]] = memref.alloc() : memref<8xf32>
+// DOUBLE: %[[C:.*]] = memref.alloc() : memref<8xf32>
+// DOUBLE-NEXT: memref.copy %[[I]], %[[C]]
+// DOUBLE: scf.for {{.*}} iter_args(%{{.*}} = %[[C]], %{{.*}} = %[[I]], %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}})
+// DOUBLE-NOT: memref.alloc
+// DOUBLE: return
+// DOUBLE-LABEL: func.func @selected
+// DOUBLE: %[[I2:.*]] = memref.alloc() : memref<8xf32>
+// DOUBLE: %[[X:.*]] = arith.select %{{.*}}, %[[I2]], %{{.*}} : memref<8xf32>
+// DOUBLE: memref.copy %[[I2]], %{{.*}}
+// DOUBLE: scf.for
+// DOUBLE: return %{{.*}}, %[[X]]
 // DOUBLE-LABEL: func.func @dynamic
 // DOUBLE: scf.for
 // DOUBLE-NEXT: memref.alloc(%{{.*}}) : memref<?xf32>
@@ -217,6 +251,33 @@ func.func @escapes(%u0: memref<8xf32>, %f: memref<8xf32>, %n: index) -> (memref<
     scf.yield %v, %u : memref<8xf32>, memref<8xf32>
   }
   return %r#0, %r#1 : memref<8xf32>, memref<8xf32>
+}
+func.func @same_init(%f: memref<8xf32>, %n: index) -> (memref<8xf32>, memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %init = memref.alloc() : memref<8xf32>
+  linalg.copy ins(%f : memref<8xf32>) outs(%init : memref<8xf32>)
+  %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%a = %init, %b = %init) -> (memref<8xf32>, memref<8xf32>) {
+    %x = memref.alloc() : memref<8xf32>
+    linalg.add ins(%a, %f : memref<8xf32>, memref<8xf32>) outs(%x : memref<8xf32>)
+    %y = memref.alloc() : memref<8xf32>
+    linalg.mul ins(%b, %f : memref<8xf32>, memref<8xf32>) outs(%y : memref<8xf32>)
+    scf.yield %x, %y : memref<8xf32>, memref<8xf32>
+  }
+  return %r#0, %r#1 : memref<8xf32>, memref<8xf32>
+}
+func.func @selected(%f: memref<8xf32>, %g: memref<8xf32>, %c: i1, %n: index) -> (memref<8xf32>, memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %init = memref.alloc() : memref<8xf32>
+  linalg.copy ins(%f : memref<8xf32>) outs(%init : memref<8xf32>)
+  %x = arith.select %c, %init, %g : memref<8xf32>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%u = %init) -> (memref<8xf32>) {
+    %v = memref.alloc() : memref<8xf32>
+    linalg.add ins(%u, %f : memref<8xf32>, memref<8xf32>) outs(%v : memref<8xf32>)
+    scf.yield %v : memref<8xf32>
+  }
+  return %r, %x : memref<8xf32>, memref<8xf32>
 }
 func.func @dynamic(%u0: memref<?xf32>, %n: index) -> memref<?xf32> {
   %c0 = arith.constant 0 : index
