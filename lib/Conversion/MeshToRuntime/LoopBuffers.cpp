@@ -271,49 +271,69 @@ static bool isFreshAllocation(OpResult result) {
          effects.getEffectOnValue<MemoryEffects::Allocate>(result).has_value();
 }
 
-/// Whether every alias of `buffer` (its views, transitively) is used inside
-/// `loop`'s body only by ops that read or write it and make no other value
-/// that may alias it, and reaches the loop's yield only as `buffer` itself at
-/// position `yieldIndex` (or not at all when it is -1). Then nothing refers
-/// to the buffer once the iteration is over, except through that yield.
-static bool staysInIteration(Value buffer, scf::ForOp loop,
-                             int64_t yieldIndex) {
+/// Whether `user` may pass its buffer operand on in a way the alias walks
+/// below cannot follow: a terminator or a call hands it over, a free, a raw
+/// pointer or a tensor view, or a result that may alias it (not a view, not
+/// a fresh allocation such as a collective's result).
+static bool hidesAlias(Operation *user) {
+  if (isa<RegionBranchTerminatorOpInterface, CallOpInterface, memref::DeallocOp,
+          memref::ExtractAlignedPointerAsIndexOp,
+          memref::ExtractStridedMetadataOp, bufferization::ToTensorOp>(user))
+    return true;
+  return llvm::any_of(user->getResults(), [](OpResult result) {
+    return isa<BaseMemRefType>(result.getType()) && !isFreshAllocation(result);
+  });
+}
+
+/// Walks the uses of `buffer` and of its views, transitively. `decide` rules
+/// on a use first (true: allowed, false: the walk fails, nothing: the
+/// default); by default a view is followed, a use that hides an alias fails
+/// and any other use (a read or a write) is allowed. Regions of a user (a
+/// linalg op's body, a nested loop) see the buffer only through its
+/// operands, which the walk covers.
+static bool allAliasUsesAllowed(
+    Value buffer,
+    function_ref<std::optional<bool>(Value, OpOperand &)> decide) {
   SmallVector<Value> worklist{buffer};
-  Operation *yield = loop.getBody()->getTerminator();
   while (!worklist.empty()) {
     Value value = worklist.pop_back_val();
     for (OpOperand &use : value.getUses()) {
-      Operation *user = use.getOwner();
-      if (!loop->isProperAncestor(user))
-        return false;
-      if (user == yield) {
-        if (value != buffer ||
-            static_cast<int64_t>(use.getOperandNumber()) != yieldIndex)
+      if (std::optional<bool> allowed = decide(value, use)) {
+        if (!*allowed)
           return false;
         continue;
       }
-      if (isa<RegionBranchTerminatorOpInterface, CallOpInterface>(user))
-        return false;
+      Operation *user = use.getOwner();
       if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
         if (view.getViewSource() == value) {
           worklist.push_back(view->getResult(0));
           continue;
         }
       }
-      // A free, a raw pointer or a tensor view: the buffer may be used in a
-      // way this walk cannot follow.
-      if (isa<memref::DeallocOp, memref::ExtractAlignedPointerAsIndexOp,
-              memref::ExtractStridedMetadataOp, bufferization::ToTensorOp>(
-              user))
+      if (hidesAlias(user))
         return false;
-      for (OpResult result : user->getResults())
-        if (isa<BaseMemRefType>(result.getType()) && !isFreshAllocation(result))
-          return false;
-      // Regions of the user (a linalg op's body, a nested loop) see the
-      // buffer only through its operands, which the checks above cover.
     }
   }
   return true;
+}
+
+/// Whether every alias of `buffer` is used inside `loop`'s body only, and
+/// reaches the loop's yield only as `buffer` itself at position `yieldIndex`
+/// (or not at all when it is -1). Then nothing refers to the buffer once the
+/// iteration is over, except through that yield.
+static bool staysInIteration(Value buffer, scf::ForOp loop,
+                             int64_t yieldIndex) {
+  Operation *yield = loop.getBody()->getTerminator();
+  return allAliasUsesAllowed(
+      buffer, [&](Value value, OpOperand &use) -> std::optional<bool> {
+        Operation *user = use.getOwner();
+        if (!loop->isProperAncestor(user))
+          return false;
+        if (user == yield)
+          return value == buffer &&
+                 static_cast<int64_t>(use.getOperandNumber()) == yieldIndex;
+        return std::nullopt;
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -339,33 +359,16 @@ static bool isDeadAfter(OpOperand &init, scf::ForOp loop) {
   if (!mesh::isAllocation(buffer) ||
       buffer.getDefiningOp()->getBlock() != loop->getBlock())
     return false;
-  SmallVector<Value> worklist{buffer};
-  while (!worklist.empty()) {
-    Value value = worklist.pop_back_val();
-    for (OpOperand &use : value.getUses()) {
-      Operation *user = use.getOwner();
-      if (&use == &init)
-        continue;
-      Operation *ancestor = loop->getBlock()->findAncestorOpInBlock(*user);
-      if (!ancestor || !ancestor->isBeforeInBlock(loop))
-        return false;
-      if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
-        if (view.getViewSource() == value) {
-          worklist.push_back(view->getResult(0));
-          continue;
-        }
-      }
-      if (isa<RegionBranchTerminatorOpInterface, CallOpInterface,
-              memref::DeallocOp, memref::ExtractAlignedPointerAsIndexOp,
-              memref::ExtractStridedMetadataOp, bufferization::ToTensorOp>(
-              user))
-        return false;
-      for (OpResult result : user->getResults())
-        if (isa<BaseMemRefType>(result.getType()) && !isFreshAllocation(result))
+  return allAliasUsesAllowed(
+      buffer, [&](Value, OpOperand &use) -> std::optional<bool> {
+        if (&use == &init)
+          return true;
+        Operation *ancestor =
+            loop->getBlock()->findAncestorOpInBlock(*use.getOwner());
+        if (!ancestor || !ancestor->isBeforeInBlock(loop))
           return false;
-    }
-  }
-  return true;
+        return std::nullopt;
+      });
 }
 
 static scf::ForOp doubleBuffer(scf::ForOp loop, RewriterBase &rewriter) {
