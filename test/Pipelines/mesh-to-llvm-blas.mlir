@@ -1,21 +1,21 @@
-// RUN: mesh-opt %s --mesh-to-llvm | FileCheck %s --check-prefix=BLAS
-// RUN: mesh-opt %s --mesh-to-llvm=blas=false | FileCheck %s --check-prefix=LOOPS
+// RUN: mesh-opt %s --mesh-to-llvm | FileCheck %s --check-prefix=CHECK-BLAS
+// RUN: mesh-opt %s --mesh-to-llvm=blas=false | FileCheck %s --check-prefix=CHECK-LOOPS
 
 // --mesh-to-llvm computes a tensor matmul with the runtime's BLAS GEMM, the
 // fill of its zero accumulator folded into the call; blas=false keeps the
 // loops (and the fill).
 // The fill leaves no store behind (the call overwrites), and no loop
 // multiplies.
-// BLAS-LABEL: llvm.func @mm
-// BLAS-NOT: llvm.store
-// BLAS: llvm.call @meshrt_gemm
-// BLAS-NOT: llvm.store
-// BLAS-NOT: llvm.fmul
-// LOOPS-LABEL: llvm.func @mm
-// LOOPS-NOT: meshrt_gemm
-// LOOPS: llvm.store
-// LOOPS: llvm.fmul
-// LOOPS: llvm.fadd
+// CHECK-BLAS-LABEL: llvm.func @mm
+// CHECK-BLAS-NOT: llvm.store
+// CHECK-BLAS: llvm.call @meshrt_gemm
+// CHECK-BLAS-NOT: llvm.store
+// CHECK-BLAS-NOT: llvm.fmul
+// CHECK-LOOPS-LABEL: llvm.func @mm
+// CHECK-LOOPS-NOT: meshrt_gemm
+// CHECK-LOOPS: llvm.store
+// CHECK-LOOPS: llvm.fmul
+// CHECK-LOOPS: llvm.fadd
 func.func @mm(%a: tensor<8x16xf32>, %b: tensor<16x4xf32>) -> tensor<8x4xf32> {
   %z = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<8x4xf32>

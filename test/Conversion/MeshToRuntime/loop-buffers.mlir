@@ -1,25 +1,25 @@
-// RUN: mesh-opt %s --split-input-file --mesh-inline-loop-calls | FileCheck %s --check-prefix=INLINE
-// RUN: mesh-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(mesh-pad-in-place))' | FileCheck %s --check-prefix=PAD
-// RUN: mesh-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(mesh-double-buffer-loops))' | FileCheck %s --check-prefix=DOUBLE
-// RUN: mesh-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(mesh-hoist-loop-buffers))' | FileCheck %s --check-prefix=HOIST
+// RUN: mesh-opt %s --split-input-file --mesh-inline-loop-calls | FileCheck %s --check-prefix=CHECK-INLINE
+// RUN: mesh-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(mesh-pad-in-place))' | FileCheck %s --check-prefix=CHECK-PAD
+// RUN: mesh-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(mesh-double-buffer-loops))' | FileCheck %s --check-prefix=CHECK-DOUBLE
+// RUN: mesh-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(mesh-hoist-loop-buffers))' | FileCheck %s --check-prefix=CHECK-HOIST
 
 // mesh-inline-loop-calls: a call in a loop is inlined (and a call that
 // inlining brings into a loop too); calls outside loops, of a declaration
 // and of the function itself stay; the callees stay.
-// INLINE-LABEL: func.func @step
-// INLINE: func.func @outer
-// INLINE: scf.for
-// INLINE-NEXT: arith.addf
-// INLINE-NEXT: scf.yield
-// INLINE-LABEL: func.func @loops
-// INLINE: call @step(
-// INLINE: scf.for
-// INLINE: scf.for
-// INLINE-NEXT: arith.addf
-// INLINE: func.call @external(
-// INLINE: func.call @loops(
-// INLINE-NOT: @outer
-// INLINE: return
+// CHECK-INLINE-LABEL: func.func @step
+// CHECK-INLINE: func.func @outer
+// CHECK-INLINE: scf.for
+// CHECK-INLINE-NEXT: arith.addf
+// CHECK-INLINE-NEXT: scf.yield
+// CHECK-INLINE-LABEL: func.func @loops
+// CHECK-INLINE: call @step(
+// CHECK-INLINE: scf.for
+// CHECK-INLINE: scf.for
+// CHECK-INLINE-NEXT: arith.addf
+// CHECK-INLINE: func.call @external(
+// CHECK-INLINE: func.call @loops(
+// CHECK-INLINE-NOT: @outer
+// CHECK-INLINE: return
 func.func @step(%u: tensor<8xf32>) -> tensor<8xf32> {
   %v = arith.addf %u, %u : tensor<8xf32>
   return %v : tensor<8xf32>
@@ -55,41 +55,41 @@ func.func @loops(%u0: tensor<8xf32>, %n: index) -> tensor<8xf32> {
 // interior of a block whose border strips alone are filled (dim 0: rows 0
 // and 5-6 whole; dim 1: columns 6-8 of the interior rows; dim 1's low pad is
 // 0: no strip), and the loop's user gets the interior.
-// PAD-LABEL: func.func @carry
-// PAD-SAME: (%[[U0:[^:]*]]: tensor<4x6xf32>
-// PAD: %[[E:.*]] = tensor.empty() : tensor<7x9xf32>
-// PAD: %[[S0:.*]] = tensor.extract_slice %[[E]][0, 0] [1, 9] [1, 1]
-// PAD: %[[F0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[S0]] : tensor<1x9xf32>)
-// PAD: %[[B0:.*]] = tensor.insert_slice %[[F0]] into %[[E]][0, 0] [1, 9] [1, 1]
-// PAD: tensor.extract_slice %[[B0]][5, 0] [2, 9] [1, 1]
-// PAD: %[[B1:.*]] = tensor.insert_slice %{{.*}} into %[[B0]][5, 0] [2, 9] [1, 1]
-// PAD: tensor.extract_slice %[[B1]][1, 6] [4, 3] [1, 1]
-// PAD: %[[B2:.*]] = tensor.insert_slice %{{.*}} into %[[B1]][1, 6] [4, 3] [1, 1]
-// PAD: %[[P0:.*]] = tensor.insert_slice %[[U0]] into %[[B2]][1, 0] [4, 6] [1, 1]
-// PAD-NOT: tensor.pad
-// PAD: %[[R:.*]] = scf.for {{.*}} iter_args(%[[P:.*]] = %[[P0]]) -> (tensor<7x9xf32>)
-// PAD-NEXT: tensor.extract_slice %[[P]][2, 1] [4, 6] [1, 1]
-// PAD-NEXT: %[[V:.*]] = arith.addf
-// PAD: tensor.empty() : tensor<7x9xf32>
-// PAD: %[[NEXT:.*]] = tensor.insert_slice %[[V]] into %{{.*}}[1, 0] [4, 6] [1, 1]
-// PAD-NEXT: scf.yield %[[NEXT]] : tensor<7x9xf32>
-// PAD: %[[OUT:.*]] = tensor.extract_slice %[[R]][1, 0] [4, 6] [1, 1]
-// PAD-NEXT: return %[[OUT]] : tensor<4x6xf32>
+// CHECK-PAD-LABEL: func.func @carry
+// CHECK-PAD-SAME: (%[[U0:[^:]*]]: tensor<4x6xf32>
+// CHECK-PAD: %[[E:.*]] = tensor.empty() : tensor<7x9xf32>
+// CHECK-PAD: %[[S0:.*]] = tensor.extract_slice %[[E]][0, 0] [1, 9] [1, 1]
+// CHECK-PAD: %[[F0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[S0]] : tensor<1x9xf32>)
+// CHECK-PAD: %[[B0:.*]] = tensor.insert_slice %[[F0]] into %[[E]][0, 0] [1, 9] [1, 1]
+// CHECK-PAD: tensor.extract_slice %[[B0]][5, 0] [2, 9] [1, 1]
+// CHECK-PAD: %[[B1:.*]] = tensor.insert_slice %{{.*}} into %[[B0]][5, 0] [2, 9] [1, 1]
+// CHECK-PAD: tensor.extract_slice %[[B1]][1, 6] [4, 3] [1, 1]
+// CHECK-PAD: %[[B2:.*]] = tensor.insert_slice %{{.*}} into %[[B1]][1, 6] [4, 3] [1, 1]
+// CHECK-PAD: %[[P0:.*]] = tensor.insert_slice %[[U0]] into %[[B2]][1, 0] [4, 6] [1, 1]
+// CHECK-PAD-NOT: tensor.pad
+// CHECK-PAD: %[[R:.*]] = scf.for {{.*}} iter_args(%[[P:.*]] = %[[P0]]) -> (tensor<7x9xf32>)
+// CHECK-PAD-NEXT: tensor.extract_slice %[[P]][2, 1] [4, 6] [1, 1]
+// CHECK-PAD-NEXT: %[[V:.*]] = arith.addf
+// CHECK-PAD: tensor.empty() : tensor<7x9xf32>
+// CHECK-PAD: %[[NEXT:.*]] = tensor.insert_slice %[[V]] into %{{.*}}[1, 0] [4, 6] [1, 1]
+// CHECK-PAD-NEXT: scf.yield %[[NEXT]] : tensor<7x9xf32>
+// CHECK-PAD: %[[OUT:.*]] = tensor.extract_slice %[[R]][1, 0] [4, 6] [1, 1]
+// CHECK-PAD-NEXT: return %[[OUT]] : tensor<4x6xf32>
 
 // A carried value also read unpadded is not carried padded; its pad is still
 // decomposed. A pad whose value depends on the position, or with dynamic
 // sizes, stays.
-// PAD-LABEL: func.func @used_twice
-// PAD: scf.for {{.*}} -> (tensor<4xf32>)
-// PAD-NOT: tensor.pad
-// PAD: tensor.insert_slice %{{.*}} into %{{.*}}[1] [4] [1] : tensor<4xf32> into tensor<6xf32>
-// PAD-LABEL: func.func @by_position
-// PAD: tensor.pad
-// PAD-LABEL: func.func @dynamic
-// PAD: tensor.pad
+// CHECK-PAD-LABEL: func.func @used_twice
+// CHECK-PAD: scf.for {{.*}} -> (tensor<4xf32>)
+// CHECK-PAD-NOT: tensor.pad
+// CHECK-PAD: tensor.insert_slice %{{.*}} into %{{.*}}[1] [4] [1] : tensor<4xf32> into tensor<6xf32>
+// CHECK-PAD-LABEL: func.func @by_position
+// CHECK-PAD: tensor.pad
+// CHECK-PAD-LABEL: func.func @dynamic
+// CHECK-PAD: tensor.pad
 // A pad of width 0 (nofold) changes no type: the loop is left as it is.
-// PAD-LABEL: func.func @zero_width
-// PAD: scf.for {{.*}} -> (tensor<4xf32>)
+// CHECK-PAD-LABEL: func.func @zero_width
+// CHECK-PAD: scf.for {{.*}} -> (tensor<4xf32>)
 func.func @carry(%u0: tensor<4x6xf32>, %f: tensor<4x6xf32>, %n: index) -> tensor<4x6xf32> {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -154,58 +154,58 @@ func.func @zero_width(%u0: tensor<4xf32>, %n: index, %zero: f32) -> tensor<4xf32
 // a spare carried by the loop, the buffer read is handed over as the next
 // spare. The initial value's buffer is the second buffer when the function
 // made it and nothing uses it after the loop; else it is copied once.
-// DOUBLE-LABEL: func.func @made_for_loop
-// DOUBLE: %[[INIT:.*]] = memref.alloc() : memref<8xf32>
-// DOUBLE-NEXT: linalg.fill
-// DOUBLE-NEXT: %[[SPARE:.*]] = memref.alloc() : memref<8xf32>
-// DOUBLE-NEXT: %[[R:.*]]:2 = scf.for {{.*}} iter_args(%[[U:.*]] = %[[INIT]], %[[S:.*]] = %[[SPARE]])
-// DOUBLE-NOT: memref.alloc
-// DOUBLE: memref.subview %[[S]][0] [4] [1]
-// DOUBLE: linalg.add ins(%[[U]], %{{.*}} : memref<8xf32>, memref<8xf32>) outs(%[[S]] : memref<8xf32>)
-// DOUBLE-NEXT: scf.yield %[[S]], %[[U]] : memref<8xf32>, memref<8xf32>
-// DOUBLE: return %[[R]]#0
-// DOUBLE-LABEL: func.func @argument
-// DOUBLE-SAME: (%[[A:[^:]*]]: memref<8xf32>
-// DOUBLE: %[[COPY:.*]] = memref.alloc() : memref<8xf32>
-// DOUBLE-NEXT: memref.copy %[[A]], %[[COPY]]
-// DOUBLE-NEXT: %[[SPARE2:.*]] = memref.alloc() : memref<8xf32>
-// DOUBLE-NEXT: scf.for {{.*}} iter_args(%{{.*}} = %[[COPY]], %{{.*}} = %[[SPARE2]])
-// DOUBLE-NOT: memref.alloc
-// DOUBLE: return
-// DOUBLE-LABEL: func.func @used_after
-// DOUBLE: %[[KEPT:.*]] = memref.alloc() : memref<8xf32>
-// DOUBLE: memref.copy %[[KEPT]], %{{.*}}
-// DOUBLE: scf.for
-// DOUBLE-NOT: memref.alloc
-// DOUBLE: return %{{.*}}, %[[KEPT]]
+// CHECK-DOUBLE-LABEL: func.func @made_for_loop
+// CHECK-DOUBLE: %[[INIT:.*]] = memref.alloc() : memref<8xf32>
+// CHECK-DOUBLE-NEXT: linalg.fill
+// CHECK-DOUBLE-NEXT: %[[SPARE:.*]] = memref.alloc() : memref<8xf32>
+// CHECK-DOUBLE-NEXT: %[[R:.*]]:2 = scf.for {{.*}} iter_args(%[[U:.*]] = %[[INIT]], %[[S:.*]] = %[[SPARE]])
+// CHECK-DOUBLE-NOT: memref.alloc
+// CHECK-DOUBLE: memref.subview %[[S]][0] [4] [1]
+// CHECK-DOUBLE: linalg.add ins(%[[U]], %{{.*}} : memref<8xf32>, memref<8xf32>) outs(%[[S]] : memref<8xf32>)
+// CHECK-DOUBLE-NEXT: scf.yield %[[S]], %[[U]] : memref<8xf32>, memref<8xf32>
+// CHECK-DOUBLE: return %[[R]]#0
+// CHECK-DOUBLE-LABEL: func.func @argument
+// CHECK-DOUBLE-SAME: (%[[A:[^:]*]]: memref<8xf32>
+// CHECK-DOUBLE: %[[COPY:.*]] = memref.alloc() : memref<8xf32>
+// CHECK-DOUBLE-NEXT: memref.copy %[[A]], %[[COPY]]
+// CHECK-DOUBLE-NEXT: %[[SPARE2:.*]] = memref.alloc() : memref<8xf32>
+// CHECK-DOUBLE-NEXT: scf.for {{.*}} iter_args(%{{.*}} = %[[COPY]], %{{.*}} = %[[SPARE2]])
+// CHECK-DOUBLE-NOT: memref.alloc
+// CHECK-DOUBLE: return
+// CHECK-DOUBLE-LABEL: func.func @used_after
+// CHECK-DOUBLE: %[[KEPT:.*]] = memref.alloc() : memref<8xf32>
+// CHECK-DOUBLE: memref.copy %[[KEPT]], %{{.*}}
+// CHECK-DOUBLE: scf.for
+// CHECK-DOUBLE-NOT: memref.alloc
+// CHECK-DOUBLE: return %{{.*}}, %[[KEPT]]
 
 // The buffer read is yielded in another position (it outlives the
 // iteration), or the size is dynamic: unchanged.
-// DOUBLE-LABEL: func.func @escapes
-// DOUBLE: scf.for
-// DOUBLE-NEXT: memref.alloc() : memref<8xf32>
+// CHECK-DOUBLE-LABEL: func.func @escapes
+// CHECK-DOUBLE: scf.for
+// CHECK-DOUBLE-NEXT: memref.alloc() : memref<8xf32>
 
 // The initial buffer is also another iteration argument's initial value, or
 // aliased by a select used after the loop: copied before the loop, never
 // overwritten.
 // (The first argument gets a copy; the buffer is then the second one's
 // alone, which may take it as its second buffer.)
-// DOUBLE-LABEL: func.func @same_init
-// DOUBLE: %[[I:.*]] = memref.alloc() : memref<8xf32>
-// DOUBLE: %[[C:.*]] = memref.alloc() : memref<8xf32>
-// DOUBLE-NEXT: memref.copy %[[I]], %[[C]]
-// DOUBLE: scf.for {{.*}} iter_args(%{{.*}} = %[[C]], %{{.*}} = %[[I]], %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}})
-// DOUBLE-NOT: memref.alloc
-// DOUBLE: return
-// DOUBLE-LABEL: func.func @selected
-// DOUBLE: %[[I2:.*]] = memref.alloc() : memref<8xf32>
-// DOUBLE: %[[X:.*]] = arith.select %{{.*}}, %[[I2]], %{{.*}} : memref<8xf32>
-// DOUBLE: memref.copy %[[I2]], %{{.*}}
-// DOUBLE: scf.for
-// DOUBLE: return %{{.*}}, %[[X]]
-// DOUBLE-LABEL: func.func @dynamic
-// DOUBLE: scf.for
-// DOUBLE-NEXT: memref.alloc(%{{.*}}) : memref<?xf32>
+// CHECK-DOUBLE-LABEL: func.func @same_init
+// CHECK-DOUBLE: %[[I:.*]] = memref.alloc() : memref<8xf32>
+// CHECK-DOUBLE: %[[C:.*]] = memref.alloc() : memref<8xf32>
+// CHECK-DOUBLE-NEXT: memref.copy %[[I]], %[[C]]
+// CHECK-DOUBLE: scf.for {{.*}} iter_args(%{{.*}} = %[[C]], %{{.*}} = %[[I]], %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}})
+// CHECK-DOUBLE-NOT: memref.alloc
+// CHECK-DOUBLE: return
+// CHECK-DOUBLE-LABEL: func.func @selected
+// CHECK-DOUBLE: %[[I2:.*]] = memref.alloc() : memref<8xf32>
+// CHECK-DOUBLE: %[[X:.*]] = arith.select %{{.*}}, %[[I2]], %{{.*}} : memref<8xf32>
+// CHECK-DOUBLE: memref.copy %[[I2]], %{{.*}}
+// CHECK-DOUBLE: scf.for
+// CHECK-DOUBLE: return %{{.*}}, %[[X]]
+// CHECK-DOUBLE-LABEL: func.func @dynamic
+// CHECK-DOUBLE: scf.for
+// CHECK-DOUBLE-NEXT: memref.alloc(%{{.*}}) : memref<?xf32>
 func.func @made_for_loop(%f: memref<8xf32>, %n: index) -> memref<8xf32> {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -295,23 +295,23 @@ func.func @dynamic(%u0: memref<?xf32>, %n: index) -> memref<?xf32> {
 // mesh-hoist-loop-buffers: a buffer freed in the block that allocated it
 // leaves every loop around it (static, or with sizes from before the loop);
 // one freed conditionally stays.
-// HOIST-LABEL: func.func @nested
-// HOIST-SAME: (%{{[^:]*}}: memref<8xf32>, %[[N:[^:]*]]: index
-// HOIST: %[[T:.*]] = memref.alloc() : memref<8xf32>
-// HOIST-NEXT: %[[D:.*]] = memref.alloc(%[[N]]) : memref<?xf32>
-// HOIST-NEXT: scf.for
-// HOIST-NEXT: scf.for
-// HOIST-NEXT: linalg.copy
-// HOIST-NEXT: linalg.copy
-// HOIST-NEXT: }
-// HOIST-NEXT: %[[K:.*]] = memref.alloc() : memref<4xf32>
-// HOIST-NEXT: scf.if
-// HOIST-NEXT: memref.dealloc %[[K]]
-// HOIST: }
-// HOIST-NEXT: }
-// HOIST-NEXT: memref.dealloc %[[D]]
-// HOIST-NEXT: memref.dealloc %[[T]]
-// HOIST-NEXT: return
+// CHECK-HOIST-LABEL: func.func @nested
+// CHECK-HOIST-SAME: (%{{[^:]*}}: memref<8xf32>, %[[N:[^:]*]]: index
+// CHECK-HOIST: %[[T:.*]] = memref.alloc() : memref<8xf32>
+// CHECK-HOIST-NEXT: %[[D:.*]] = memref.alloc(%[[N]]) : memref<?xf32>
+// CHECK-HOIST-NEXT: scf.for
+// CHECK-HOIST-NEXT: scf.for
+// CHECK-HOIST-NEXT: linalg.copy
+// CHECK-HOIST-NEXT: linalg.copy
+// CHECK-HOIST-NEXT: }
+// CHECK-HOIST-NEXT: %[[K:.*]] = memref.alloc() : memref<4xf32>
+// CHECK-HOIST-NEXT: scf.if
+// CHECK-HOIST-NEXT: memref.dealloc %[[K]]
+// CHECK-HOIST: }
+// CHECK-HOIST-NEXT: }
+// CHECK-HOIST-NEXT: memref.dealloc %[[D]]
+// CHECK-HOIST-NEXT: memref.dealloc %[[T]]
+// CHECK-HOIST-NEXT: return
 func.func @nested(%x: memref<8xf32>, %n: index, %c: i1) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
