@@ -467,14 +467,17 @@ DeviceMesh DeviceMesh::unflatten(int Index, const std::vector<int64_t> &Sizes,
   return unflatten(dimAt(Index, "DeviceMesh::unflatten").Name, Sizes, Names);
 }
 
-DeviceMesh DeviceMesh::unflatten(std::string_view Name,
-                                 const std::vector<int64_t> &Sizes,
-                                 const std::vector<std::string> &Names) const {
-  checkAlive();
-  auto Fail = [&](const std::string &Msg) {
-    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
-                "DeviceMesh::unflatten('" + std::string(Name) + "'): " + Msg);
-  };
+/// The error of DeviceMesh::unflatten(Name, ...) saying `Msg`.
+[[noreturn]] static void unflattenError(std::string_view Name,
+                                        const std::string &Msg) {
+  throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+              "DeviceMesh::unflatten('" + std::string(Name) + "'): " + Msg);
+}
+
+size_t
+DeviceMesh::unflattenedDimIndex(std::string_view Name,
+                                const std::vector<int64_t> &Sizes,
+                                const std::vector<std::string> &Names) const {
   size_t At = Dims.size();
   for (size_t I = 0; I < Dims.size(); ++I)
     if (Dims[I].Name == Name)
@@ -482,37 +485,47 @@ DeviceMesh DeviceMesh::unflatten(std::string_view Name,
   if (At == Dims.size())
     dim(Name); // Throws the unknown-dimension error for a non-dimension...
   if (At == Dims.size())
-    Fail("'" + std::string(Name) +
-         "' is a flattened name of the root mesh, not a dimension of this "
-         "mesh; slice it first (mesh[\"" +
-         std::string(Name) + "\"])");
+    unflattenError(Name, "'" + std::string(Name) +
+                             "' is a flattened name of the root mesh, not a "
+                             "dimension of this mesh; slice it first (mesh[\"" +
+                             std::string(Name) + "\"])");
   if (Sizes.empty() || Sizes.size() != Names.size())
-    Fail(std::to_string(Sizes.size()) + " sizes and " +
-         std::to_string(Names.size()) +
-         " names were given; give one name per size, at least one");
+    unflattenError(Name,
+                   std::to_string(Sizes.size()) + " sizes and " +
+                       std::to_string(Names.size()) +
+                       " names were given; give one name per size, at least "
+                       "one");
   int64_t Product = 1;
   for (int64_t S : Sizes) {
     if (S < 1)
-      Fail("size " + std::to_string(S) + " is not >= 1");
+      unflattenError(Name, "size " + std::to_string(S) + " is not >= 1");
     if (Product > (int64_t(1) << 40))
-      Fail("the sizes are too large");
+      unflattenError(Name, "the sizes are too large");
     Product *= S;
   }
-  const Dim &Old = Dims[At];
-  if (Product != Old.Size)
-    Fail("the sizes (" + joinInts(Sizes) + ") multiply to " +
-         std::to_string(Product) + ", but the dimension has size " +
-         std::to_string(Old.Size));
+  if (Product != Dims[At].Size)
+    unflattenError(Name, "the sizes (" + joinInts(Sizes) + ") multiply to " +
+                             std::to_string(Product) +
+                             ", but the dimension has size " +
+                             std::to_string(Dims[At].Size));
   for (size_t I = 0; I < Names.size(); ++I) {
     if (Names[I].empty())
-      Fail("a new dimension needs a name");
+      unflattenError(Name, "a new dimension needs a name");
     for (size_t J = 0; J < I; ++J)
       if (Names[I] == Names[J])
-        Fail("the name '" + Names[I] + "' is given twice");
+        unflattenError(Name, "the name '" + Names[I] + "' is given twice");
     for (size_t J = 0; J < Dims.size(); ++J)
       if (J != At && Dims[J].Name == Names[I])
-        Fail("the mesh already has a dimension '" + Names[I] + "'");
+        unflattenError(Name,
+                       "the mesh already has a dimension '" + Names[I] + "'");
   }
+  return At;
+}
+
+std::vector<DeviceMesh::Dim>
+DeviceMesh::splitDim(const Dim &Old, std::string_view Name,
+                     const std::vector<int64_t> &Sizes,
+                     const std::vector<std::string> &Names) const {
   // Split the dimension's modes, innermost first: new dimension j takes the
   // next Sizes[j] positions' worth of modes, cutting a mode where needed.
   std::vector<LayoutMode> Rest;
@@ -534,19 +547,22 @@ DeviceMesh DeviceMesh::unflatten(std::string_view Name,
       LayoutMode &L = Rest.back();
       if (L.Size <= Need) {
         if (Need % L.Size)
-          Fail("size " + std::to_string(Sizes[J]) +
-               " does not split at the boundaries of the flattened "
-               "dimension's parts (sizes and strides of '" +
-               std::string(Name) + "' cannot be cut there)");
+          unflattenError(Name, "size " + std::to_string(Sizes[J]) +
+                                   " does not split at the boundaries of the "
+                                   "flattened dimension's parts (sizes and "
+                                   "strides of '" +
+                                   std::string(Name) +
+                                   "' cannot be cut there)");
         D.Modes.insert(D.Modes.begin(), L);
         Need /= L.Size;
         Cut = L.Stride * L.Size;
         Rest.pop_back();
       } else {
         if (L.Size % Need)
-          Fail("size " + std::to_string(Sizes[J]) + " does not divide " +
-               std::to_string(L.Size) + ", a part of '" + std::string(Name) +
-               "'");
+          unflattenError(Name, "size " + std::to_string(Sizes[J]) +
+                                   " does not divide " +
+                                   std::to_string(L.Size) + ", a part of '" +
+                                   std::string(Name) + "'");
         D.Modes.insert(D.Modes.begin(), LayoutMode{Need, L.Stride});
         L = {L.Size / Need, L.Stride * Need};
         Cut = L.Stride;
@@ -555,21 +571,34 @@ DeviceMesh DeviceMesh::unflatten(std::string_view Name,
     }
     if (D.Modes.empty())
       D.Modes.push_back({1, Cut});
-    // Whole axes when every mode is an axis of the declared mesh.
-    for (const LayoutMode &L : D.Modes) {
-      int64_t Axis = -1;
-      for (int64_t A = 0; A < M->layout().ndims(); ++A)
-        if (M->layout().modes({A})[0] == L)
-          Axis = A;
-      if (Axis < 0 || L.Size == 1) {
-        D.Whole = false;
-        break;
-      }
-      D.Axes.push_back(Axis);
-    }
-    if (!D.Whole)
-      D.Axes.clear();
+    markWholeAxes(D);
   }
+  return New;
+}
+
+void DeviceMesh::markWholeAxes(Dim &D) const {
+  // Whole axes when every mode is an axis of the declared mesh.
+  for (const LayoutMode &L : D.Modes) {
+    int64_t Axis = -1;
+    for (int64_t A = 0; A < M->layout().ndims(); ++A)
+      if (M->layout().modes({A})[0] == L)
+        Axis = A;
+    if (Axis < 0 || L.Size == 1) {
+      D.Whole = false;
+      break;
+    }
+    D.Axes.push_back(Axis);
+  }
+  if (!D.Whole)
+    D.Axes.clear();
+}
+
+DeviceMesh DeviceMesh::unflatten(std::string_view Name,
+                                 const std::vector<int64_t> &Sizes,
+                                 const std::vector<std::string> &Names) const {
+  checkAlive();
+  size_t At = unflattenedDimIndex(Name, Sizes, Names);
+  std::vector<Dim> New = splitDim(Dims[At], Name, Sizes, Names);
   DeviceMesh Result = *this;
   Result.Flattened = false;
   Result.Dims.erase(Result.Dims.begin() + At);

@@ -448,6 +448,16 @@ private:
   /// coordinates along this mesh's dimensions zeroed (-1 outside).
   int64_t basePosition() const;
   void checkAlive() const;
+  /// unflatten's steps: the position of dimension `Name` once the sizes and
+  /// names are checked against it; the new dimensions cut from its layout;
+  /// whether a new dimension is made of whole axes of the declared mesh.
+  size_t unflattenedDimIndex(std::string_view Name,
+                             const std::vector<int64_t> &Sizes,
+                             const std::vector<std::string> &Names) const;
+  std::vector<Dim> splitDim(const Dim &Old, std::string_view Name,
+                            const std::vector<int64_t> &Sizes,
+                            const std::vector<std::string> &Names) const;
+  void markWholeAxes(Dim &D) const;
   std::shared_ptr<detail::Context> Ctx;
   detail::Mesh *M = nullptr;
   std::vector<Dim> Dims;
