@@ -111,6 +111,18 @@ private:
   // Resharding.
   FailureOr<Value> reshard(Value v, ShardingAttr target, FlatSymbolRefAttr mesh,
                            Operation *where, const Twine &what);
+  /// reshard's steps: the mesh both layouts are on (an error when they are
+  /// on two, or none is known); of `v` and its reshards visible at `at`,
+  /// the one whose plan to `target` sends the fewest bytes, with that plan
+  /// (`plan`, the plan from `v`, is replaced when another wins); and the
+  /// record of `out` as `v` resharded to `target`.
+  MeshOp reshardMesh(ShardingAttr from, FlatSymbolRefAttr mesh,
+                     Operation *where, const Twine &what);
+  Value cheapestSource(Value v, ShardingAttr from, ShardingAttr target,
+                       RankedTensorType global, MeshOp meshOp, Operation *at,
+                       FailureOr<ArrayRef<ReshardStep>> &plan);
+  void noteReshard(Value v, Attribute targetKey, ShardingAttr target,
+                   Value out);
   LogicalResult reshardOperand(OpOperand &operand, ShardingAttr target,
                                FlatSymbolRefAttr mesh, Operation *where,
                                const Twine &what);
@@ -372,22 +384,12 @@ FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
   if (Value cached = findReshard(v, targetKey, at))
     return cached;
   if (Value made = remake(v, target, at)) {
-    placed[made] = target;
-    reshardCache[{v, targetKey}] = made;
+    noteReshard(v, targetKey, target, made);
     return made;
   }
-  FlatSymbolRefAttr fromMesh = from ? from.getMesh() : FlatSymbolRefAttr();
-  FlatSymbolRefAttr meshRef = mesh ? mesh : fromMesh;
-  if (fromMesh && mesh && fromMesh != mesh)
-    return where->emitError()
-               << "cannot reshard " << what << " from mesh " << fromMesh
-               << " to mesh " << mesh << "; resharding stays on one mesh",
-           failure();
-  MeshOp meshOp = meshFor(where, meshRef);
+  MeshOp meshOp = reshardMesh(from, mesh, where, what);
   if (!meshOp)
-    return where->emitError()
-               << "cannot reshard " << what << ": no mesh is known for it",
-           failure();
+    return failure();
   auto localNow = cast<RankedTensorType>(v.getType());
   unsigned rank = localNow.getRank();
   // The target must divide the global shape: found here, with the user's
@@ -408,52 +410,14 @@ FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
     FailureOr<Value> out = reshardHalos(v, from, target, meshOp, where, what);
     if (failed(out))
       return failure();
-    placed[*out] = target;
-    reshardCache[{v, targetKey}] = *out;
+    noteReshard(v, targetKey, target, *out);
     return *out;
   }
   FailureOr<ArrayRef<ReshardStep>> plan =
       getPlan(meshOp, from, target, rank, where, what, global);
   if (failed(plan))
     return failure();
-  // A value wanted in several layouts may move on from one it already
-  // reached: of `v` and those visible here, start from the one whose plan
-  // sends the fewest bytes (then has the fewest steps; `v` first among
-  // equals). Bytes are compared where they are known: static shapes on
-  // meshes of known size.
-  Value source = v;
-  auto others = reshardsOf.find(v);
-  if (others != reshardsOf.end() && global.hasStaticShape() &&
-      llvm::none_of(meshOp.getShape(), ShapedType::isDynamic)) {
-    auto axisSize = [&](StringRef axis) { return meshOp.getAxisSize(axis); };
-    Type element = global.getElementType();
-    int64_t tensorBytes =
-        global.getNumElements() *
-        (element.isIntOrFloat() ? (element.getIntOrFloatBitWidth() + 7) / 8
-                                : 1);
-    auto price = [&](ShardingAttr s, ArrayRef<ReshardStep> steps) {
-      return std::make_pair(
-          getPlanBytes(layoutOf(s, rank), steps, tensorBytes, axisSize),
-          steps.size());
-    };
-    std::pair<int64_t, size_t> best = price(from, *plan);
-    for (Value other : others->second) {
-      if (!isVisibleAt(other, at))
-        continue;
-      std::string whyNot;
-      FailureOr<ArrayRef<ReshardStep>> otherPlan =
-          findPlan(meshOp, placedOf(other), target, rank, global, whyNot);
-      if (failed(otherPlan))
-        continue;
-      std::pair<int64_t, size_t> otherPrice =
-          price(placedOf(other), *otherPlan);
-      if (otherPrice >= best)
-        continue;
-      best = otherPrice;
-      source = other;
-      plan = otherPlan;
-    }
-  }
+  Value source = cheapestSource(v, from, target, global, meshOp, at, plan);
   OpBuilder b(at);
   Value out = emitResharding(b, where->getLoc(), meshOp, source, *plan);
   // A `?` axis leaves dims dynamic that the target's layout knows: cast
@@ -462,10 +426,75 @@ FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
   if (want != out.getType())
     out = tensor::CastOp::create(b, where->getLoc(), want, out);
   noteDynamicLocal(out, global, want);
-  placed[out] = target;
-  reshardCache[{v, targetKey}] = out;
+  noteReshard(v, targetKey, target, out);
   reshardsOf[v].push_back(out);
   return out;
+}
+
+void FunctionPartitioner::noteReshard(Value v, Attribute targetKey,
+                                      ShardingAttr target, Value out) {
+  placed[out] = target;
+  reshardCache[{v, targetKey}] = out;
+}
+
+MeshOp FunctionPartitioner::reshardMesh(ShardingAttr from,
+                                        FlatSymbolRefAttr mesh,
+                                        Operation *where, const Twine &what) {
+  FlatSymbolRefAttr fromMesh = from ? from.getMesh() : FlatSymbolRefAttr();
+  if (fromMesh && mesh && fromMesh != mesh) {
+    where->emitError() << "cannot reshard " << what << " from mesh " << fromMesh
+                       << " to mesh " << mesh
+                       << "; resharding stays on one mesh";
+    return {};
+  }
+  MeshOp meshOp = meshFor(where, mesh ? mesh : fromMesh);
+  if (!meshOp)
+    where->emitError() << "cannot reshard " << what
+                       << ": no mesh is known for it";
+  return meshOp;
+}
+
+Value FunctionPartitioner::cheapestSource(
+    Value v, ShardingAttr from, ShardingAttr target, RankedTensorType global,
+    MeshOp meshOp, Operation *at, FailureOr<ArrayRef<ReshardStep>> &plan) {
+  // A value wanted in several layouts may move on from one it already
+  // reached: of `v` and those visible here, start from the one whose plan
+  // sends the fewest bytes (then has the fewest steps; `v` first among
+  // equals). Bytes are compared where they are known: static shapes on
+  // meshes of known size.
+  auto others = reshardsOf.find(v);
+  if (others == reshardsOf.end() || !global.hasStaticShape() ||
+      llvm::any_of(meshOp.getShape(), ShapedType::isDynamic))
+    return v;
+  unsigned rank = global.getRank();
+  auto axisSize = [&](StringRef axis) { return meshOp.getAxisSize(axis); };
+  Type element = global.getElementType();
+  int64_t tensorBytes =
+      global.getNumElements() *
+      (element.isIntOrFloat() ? (element.getIntOrFloatBitWidth() + 7) / 8 : 1);
+  auto price = [&](ShardingAttr s, ArrayRef<ReshardStep> steps) {
+    return std::make_pair(
+        getPlanBytes(layoutOf(s, rank), steps, tensorBytes, axisSize),
+        steps.size());
+  };
+  Value source = v;
+  std::pair<int64_t, size_t> best = price(from, *plan);
+  for (Value other : others->second) {
+    if (!isVisibleAt(other, at))
+      continue;
+    std::string whyNot;
+    FailureOr<ArrayRef<ReshardStep>> otherPlan =
+        findPlan(meshOp, placedOf(other), target, rank, global, whyNot);
+    if (failed(otherPlan))
+      continue;
+    std::pair<int64_t, size_t> otherPrice = price(placedOf(other), *otherPlan);
+    if (otherPrice >= best)
+      continue;
+    best = otherPrice;
+    source = other;
+    plan = otherPlan;
+  }
+  return source;
 }
 
 /// The global type of the per-device value `v` placed as `from`: its dims
