@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Blas.h"
+#include "DynamicLibrary.h"
 
 #include "meshrt/Error.h"
 #include "meshrt/Half.h"
@@ -29,7 +30,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <dlfcn.h>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -92,28 +92,21 @@ const Cblas &cblas() {
       setenv("OPENBLAS_NUM_THREADS", Threads.c_str(), 1);
       setenv("BLIS_NUM_THREADS", Threads.c_str(), 1);
     }
-    const char *Path = std::getenv("MESHRT_BLAS_LIBRARY");
-    if (!Path || !*Path)
-      Path = MESHRT_BLAS_PATH;
-    void *H = dlopen(Path, RTLD_NOW | RTLD_LOCAL);
+    std::string Tried;
+    void *H = openFirst("MESHRT_BLAS_LIBRARY", {MESHRT_BLAS_PATH}, Tried);
     if (!H) {
-      const char *Why = dlerror();
-      Failure = std::string("cannot load the BLAS '") + Path +
-                "' (apt-get install libopenblas0-pthread, or set "
-                "MESHRT_BLAS_LIBRARY): " +
-                (Why ? Why : "dlopen failed");
+      Failure = "cannot load the BLAS (apt-get install libopenblas0-pthread, "
+                "or set MESHRT_BLAS_LIBRARY): " +
+                Tried;
       return;
     }
-    auto Get = [&](const char *Name) {
-      void *F = dlsym(H, Name);
-      if (!F && Failure.empty())
-        Failure = std::string("the BLAS '") + Path + "' has no " + Name;
-      return F;
-    };
-    Lib.sgemm = reinterpret_cast<decltype(Lib.sgemm)>(Get("cblas_sgemm"));
-    Lib.dgemm = reinterpret_cast<decltype(Lib.dgemm)>(Get("cblas_dgemm"));
-    Lib.sgemv = reinterpret_cast<decltype(Lib.sgemv)>(Get("cblas_sgemv"));
-    Lib.dgemv = reinterpret_cast<decltype(Lib.dgemv)>(Get("cblas_dgemv"));
+    std::string Missing;
+    bind(H, "cblas_sgemm", Lib.sgemm, Missing);
+    bind(H, "cblas_dgemm", Lib.dgemm, Missing);
+    bind(H, "cblas_sgemv", Lib.sgemv, Missing);
+    bind(H, "cblas_dgemv", Lib.dgemv, Missing);
+    if (!Missing.empty())
+      Failure = "the BLAS is not a CBLAS: " + Missing;
   });
   if (!Failure.empty())
     throw Error(MESHRT_ERROR_BACKEND, Failure);

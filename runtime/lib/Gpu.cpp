@@ -23,6 +23,7 @@
 
 #include "Abort.h"
 #include "Context.h"
+#include "DynamicLibrary.h"
 
 #include "meshrt/Error.h"
 #include "meshrt/meshrt.h"
@@ -125,13 +126,6 @@ struct DriverApi {
   std::string Error;
 };
 
-template <typename Fn>
-void bindSymbol(void *Lib, const char *Name, Fn &Out, std::string &Missing) {
-  Out = reinterpret_cast<Fn>(dlsym(Lib, Name));
-  if (!Out)
-    Missing += std::string(" ") + Name;
-}
-
 /// Opens the driver (MESHRT_CUDA_DRIVER_LIBRARY overrides the name) and binds
 /// the entry points, under the names cuda.h maps them to.
 void loadDriver(DriverApi &D) {
@@ -146,41 +140,40 @@ void loadDriver(DriverApi &D) {
     return;
   }
   std::string Missing;
-  bindSymbol(Lib, "cuInit", D.Init, Missing);
-  bindSymbol(Lib, "cuGetErrorString", D.GetErrorString, Missing);
-  bindSymbol(Lib, "cuGetErrorName", D.GetErrorName, Missing);
-  bindSymbol(Lib, "cuDeviceGetCount", D.DeviceGetCount, Missing);
-  bindSymbol(Lib, "cuDeviceGet", D.DeviceGet, Missing);
-  bindSymbol(Lib, "cuDevicePrimaryCtxRetain", D.PrimaryCtxRetain, Missing);
-  bindSymbol(Lib, "cuCtxSetCurrent", D.CtxSetCurrent, Missing);
-  bindSymbol(Lib, "cuStreamCreate", D.StreamCreate, Missing);
-  bindSymbol(Lib, "cuStreamQuery", D.StreamQuery, Missing);
-  bindSymbol(Lib, "cuStreamWaitEvent", D.StreamWaitEvent, Missing);
-  bindSymbol(Lib, "cuModuleLoadData", D.ModuleLoadData, Missing);
-  bindSymbol(Lib, "cuModuleLoadDataEx", D.ModuleLoadDataEx, Missing);
-  bindSymbol(Lib, "cuModuleUnload", D.ModuleUnload, Missing);
-  bindSymbol(Lib, "cuModuleGetFunction", D.ModuleGetFunction, Missing);
-  bindSymbol(Lib, "cuLaunchKernel", D.LaunchKernel, Missing);
-  bindSymbol(Lib, "cuMemAllocAsync", D.MemAllocAsync, Missing);
-  bindSymbol(Lib, "cuMemFreeAsync", D.MemFreeAsync, Missing);
-  bindSymbol(Lib, "cuMemAllocManaged", D.MemAllocManaged, Missing);
-  bindSymbol(Lib, "cuMemFree_v2", D.MemFree, Missing);
-  bindSymbol(Lib, "cuMemcpyAsync", D.MemcpyAsync, Missing);
-  bindSymbol(Lib, "cuMemsetD32Async", D.MemsetD32Async, Missing);
-  bindSymbol(Lib, "cuMemsetD16Async", D.MemsetD16Async, Missing);
-  bindSymbol(Lib, "cuEventCreate", D.EventCreate, Missing);
-  bindSymbol(Lib, "cuEventRecord", D.EventRecord, Missing);
-  bindSymbol(Lib, "cuEventSynchronize", D.EventSynchronize, Missing);
-  bindSymbol(Lib, "cuEventDestroy_v2", D.EventDestroy, Missing);
-  bindSymbol(Lib, "cuPointerGetAttribute", D.PointerGetAttribute, Missing);
+  bind(Lib, "cuInit", D.Init, Missing);
+  bind(Lib, "cuGetErrorString", D.GetErrorString, Missing);
+  bind(Lib, "cuGetErrorName", D.GetErrorName, Missing);
+  bind(Lib, "cuDeviceGetCount", D.DeviceGetCount, Missing);
+  bind(Lib, "cuDeviceGet", D.DeviceGet, Missing);
+  bind(Lib, "cuDevicePrimaryCtxRetain", D.PrimaryCtxRetain, Missing);
+  bind(Lib, "cuCtxSetCurrent", D.CtxSetCurrent, Missing);
+  bind(Lib, "cuStreamCreate", D.StreamCreate, Missing);
+  bind(Lib, "cuStreamQuery", D.StreamQuery, Missing);
+  bind(Lib, "cuStreamWaitEvent", D.StreamWaitEvent, Missing);
+  bind(Lib, "cuModuleLoadData", D.ModuleLoadData, Missing);
+  bind(Lib, "cuModuleLoadDataEx", D.ModuleLoadDataEx, Missing);
+  bind(Lib, "cuModuleUnload", D.ModuleUnload, Missing);
+  bind(Lib, "cuModuleGetFunction", D.ModuleGetFunction, Missing);
+  bind(Lib, "cuLaunchKernel", D.LaunchKernel, Missing);
+  bind(Lib, "cuMemAllocAsync", D.MemAllocAsync, Missing);
+  bind(Lib, "cuMemFreeAsync", D.MemFreeAsync, Missing);
+  bind(Lib, "cuMemAllocManaged", D.MemAllocManaged, Missing);
+  bind(Lib, "cuMemFree_v2", D.MemFree, Missing);
+  bind(Lib, "cuMemcpyAsync", D.MemcpyAsync, Missing);
+  bind(Lib, "cuMemsetD32Async", D.MemsetD32Async, Missing);
+  bind(Lib, "cuMemsetD16Async", D.MemsetD16Async, Missing);
+  bind(Lib, "cuEventCreate", D.EventCreate, Missing);
+  bind(Lib, "cuEventRecord", D.EventRecord, Missing);
+  bind(Lib, "cuEventSynchronize", D.EventSynchronize, Missing);
+  bind(Lib, "cuEventDestroy_v2", D.EventDestroy, Missing);
+  bind(Lib, "cuPointerGetAttribute", D.PointerGetAttribute, Missing);
   std::string Optional;
-  bindSymbol(Lib, "cuMemGetAddressRange_v2", D.MemGetAddressRange, Optional);
-  bindSymbol(Lib, "cuDeviceGetDefaultMemPool", D.DeviceGetDefaultMemPool,
-             Optional);
-  bindSymbol(Lib, "cuMemPoolSetAttribute", D.MemPoolSetAttribute, Optional);
+  bind(Lib, "cuMemGetAddressRange_v2", D.MemGetAddressRange, Optional);
+  bind(Lib, "cuDeviceGetDefaultMemPool", D.DeviceGetDefaultMemPool, Optional);
+  bind(Lib, "cuMemPoolSetAttribute", D.MemPoolSetAttribute, Optional);
   if (!Missing.empty()) {
     D.Error = std::string("the CUDA driver ") + Name +
-              " lacks what meshrt needs (CUDA >= 11.2):" + Missing;
+              " lacks what meshrt needs (CUDA >= 11.2): " + Missing;
     return;
   }
   D.Loaded = true;

@@ -20,6 +20,7 @@
 
 #include "Backend.h"
 #include "Context.h"
+#include "DynamicLibrary.h"
 #include "Gpu.h"
 
 #include "meshrt/Error.h"
@@ -91,32 +92,6 @@ struct Libraries {
 
 #define MESHRT_STR2(X) #X
 #define MESHRT_STR(X) MESHRT_STR2(X)
-
-void *openFirst(const char *EnvVar, std::initializer_list<const char *> Names,
-                std::string &Tried) {
-  if (const char *E = std::getenv(EnvVar); E && *E) {
-    if (void *H = dlopen(E, RTLD_NOW | RTLD_LOCAL))
-      return H;
-    Tried += std::string(EnvVar) + "=" + E + ": " + dlerror() + "; ";
-    return nullptr;
-  }
-  for (const char *N : Names) {
-    if (!N || !*N)
-      continue;
-    if (void *H = dlopen(N, RTLD_NOW | RTLD_LOCAL))
-      return H;
-    Tried += std::string(N) + ": " + dlerror() + "; ";
-  }
-  return nullptr;
-}
-
-template <typename Fn>
-bool bind(void *Lib, const char *Name, Fn &Out, std::string &Err) {
-  Out = reinterpret_cast<Fn>(dlsym(Lib, Name));
-  if (!Out)
-    Err += std::string("missing symbol ") + Name + "; ";
-  return Out != nullptr;
-}
 
 /// Binds the CUDA runtime entry points the backend uses; appends what is
 /// missing to `Err`.

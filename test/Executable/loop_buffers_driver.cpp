@@ -112,9 +112,10 @@ template <typename Run> long countedCall(Run run, int64_t steps) {
 
 /// Checks the result of `steps` steps, frees it, and returns nothing.
 void expectEqual(const char *name, int64_t steps, const Desc2 &got,
-                 const std::vector<float> &want, int64_t rows, int64_t cols) {
+                 const std::vector<float> &want) {
   int bad = 0;
-  for (int64_t i = 0; i < rows; ++i)
+  int64_t cols = got.sizes[1];
+  for (int64_t i = 0; i < got.sizes[0]; ++i)
     for (int64_t j = 0; j < cols; ++j) {
       float g =
           got.aligned[got.offset + i * got.strides[0] + j * got.strides[1]];
@@ -129,34 +130,62 @@ void expectEqual(const char *name, int64_t steps, const Desc2 &got,
   std::free(got.allocated);
 }
 
-void checkCounts(const char *name, long one, long nine) {
-  std::printf("rank %d: %s: %ld allocations in a call of 1 step, %ld in a call "
-              "of 9 steps: "
-              "%s\n",
-              rank, name, one, nine, one == nine ? "none per step" : "FAIL");
-  if (one != nine)
+/// Runs the loop `run(steps)` (which returns its result) after a warm-up at
+/// the longer run (the BLAS is loaded, MPI connects the peers and grows its
+/// fragment pools to what the traffic needs), then for 1 and for 9 steps:
+/// each result must be `reference(steps)`, and both calls must allocate
+/// the same.
+template <typename Run, typename Reference>
+void checkLoop(const char *name, Run run, Reference reference) {
+  Desc2 result;
+  auto call = [&](int64_t steps) { result = run(steps); };
+  long counts[2];
+  for (int k = 0; k < 3; ++k) {
+    int64_t steps = k == 1 ? 1 : 9;
+    long count = countedCall(call, steps);
+    if (k)
+      counts[k - 1] = count;
+    expectEqual(name, steps, result, reference(steps));
+  }
+  bool same = counts[0] == counts[1];
+  std::printf("rank %d: %s: %ld allocations in a call of 1 step, %ld in a "
+              "call of 9 steps: %s\n",
+              rank, name, counts[0], counts[1],
+              same ? "none per step" : "FAIL");
+  if (!same)
     ++failures;
+}
+
+// The data of both loops, by global position: small integers.
+float jacobiU0(int i, int j) { return float((i * j) % 4); }
+float jacobiF(int i, int j) { return float((i + 2 * j) % 3); }
+float mlpX0(int i, int j) { return float((i + j) % 3); }
+float mlpW(int i, int j) { return float((i * 3 + j + i / 2) % 3 - 1); }
+
+/// `rows` x `cols` values of `at` from global row `row0`.
+template <typename At>
+std::vector<float> fill(int row0, int rows, int cols, At at) {
+  std::vector<float> v(rows * cols);
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < cols; ++j)
+      v[i * cols + j] = at(row0 + i, j);
+  return v;
 }
 
 /// The Jacobi of loop_buffers.mlir on the whole 16 x 8 grid; this rank's
 /// rows are [8 rank, 8 rank + 8).
 std::vector<float> jacobiReference(int64_t steps) {
   const int R = 16, C = 8;
-  std::vector<float> u(R * C), f(R * C);
-  for (int i = 0; i < R; ++i)
-    for (int j = 0; j < C; ++j) {
-      u[i * C + j] = float((i * j) % 4);
-      f[i * C + j] = float((i + 2 * j) % 3);
-    }
-  auto at = [&](const std::vector<float> &g, int i, int j) {
-    return i < 0 || i >= R || j < 0 || j >= C ? 0.0f : g[i * C + j];
+  std::vector<float> u = fill(0, R, C, jacobiU0), f = fill(0, R, C, jacobiF);
+  auto at = [&](int i, int j) {
+    return i < 0 || i >= R || j < 0 || j >= C ? 0.0f : u[i * C + j];
   };
   for (int64_t s = 0; s < steps; ++s) {
     std::vector<float> next(R * C);
     for (int i = 0; i < R; ++i)
       for (int j = 0; j < C; ++j) {
-        float ns = at(u, i - 1, j) + at(u, i + 1, j);
-        float we = at(u, i, j - 1) + at(u, i, j + 1);
+        float ns = at(i - 1, j) + at(i + 1, j);
+        float we = at(i, j - 1) + at(i, j + 1);
         next[i * C + j] = (ns + we) * 0.25f + f[i * C + j];
       }
     u = next;
@@ -169,12 +198,7 @@ std::vector<float> jacobiReference(int64_t steps) {
 /// computes all of it).
 std::vector<float> mlpReference(int64_t steps) {
   const int N = 8;
-  std::vector<float> x(N * N), w(N * N);
-  for (int i = 0; i < N; ++i)
-    for (int j = 0; j < N; ++j) {
-      x[i * N + j] = float((i + j) % 3);
-      w[i * N + j] = float((i * 3 + j + i / 2) % 3 - 1);
-    }
+  std::vector<float> x = fill(0, N, N, mlpX0), w = fill(0, N, N, mlpW);
   for (int64_t s = 0; s < steps; ++s) {
     std::vector<float> next(N * N);
     for (int i = 0; i < N; ++i)
@@ -196,51 +220,27 @@ int main() {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 
   // Jacobi: this rank's 8 x 8 block of u0 and f.
-  std::vector<float> u0(64), f(64);
-  for (int i = 0; i < 8; ++i)
-    for (int j = 0; j < 8; ++j) {
-      int gi = rank * 8 + i;
-      u0[i * 8 + j] = float((gi * j) % 4);
-      f[i * 8 + j] = float((gi + 2 * j) % 3);
-    }
-  std::vector<std::vector<float>> jacobiWant = {jacobiReference(1),
-                                                jacobiReference(9)};
-  Desc2 jacobiResult;
-  auto jacobi = [&](int64_t steps) {
-    Desc2 u = view(u0, 8, 8), fd = view(f, 8, 8);
-    _mlir_ciface_jacobi(&jacobiResult, &u, &fd, steps);
-  };
-  // Warm-up at the longer run: the BLAS is loaded, MPI connects the peers
-  // and grows its fragment pools to what the halo traffic needs.
-  countedCall(jacobi, 9);
-  expectEqual("jacobi", 9, jacobiResult, jacobiWant[1], 8, 8);
-  long one = countedCall(jacobi, 1);
-  expectEqual("jacobi", 1, jacobiResult, jacobiWant[0], 8, 8);
-  long nine = countedCall(jacobi, 9);
-  expectEqual("jacobi", 9, jacobiResult, jacobiWant[1], 8, 8);
-  checkCounts("jacobi (halo exchange, pad, stencil)", one, nine);
+  std::vector<float> u0 = fill(rank * 8, 8, 8, jacobiU0),
+                     f = fill(rank * 8, 8, 8, jacobiF);
+  checkLoop(
+      "jacobi (halo exchange, pad, stencil)",
+      [&](int64_t steps) {
+        Desc2 result, u = view(u0, 8, 8), fd = view(f, 8, 8);
+        _mlir_ciface_jacobi(&result, &u, &fd, steps);
+        return result;
+      },
+      jacobiReference);
 
   // The layers: x0 and w whole on every rank.
-  std::vector<float> x0(64), w(64);
-  for (int i = 0; i < 8; ++i)
-    for (int j = 0; j < 8; ++j)
-      x0[i * 8 + j] = float((i + j) % 3);
-  for (int i = 0; i < 8; ++i)
-    for (int j = 0; j < 8; ++j)
-      w[i * 8 + j] = float((i * 3 + j + i / 2) % 3 - 1);
-  std::vector<std::vector<float>> mlpWant = {mlpReference(1), mlpReference(9)};
-  Desc2 mlpResult;
-  auto mlp = [&](int64_t steps) {
-    Desc2 x = view(x0, 8, 8), wd = view(w, 8, 8);
-    _mlir_ciface_mlp(&mlpResult, &x, &wd, steps);
-  };
-  countedCall(mlp, 9);
-  expectEqual("mlp", 9, mlpResult, mlpWant[1], 8, 8);
-  one = countedCall(mlp, 1);
-  expectEqual("mlp", 1, mlpResult, mlpWant[0], 8, 8);
-  nine = countedCall(mlp, 9);
-  expectEqual("mlp", 9, mlpResult, mlpWant[1], 8, 8);
-  checkCounts("mlp (product, clamp)", one, nine);
+  std::vector<float> x0 = fill(0, 8, 8, mlpX0), w = fill(0, 8, 8, mlpW);
+  checkLoop(
+      "mlp (product, clamp)",
+      [&](int64_t steps) {
+        Desc2 result, x = view(x0, 8, 8), wd = view(w, 8, 8);
+        _mlir_ciface_mlp(&result, &x, &wd, steps);
+        return result;
+      },
+      mlpReference);
 
   mesh_module_fini();
   if (failures)
