@@ -538,6 +538,144 @@ def model_suite():
     return cases
 
 
+def transpose(case, v, shape):
+    e, t = case.fresh(), case.fresh()
+    out = [shape[1], shape[0]]
+    case.body += [
+        f"{e} = tensor.empty() : {ttype(out)}",
+        f"{t} = linalg.transpose ins({v} : {ttype(shape)}) outs({e} : {ttype(out)}) permutation = [1, 0]"]
+    return t
+
+
+def training_suite(seed):
+    """A training loop written once on global shapes (issue 30): an MLP's
+    forward (x @ W1 plus a bias broadcast over the batch, ReLU, @ W2), the
+    error against a target, the backward written out (W2 used plain forward
+    and transposed for the input's gradient; the bias's gradient a sum over
+    the batch), an SGD step (with momentum in some cases), 3 steps in an
+    `scf.for` (or an `scf.while`) carrying the parameters; only the
+    arguments are annotated: the plans of DDP, FSDP, HSDP and Megatron TP,
+    then random shardings of every argument. Integers: the sums are exact
+    in any order, wrapping included."""
+    B, H, F = 16, 8, 16
+    plans = [
+        # plan: (x and target, w1, bias, w2) on (a = 2, b = 4)
+        ("ddp", "for", ([["a", "b"], []], [[], []], [[]], [[], []])),
+        ("fsdp", "for", ([["a", "b"], []], [["a", "b"], []], [["a", "b"]],
+                         [["a", "b"], []])),
+        ("tp_only", "for", ([[], []], [[], ["b"]], [["b"]], [["b"], []])),
+    ]
+    for form in ("for", "while", "momentum"):
+        plans.append(("hsdp", form, ([["a", "b"], []], [["b"], []], [["b"]],
+                                     [["b"], []])))
+        plans.append(("tp", form, ([["a"], []], [[], ["b"]], [["b"]],
+                                   [["b"], []])))
+    rng = random.Random(seed)
+    for i in range(6):
+        xd = random_sharding(rng, "m24", [B, H])
+        plans.append((f"random{i}", rng.choice(["for", "while", "momentum"]),
+                      (xd, random_sharding(rng, "m24", [H, F]),
+                       random_sharding(rng, "m24", [F]),
+                       random_sharding(rng, "m24", [F, H]))))
+    cases = []
+    for plan, form, (xd, w1d, bd, w2d) in plans:
+        c = Case(f"train_{plan}_{form}", "m24")
+        c.tags.add("training")
+        c.args = [([B, H], xd), ([B, H], xd), ([H, F], w1d), ([F, H], w2d),
+                  ([F], bd)]
+        tw1, tw2, tb = ttype([H, F]), ttype([F, H]), ttype([F])
+        loop, w1, w2, b1 = (c.fresh() for _ in range(4))
+        carried = [(w1, "%arg2", tw1), (w2, "%arg3", tw2), (b1, "%arg4", tb)]
+        if form == "momentum":
+            for t in (tw1, tw2, tb):
+                m, e, z = c.fresh(), c.fresh(), c.fresh()
+                c.body += [f"{e} = tensor.empty() : {t}",
+                           f"{z} = linalg.fill ins(%c0_i32 : i32) outs({e} : {t}) -> {t}"]
+                carried.append((m, z, t))
+        types = ", ".join(t for _, _, t in carried)
+        if form == "while":
+            k = c.fresh()
+            c.body += [
+                f"{loop}:{len(carried) + 1} = scf.while ({k}_0 = %c0, " +
+                ", ".join(f"{n}_0 = {v}" for n, v, _ in carried) +
+                f") : (index, {types}) -> (index, {types}) {{",
+                f"  {k}_c = arith.cmpi slt, {k}_0, %c3 : index",
+                f"  scf.condition({k}_c) {k}_0, " +
+                ", ".join(f"{n}_0" for n, _, _ in carried) + f" : index, {types}",
+                "} do {",
+                f"^bb0({k}: index, " +
+                ", ".join(f"{n}: {t}" for n, _, t in carried) + "):"]
+        else:
+            c.body.append(
+                f"{loop}:{len(carried)} = scf.for %it = %c0 to %c3 step %c1 iter_args(" +
+                ", ".join(f"{n} = {v}" for n, v, _ in carried) +
+                f") -> ({types}) {{")
+        xw = matmul(c, "%arg0", w1, B, H, F)
+        eb, bb, h = c.fresh(), c.fresh(), c.fresh()
+        c.body += [f"{eb} = tensor.empty() : {ttype([B, F])}",
+                   f"{bb} = linalg.broadcast ins({b1} : {tb}) outs({eb} : {ttype([B, F])}) dimensions = [0]",
+                   f"{h} = arith.addi {xw}, {bb} : {ttype([B, F])}"]
+        e, z, a = c.fresh(), c.fresh(), c.fresh()
+        c.body += [f"{e} = tensor.empty() : {ttype([B, F])}",
+                   f"{z} = linalg.fill ins(%c0_i32 : i32) outs({e} : {ttype([B, F])}) -> {ttype([B, F])}",
+                   f"{a} = arith.maxsi {h}, {z} : {ttype([B, F])}"]
+        y = matmul(c, a, w2, B, F, H)
+        dy = c.fresh()
+        c.body.append(f"{dy} = arith.subi {y}, %arg1 : {ttype([B, H])}")
+        dw2 = matmul(c, transpose(c, a, [B, F]), dy, F, B, H)
+        da = matmul(c, dy, transpose(c, w2, [F, H]), B, H, F)
+        pos, dh = c.fresh(), c.fresh()
+        c.body += [f"{pos} = arith.cmpi sgt, {h}, {z} : {ttype([B, F])}",
+                   f"{dh} = arith.select {pos}, {da}, {z} : tensor<{B}x{F}xi1>, {ttype([B, F])}"]
+        dw1 = matmul(c, transpose(c, "%arg0", [B, H]), dh, H, B, F)
+        e0, z0, db = c.fresh(), c.fresh(), c.fresh()
+        c.body += [f"{e0} = tensor.empty() : {tb}",
+                   f"{z0} = linalg.fill ins(%c0_i32 : i32) outs({e0} : {tb}) -> {tb}",
+                   f"{db} = linalg.reduce ins({dh} : {ttype([B, F])}) outs({z0} : {tb}) dimensions = [0]",
+                   "  (%in: i32, %acc: i32) {",
+                   "    %s = arith.addi %in, %acc : i32",
+                   "    linalg.yield %s : i32",
+                   "  }"]
+        updated, moments = [], []
+        for i, (w, g, t) in enumerate([(w1, dw1, tw1), (w2, dw2, tw2),
+                                       (b1, db, tb)]):
+            if form == "momentum":
+                mn = c.fresh()
+                c.body.append(f"{mn} = arith.addi {carried[3 + i][0]}, {g} : {t}")
+                moments.append(mn)
+                g = mn
+            nw = c.fresh()
+            c.body.append(f"{nw} = arith.subi {w}, {g} : {t}")
+            updated.append(nw)
+        yields = ", ".join(updated + moments)
+        off = 0
+        if form == "while":
+            k1 = c.fresh()
+            c.body += [f"{k1} = arith.addi {k}, %c1 : index",
+                       f"scf.yield {k1}, {yields} : index, {types}", "}"]
+            off = 1
+        else:
+            c.body += [f"scf.yield {yields} : {types}", "}"]
+        # One result: the trained weights' product plus the bias's sum,
+        # replicated.
+        r = matmul(c, f"{loop}#{off}", f"{loop}#{off + 1}", H, F, H)
+        e1, z1, bs, bsb, out = (c.fresh() for _ in range(5))
+        c.body += [f"{e1} = tensor.empty() : tensor<i32>",
+                   f"{z1} = linalg.fill ins(%c0_i32 : i32) outs({e1} : tensor<i32>) -> tensor<i32>",
+                   f"{bs} = linalg.reduce ins({loop}#{off + 2} : {tb}) outs({z1} : tensor<i32>) dimensions = [0]",
+                   "  (%in: i32, %acc: i32) {",
+                   "    %s = arith.addi %in, %acc : i32",
+                   "    linalg.yield %s : i32",
+                   "  }",
+                   f"{bsb} = linalg.broadcast ins({bs} : tensor<i32>) outs({e1}b : {ttype([H, H])}) dimensions = [0, 1]",
+                   f"{out} = arith.addi {r}, {bsb} : {ttype([H, H])}"]
+        c.body.insert(len(c.body) - 2, f"{e1}b = tensor.empty() : {ttype([H, H])}")
+        c.result = (out, [H, H])
+        c.result_dims = [[], []]
+        cases.append(c)
+    return cases
+
+
 def pad(case, src, shape, lo, hi, circular=False):
     """tensor.pad of `src` by `lo`/`hi` per dim with zeros; or, `circular`,
     padded with the other end of each dim (a torus): as mesh.circular_pad,
@@ -1351,7 +1489,8 @@ def main():
     args = ap.parse_args()
     rng = random.Random(args.seed)
     kinds = [k for k in KINDS if k not in args.without]
-    cases = matmul_suite() + model_suite() + halo_suite() + \
+    cases = matmul_suite() + model_suite() + training_suite(args.seed) + \
+        halo_suite() + \
         (dynamic_suite() if "dynamic" in kinds else []) + \
         [random_case(rng, i, kinds) for i in range(args.cases)]
     lines = ["// Generated by gen_partition.py; do not edit."]

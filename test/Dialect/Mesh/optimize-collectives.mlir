@@ -1,5 +1,7 @@
 // RUN: mesh-opt %s --mesh-optimize-collectives -split-input-file | FileCheck %s
 // RUN: mesh-opt %s --mesh-optimize-collectives=combine-threshold=0 -split-input-file | FileCheck %s --check-prefix=NOCOMBINE
+// RUN: mesh-opt %s --mesh-optimize-collectives -split-input-file | FileCheck %s --check-prefix=BUCKET
+// RUN: mesh-opt %s --mesh-optimize-collectives=combine-threshold=128 -split-input-file | FileCheck %s --check-prefix=SMALL
 
 mesh.mesh @m(["one" = 1, "a" = 2, "b" = 4])
 
@@ -76,6 +78,60 @@ func.func @dependent(%x: tensor<16xf32>) -> tensor<16xf32> {
   %e = math.exp %a : tensor<16xf32>
   %b = mesh.all_reduce %e on @m axes = ["b"] reduction = sum : tensor<16xf32> -> tensor<16xf32>
   return %b : tensor<16xf32>
+}
+
+// Buckets (issue 30): each gradient's all_reduce sits before its own
+// update, after its scaling by the learning rate; the second one, and the
+// scaling it needs, move up to the first, and one all_reduce carries both.
+// BUCKET-LABEL: func.func @bucket_gradients
+// BUCKET-SAME: (%[[W1:.*]]: tensor<4x8xf32>, %[[W2:.*]]: tensor<8xf32>, %[[G1:.*]]: tensor<4x8xf32>, %[[G2:.*]]: tensor<8xf32>, %[[LR:.*]]: tensor<8xf32>)
+// BUCKET: %[[S1:.*]] = arith.mulf %[[G1]], %{{.*}}
+// BUCKET: %[[S2:.*]] = arith.mulf %[[G2]], %[[LR]]
+// BUCKET: %[[F1:.*]] = tensor.collapse_shape %[[S1]]
+// BUCKET: %[[J:.*]] = tensor.concat dim(0) %[[F1]], %[[S2]] : (tensor<32xf32>, tensor<8xf32>) -> tensor<40xf32>
+// BUCKET: %[[R:.*]] = mesh.all_reduce %[[J]] on @m axes = ["b"] reduction = sum : tensor<40xf32> -> tensor<40xf32>
+// BUCKET-NOT: mesh.all_reduce
+// BUCKET: arith.subf %[[W1]]
+// BUCKET: arith.subf %[[W2]]
+// A bucket of at most 128 bytes holds one of them (the 4x8 one alone).
+// SMALL-LABEL: func.func @bucket_gradients
+// SMALL-COUNT-2: mesh.all_reduce
+// SMALL-NOT: mesh.all_reduce
+// NOCOMBINE-LABEL: func.func @bucket_gradients
+// NOCOMBINE-COUNT-2: mesh.all_reduce
+func.func @bucket_gradients(%w1: tensor<4x8xf32>, %w2: tensor<8xf32>,
+                            %g1: tensor<4x8xf32>, %g2: tensor<8xf32>,
+                            %lr: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>) {
+  %lr1 = arith.constant dense<0.5> : tensor<4x8xf32>
+  %s1 = arith.mulf %g1, %lr1 : tensor<4x8xf32>
+  %r1 = mesh.all_reduce %s1 on @m axes = ["b"] reduction = sum : tensor<4x8xf32> -> tensor<4x8xf32>
+  %n1 = arith.subf %w1, %r1 : tensor<4x8xf32>
+  %s2 = arith.mulf %g2, %lr : tensor<8xf32>
+  %r2 = mesh.all_reduce %s2 on @m axes = ["b"] reduction = sum : tensor<8xf32> -> tensor<8xf32>
+  %n2 = arith.subf %w2, %r2 : tensor<8xf32>
+  return %n1, %n2 : tensor<4x8xf32>, tensor<8xf32>
+}
+
+// An input computed from a bucket's own result cannot join it (%b reduces
+// %a again, %c is computed from the op that needs %a); they form the next
+// bucket.
+// BUCKET-LABEL: func.func @bucket_dependent
+// SMALL-LABEL: func.func @bucket_dependent
+// BUCKET-SAME: (%[[X:.*]]: tensor<16xf32>)
+// BUCKET: %[[A:.*]] = mesh.all_reduce %[[X]] on @m axes = ["b"] reduction = sum : tensor<16xf32> -> tensor<16xf32>
+// BUCKET: %[[E:.*]] = math.exp %[[A]]
+// BUCKET: %[[N:.*]] = math.absf %[[E]]
+// BUCKET: tensor.concat dim(0) %[[A]], %[[N]]
+// BUCKET: mesh.all_reduce %{{.*}} : tensor<32xf32> -> tensor<32xf32>
+// BUCKET-NOT: mesh.all_reduce
+// BUCKET: return
+func.func @bucket_dependent(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) {
+  %a = mesh.all_reduce %x on @m axes = ["b"] reduction = sum : tensor<16xf32> -> tensor<16xf32>
+  %e = math.exp %a : tensor<16xf32>
+  %b = mesh.all_reduce %a on @m axes = ["b"] reduction = sum : tensor<16xf32> -> tensor<16xf32>
+  %n = math.absf %e : tensor<16xf32>
+  %c = mesh.all_reduce %n on @m axes = ["b"] reduction = sum : tensor<16xf32> -> tensor<16xf32>
+  return %b, %c, %e : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
 }
 
 // -----
@@ -380,4 +436,72 @@ func.func @other_axes(%x: tensor<16x8xf32>) -> tensor<8x8xf32> {
   %n = arith.negf %r : tensor<16x8xf32>
   %s = mesh.all_slice %n on @m axes = ["a"] slice_dim = 0 : tensor<16x8xf32> -> tensor<8x8xf32>
   return %s : tensor<8x8xf32>
+}
+
+// -----
+
+// A weight gathered plain for the forward pass and transposed for the
+// input's gradient crosses the network once (issue 30): the transposed
+// gather becomes a transpose of the plain one, which moves up to it.
+mesh.mesh @m(["d" = 8])
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+
+// CHECK-LABEL: func.func @gather_once
+// CHECK-SAME: (%[[W:.*]]: tensor<2x16xf32>
+// CHECK: %[[G:.*]] = mesh.all_gather %[[W]] on @m axes = ["d"] gather_dim = 0 : tensor<2x16xf32> -> tensor<16x16xf32>
+// CHECK-NOT: mesh.all_gather
+// CHECK: linalg.transpose ins(%[[G]] : tensor<16x16xf32>) outs(%{{.*}} : tensor<16x16xf32>) permutation = [1, 0]
+// CHECK-NOT: mesh.all_gather
+// CHECK: return
+func.func @gather_once(%w: tensor<2x16xf32>, %x: tensor<16x16xf32>) -> (tensor<16x16xf32>, tensor<16x16xf32>) {
+  %e = tensor.empty() : tensor<16x2xf32>
+  %t = linalg.transpose ins(%w : tensor<2x16xf32>) outs(%e : tensor<16x2xf32>) permutation = [1, 0]
+  %gt = mesh.all_gather %t on @m axes = ["d"] gather_dim = 1 : tensor<16x2xf32> -> tensor<16x16xf32>
+  %g = mesh.all_gather %w on @m axes = ["d"] gather_dim = 0 : tensor<2x16xf32> -> tensor<16x16xf32>
+  %a = arith.addf %gt, %x : tensor<16x16xf32>
+  %b = arith.addf %g, %x : tensor<16x16xf32>
+  return %a, %b : tensor<16x16xf32>, tensor<16x16xf32>
+}
+
+// The same through a generic that only permutes (torch-mlir's spelling).
+// CHECK-LABEL: func.func @gather_once_generic
+// CHECK-SAME: (%[[W:.*]]: tensor<2x16xf32>
+// CHECK: %[[G:.*]] = mesh.all_gather %[[W]] on @m axes = ["d"] gather_dim = 0
+// CHECK-NOT: mesh.all_gather
+// CHECK: linalg.transpose ins(%[[G]]
+func.func @gather_once_generic(%w: tensor<2x16xf32>) -> (tensor<16x16xf32>, tensor<16x16xf32>) {
+  %g = mesh.all_gather %w on @m axes = ["d"] gather_dim = 0 : tensor<2x16xf32> -> tensor<16x16xf32>
+  %e = tensor.empty() : tensor<16x2xf32>
+  %t = linalg.generic {indexing_maps = [#tr, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<2x16xf32>) outs(%e : tensor<16x2xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<16x2xf32>
+  %gt = mesh.all_gather %t on @m axes = ["d"] gather_dim = 1 : tensor<16x2xf32> -> tensor<16x16xf32>
+  return %g, %gt : tensor<16x16xf32>, tensor<16x16xf32>
+}
+
+// Not when the other gather is along another dim (the transposed gather
+// along dim 0 is the weight's dim 1, which nothing gathers), nor when the
+// generic computes something.
+// CHECK-LABEL: func.func @gather_twice
+// CHECK-COUNT-3: mesh.all_gather
+// CHECK-NOT: mesh.all_gather
+func.func @gather_twice(%w: tensor<16x16xf32>) -> (tensor<128x16xf32>, tensor<128x16xf32>, tensor<128x16xf32>) {
+  %g = mesh.all_gather %w on @m axes = ["d"] gather_dim = 0 : tensor<16x16xf32> -> tensor<128x16xf32>
+  %e = tensor.empty() : tensor<16x16xf32>
+  %t = linalg.transpose ins(%w : tensor<16x16xf32>) outs(%e : tensor<16x16xf32>) permutation = [1, 0]
+  %gt = mesh.all_gather %t on @m axes = ["d"] gather_dim = 0 : tensor<16x16xf32> -> tensor<128x16xf32>
+  %n = linalg.generic {indexing_maps = [#tr, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<16x16xf32>) outs(%e : tensor<16x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.negf %in : f32
+    linalg.yield %m : f32
+  } -> tensor<16x16xf32>
+  %gn = mesh.all_gather %n on @m axes = ["d"] gather_dim = 1 : tensor<16x16xf32> -> tensor<16x128xf32>
+  %e2 = tensor.empty() : tensor<128x16xf32>
+  %gnt = linalg.transpose ins(%gn : tensor<16x128xf32>) outs(%e2 : tensor<128x16xf32>) permutation = [1, 0]
+  return %g, %gt, %gnt : tensor<128x16xf32>, tensor<128x16xf32>, tensor<128x16xf32>
 }

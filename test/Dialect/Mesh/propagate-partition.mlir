@@ -269,3 +269,49 @@ func.func @loop_body_layout(%a: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<
   }
   return %r : tensor<8x8xf32>
 }
+
+// A bias broadcast over the batch (issue 30): the broadcast's input says
+// nothing of the batch dim, so the add's layout (the batch's) decides it.
+// An FSDP-sharded bias is gathered (its 32 elements), not broadcast to the
+// whole batch and moved with an all_to_all; a replicated one is broadcast
+// over this device's rows only, not over the whole batch and sliced.
+// CHECK-LABEL: func.func @bias_sharded
+// CHECK-SAME: (%[[X:.*]]: tensor<8x16xf32>, %[[B:.*]]: tensor<4xf32>)
+// CHECK: %[[G:.*]] = mesh.all_gather %[[B]] on @m axes = ["b"] gather_dim = 0 : tensor<4xf32> -> tensor<16xf32>
+// CHECK-NOT: mesh.
+// CHECK: linalg.broadcast ins(%[[G]] : tensor<16xf32>) outs(%{{.*}} : tensor<8x16xf32>)
+// CHECK-NOT: mesh.
+// CHECK: return
+func.func @bias_sharded(%x: tensor<16x16xf32> {mesh.sharding = #mesh.sharding<@m, [["a"], []]>},
+                        %b: tensor<16xf32> {mesh.sharding = #mesh.sharding<@m, [["b"]]>})
+    -> (tensor<16x16xf32> {mesh.sharding = #mesh.sharding<@m, [["a"], []]>}) {
+  %e = tensor.empty() : tensor<16x16xf32>
+  %bb = linalg.broadcast ins(%b : tensor<16xf32>) outs(%e : tensor<16x16xf32>) dimensions = [0]
+  %y = arith.addf %x, %bb : tensor<16x16xf32>
+  return %y : tensor<16x16xf32>
+}
+// CHECK-LABEL: func.func @bias_replicated
+// CHECK-SAME: (%[[X:.*]]: tensor<2x16xf32>, %[[B:.*]]: tensor<16xf32>)
+// CHECK-NOT: mesh.
+// CHECK: linalg.broadcast ins(%[[B]] : tensor<16xf32>) outs(%{{.*}} : tensor<2x16xf32>)
+// CHECK-NOT: mesh.
+// CHECK: return
+func.func @bias_replicated(%x: tensor<16x16xf32> {mesh.sharding = #mesh.sharding<@m, [["a", "b"], []]>},
+                           %b: tensor<16xf32> {mesh.sharding = #mesh.sharding<@m, [[]]>})
+    -> (tensor<16x16xf32> {mesh.sharding = #mesh.sharding<@m, [["a", "b"], []]>}) {
+  %e = tensor.empty() : tensor<16x16xf32>
+  %bb = linalg.broadcast ins(%b : tensor<16xf32>) outs(%e : tensor<16x16xf32>) dimensions = [0]
+  %y = arith.addf %x, %bb : tensor<16x16xf32>
+  return %y : tensor<16x16xf32>
+}
+// With nothing else to decide it, the broadcast keeps its input's layout
+// along the other dims.
+// CHECK-LABEL: func.func @bias_alone
+// CHECK-SAME: (%[[B:.*]]: tensor<4xf32>) -> tensor<16x4xf32>
+// CHECK-NOT: mesh.
+// CHECK: linalg.broadcast ins(%[[B]] : tensor<4xf32>) outs(%{{.*}} : tensor<16x4xf32>)
+func.func @bias_alone(%b: tensor<16xf32> {mesh.sharding = #mesh.sharding<@m, [["b"]]>}) -> tensor<16x16xf32> {
+  %e = tensor.empty() : tensor<16x16xf32>
+  %bb = linalg.broadcast ins(%b : tensor<16xf32>) outs(%e : tensor<16x16xf32>) dimensions = [0]
+  return %bb : tensor<16x16xf32>
+}

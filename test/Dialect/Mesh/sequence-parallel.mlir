@@ -6,12 +6,15 @@
 // gathers them before W1 (columns over "tp"); GELU; W2 (rows over "tp")
 // leaves a partial sum; a bias add (a broadcast linalg.generic); a residual
 // add; the result split on the sequence again. The optimum is one
-// all_gather before and one reduce_scatter after. Partitioning alone
-// reduces W2's partial sum for the bias add, which propagation computes
-// whole, and slices it for the residual add: an all_reduce and an
-// all_slice with the bias add between them. The optimiser moves the slice
-// up through the bias add (and the expand_shape back to [B, S, H]) and
-// makes the pair one reduce_scatter.
+// all_gather before and one reduce_scatter after. W2's pending sum decides
+// nothing in the forward sweep (it can be reduced into any layout), so the
+// bias add takes the residual add's layout and partitioning alone reduces
+// with a reduce_scatter. Where a reshape stands between (the expand_shape
+// back to [B, S, H]), partitioning reduces W2's partial sum for the bias
+// add whole and slices it for the residual add: an all_reduce and an
+// all_slice with the bias add between them; the optimiser moves the slice
+// up through the bias add and the expand_shape and makes the pair one
+// reduce_scatter.
 
 mesh.mesh @m(["dp" = 2, "tp" = 4])
 
@@ -33,9 +36,10 @@ mesh.mesh @m(["dp" = 2, "tp" = 4])
 // CHECK: return %[[R]] : tensor<8x16xf32>
 // PARTITIONED-LABEL: func.func @sp_mlp
 // PARTITIONED: mesh.all_gather
-// PARTITIONED: mesh.all_reduce {{.*}} : tensor<32x16xf32> -> tensor<32x16xf32>
+// PARTITIONED-NOT: mesh.all_reduce
+// PARTITIONED: mesh.reduce_scatter {{.*}} : tensor<32x16xf32> -> tensor<8x16xf32>
+// PARTITIONED-NOT: mesh.all_slice
 // PARTITIONED: linalg.generic
-// PARTITIONED: mesh.all_slice {{.*}} : tensor<32x16xf32> -> tensor<8x16xf32>
 func.func @sp_mlp(%x: tensor<32x16xf32> {mesh.sharding = #mesh.sharding<@m, [["tp"], []]>},
                   %w1: tensor<16x64xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["tp"]]>},
                   %b1: tensor<64xf32> {mesh.sharding = #mesh.sharding<@m, [["tp"]]>},

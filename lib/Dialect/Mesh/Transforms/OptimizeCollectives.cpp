@@ -21,6 +21,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 #include "llvm/ADT/MapVector.h"
 
@@ -371,6 +372,98 @@ private:
   };
 };
 
+/// The permutation of a transpose: a `linalg.transpose`, or a generic that
+/// only copies its one input through a permutation map (torch-mlir's
+/// spelling). Result dim i is dim perm[i] of the input.
+static std::optional<SmallVector<int64_t>>
+getTransposePermutation(Operation *op) {
+  if (auto transpose = dyn_cast<linalg::TransposeOp>(op)) {
+    if (!transpose.hasPureTensorSemantics())
+      return std::nullopt;
+    return SmallVector<int64_t>(transpose.getPermutation());
+  }
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || !generic.hasPureTensorSemantics() ||
+      generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
+      generic.getNumReductionLoops() != 0)
+    return std::nullopt;
+  AffineMap in = generic.getMatchingIndexingMap(generic.getDpsInputOperand(0));
+  AffineMap out = generic.getMatchingIndexingMap(generic.getDpsInitOperand(0));
+  if (!out.isIdentity() || !in.isPermutation())
+    return std::nullopt;
+  Block &body = generic.getRegion().front();
+  auto yield = dyn_cast<linalg::YieldOp>(body.getTerminator());
+  if (body.getOperations().size() != 1 || !yield ||
+      yield.getValues().front() != body.getArgument(0))
+    return std::nullopt;
+  // Output dim i reads input dim in(i): the input's map sends loop i
+  // (output dim i) to input dim `in.getDimPosition(k)` at result k.
+  SmallVector<int64_t> perm(in.getNumResults());
+  for (unsigned k = 0; k < in.getNumResults(); ++k)
+    perm[in.getDimPosition(k)] = k;
+  return perm;
+}
+
+/// A value gathered twice, once plain and once transposed (a weight used
+/// as is in the forward pass and transposed for the input's gradient; FSDP
+/// gathers it once):
+///
+///   all_gather(transpose(x), dim i) = transpose(all_gather(x, dim perm[i]))
+///
+/// When `x` is gathered along dim perm[i] over the same axes elsewhere, the
+/// transposed gather is replaced by a transpose of that gather's result
+/// (moved up, within its block, to where both can use it), so the value
+/// crosses the network once.
+struct GatherBeforeTranspose : public OpRewritePattern<AllGatherOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AllGatherOp gather,
+                                PatternRewriter &rewriter) const override {
+    auto type = dyn_cast<RankedTensorType>(gather.getType());
+    Operation *transpose = gather.getInput().getDefiningOp();
+    if (!type || !transpose)
+      return failure();
+    std::optional<SmallVector<int64_t>> perm =
+        getTransposePermutation(transpose);
+    if (!perm)
+      return failure();
+    Value x = transpose->getOperand(0);
+    int64_t dim = (*perm)[gather.getGatherDim()];
+    AllGatherOp other;
+    for (Operation *user : x.getUsers()) {
+      auto candidate = dyn_cast<AllGatherOp>(user);
+      if (candidate && candidate != gather &&
+          candidate.getMeshAttr() == gather.getMeshAttr() &&
+          candidate.getAxes() == gather.getAxes() &&
+          static_cast<int64_t>(candidate.getGatherDim()) == dim &&
+          isa<RankedTensorType>(candidate.getType())) {
+        other = candidate;
+        break;
+      }
+    }
+    if (!other)
+      return failure();
+    // The other gather must come first: it moves up to the transpose when
+    // both are in one block (its only operand, x, is defined before);
+    // otherwise it must already be before the op that holds this gather.
+    if (other->getBlock() == transpose->getBlock()) {
+      if (transpose->isBeforeInBlock(other))
+        rewriter.moveOpBefore(other, transpose);
+    } else {
+      Operation *holder = other->getBlock()->findAncestorOpInBlock(*gather);
+      if (!holder || !other->isBeforeInBlock(holder))
+        return failure();
+    }
+    Location loc = gather.getLoc();
+    rewriter.setInsertionPoint(gather);
+    Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
+                                         type.getElementType());
+    auto transposed = linalg::TransposeOp::create(
+        rewriter, loc, other.getResult(), init, *perm);
+    rewriter.replaceOp(gather, transposed->getResults());
+    return success();
+  }
+};
+
 /// Drops the axes of size 1 from a collective's axis list.
 struct DropUnitAxes : public OpInterfaceRewritePattern<CollectiveOpInterface> {
   using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
@@ -396,7 +489,13 @@ struct DropUnitAxes : public OpInterfaceRewritePattern<CollectiveOpInterface> {
   }
 };
 
-/// Combines independent all_reduces of one block.
+/// Combines independent all_reduces of one block into buckets, as DDP
+/// does with gradients: a bucket is emitted where the first of its results
+/// is needed, and every later all_reduce of the block with the same group,
+/// reduction and element type whose input is ready there joins it, up to
+/// `threshold` bytes in all. A joining all_reduce moves up to the bucket,
+/// so its input dies earlier and its result is born earlier, by the same
+/// bytes: peak memory grows by the concatenated bucket at most.
 class Combiner {
 public:
   Combiner(int64_t threshold) : threshold(threshold) {}
@@ -408,46 +507,77 @@ public:
 private:
   using Key = std::tuple<Attribute, Attribute, uint32_t, Type>;
 
+  static int64_t bytesOf(AllReduceOp op) {
+    auto type = cast<RankedTensorType>(op.getType());
+    return type.getNumElements() *
+           static_cast<int64_t>(type.getElementTypeBitWidth()) / 8;
+  }
+
   bool isCandidate(AllReduceOp op) {
     auto type = dyn_cast<RankedTensorType>(op.getType());
     if (!type || !type.hasStaticShape() || type.getRank() == 0)
       return false;
-    int64_t bits = type.getNumElements() *
-                   static_cast<int64_t>(type.getElementTypeBitWidth());
-    return bits / 8 <= threshold;
+    return bytesOf(op) <= threshold;
+  }
+
+  static Key keyOf(AllReduceOp op) {
+    return Key{op.getMeshAttr(), op.getAxes(),
+               static_cast<uint32_t>(op.getReduction()),
+               cast<ShapedType>(op.getType()).getElementType()};
+  }
+
+  /// Whether `v` exists before `at` (an op of the block being combined).
+  static bool readyBefore(Value v, Operation *at) {
+    Operation *def = v.getDefiningOp();
+    if (!def || def->getBlock() != at->getBlock())
+      return true; // A block argument, or defined around the block.
+    return def->isBeforeInBlock(at);
   }
 
   void runOnBlock(Block &block) {
     // Insertion order, so that the output does not depend on pointers.
     llvm::MapVector<Key, SmallVector<AllReduceOp>> pending;
-    DenseMap<Operation *, Key> keyOf;
-    for (Operation &op : llvm::make_early_inc_range(block)) {
+    DenseMap<Operation *, Key> pendingKey;
+    // The ops as they were: flushing erases later all_reduces that joined.
+    SmallVector<Operation *> ops;
+    for (Operation &op : block)
+      ops.push_back(&op);
+    erased.clear();
+    for (Operation *op : ops) {
+      if (erased.contains(op))
+        continue;
       // A pending group whose result `op` needs is emitted right here.
-      for (Value operand : op.getOperands()) {
+      for (Value operand : op->getOperands()) {
         Operation *def = operand.getDefiningOp();
-        auto it = def ? keyOf.find(def) : keyOf.end();
-        if (it == keyOf.end())
+        auto it = def ? pendingKey.find(def) : pendingKey.end();
+        if (it == pendingKey.end())
           continue;
         Key key = it->second;
-        flush(pending[key], &op, keyOf);
+        flush(key, pending[key], op, pendingKey);
       }
       // Nested regions may use a pending result too: flush conservatively.
-      if (op.getNumRegions())
+      if (op->getNumRegions())
         for (auto &[key, group] : pending)
-          if (!group.empty() && usedInside(group, op))
-            flush(group, &op, keyOf);
-      auto reduce = dyn_cast<AllReduceOp>(&op);
+          if (!group.empty() && usedInside(group, *op))
+            flush(key, group, op, pendingKey);
+      auto reduce = dyn_cast<AllReduceOp>(op);
       if (!reduce || !isCandidate(reduce))
         continue;
-      Key key{reduce.getMeshAttr(), reduce.getAxes(),
-              static_cast<uint32_t>(reduce.getReduction()),
-              cast<ShapedType>(reduce.getType()).getElementType()};
-      pending[key].push_back(reduce);
-      keyOf[reduce] = key;
+      Key key = keyOf(reduce);
+      SmallVector<AllReduceOp> &group = pending[key];
+      // A full bucket goes out here, before the all_reduce that would
+      // overflow it.
+      int64_t bytes = 0;
+      for (AllReduceOp member : group)
+        bytes += bytesOf(member);
+      if (!group.empty() && bytes + bytesOf(reduce) > threshold)
+        flush(key, group, op, pendingKey);
+      group.push_back(reduce);
+      pendingKey[reduce] = key;
     }
     for (auto &[key, group] : pending)
       if (!group.empty())
-        flush(group, block.empty() ? nullptr : &block.back(), keyOf);
+        flush(key, group, block.empty() ? nullptr : &block.back(), pendingKey);
   }
 
   static bool usedInside(ArrayRef<AllReduceOp> group, Operation &op) {
@@ -461,11 +591,81 @@ private:
     return used;
   }
 
-  /// Emits the group (if two or more) before `at` and clears it.
-  void flush(SmallVector<AllReduceOp> &group, Operation *at,
-             DenseMap<Operation *, Key> &keyOf) {
+  /// Whether `v` can exist before `at` without the results of `group`: it
+  /// does, or it is made by pure ops of the block (a gradient scaled by the
+  /// learning rate, which the partitioner reduces after scaling) whose
+  /// operands can, at most `depth` deep; those ops are added to `moved`.
+  /// (The ops before `at` use no result of the group, or it would have
+  /// been emitted at the first; `at` and later ones may.)
+  static bool canBeReadyBefore(Value v, Operation *at,
+                               ArrayRef<AllReduceOp> group,
+                               SmallVectorImpl<Operation *> &moved,
+                               unsigned depth = 4) {
+    Operation *def = v.getDefiningOp();
+    if (auto reduce = dyn_cast_or_null<AllReduceOp>(def))
+      if (llvm::is_contained(group, reduce))
+        return false;
+    if (readyBefore(v, at))
+      return true;
+    if (depth == 0 || def == at || !isMemoryEffectFree(def) ||
+        isa<AllReduceOp>(def))
+      return false;
+    if (llvm::is_contained(moved, def))
+      return true;
+    for (Value operand : def->getOperands())
+      if (!canBeReadyBefore(operand, at, group, moved, depth - 1))
+        return false;
+    // What a region (a linalg.generic's body) reads from around it must
+    // exist already (and so cannot be a result of the group).
+    for (Region &region : def->getRegions()) {
+      SetVector<Value> captured;
+      getUsedValuesDefinedAbove(region, captured);
+      if (llvm::any_of(captured, [&](Value c) {
+            auto reduce = c.getDefiningOp<AllReduceOp>();
+            return !readyBefore(c, at) ||
+                   (reduce && llvm::is_contained(group, reduce));
+          }))
+        return false;
+    }
+    moved.push_back(def);
+    return true;
+  }
+
+  /// Adds to `group` the later all_reduces of `at`'s block with `key` whose
+  /// inputs exist before `at`, or can (pure ops moved up with them), while
+  /// the bucket has room. (Such an input cannot depend on the group's
+  /// results: the first op to use one would have emitted the group there.
+  /// `at` itself may use one: it is skipped.)
+  void fillBucket(const Key &key, SmallVector<AllReduceOp> &group,
+                  Operation *at) {
+    int64_t bytes = 0;
+    for (AllReduceOp member : group)
+      bytes += bytesOf(member);
+    for (Operation *next = at->getNextNode(); next;
+         next = next->getNextNode()) {
+      auto reduce = dyn_cast<AllReduceOp>(next);
+      if (!reduce || erased.contains(reduce) || !isCandidate(reduce) ||
+          keyOf(reduce) != key || bytes + bytesOf(reduce) > threshold)
+        continue;
+      SmallVector<Operation *> moved;
+      if (!canBeReadyBefore(reduce.getInput(), at, group, moved))
+        continue;
+      // Producers first: each was pushed after its operands.
+      for (Operation *op : moved)
+        op->moveBefore(at);
+      group.push_back(reduce);
+      bytes += bytesOf(reduce);
+    }
+  }
+
+  /// Emits the group, with the later all_reduces that can join it (if two
+  /// or more in all), before `at`, and clears it.
+  void flush(const Key &key, SmallVector<AllReduceOp> &group, Operation *at,
+             DenseMap<Operation *, Key> &pendingKey) {
     for (AllReduceOp op : group)
-      keyOf.erase(op);
+      pendingKey.erase(op);
+    if (at && !group.empty())
+      fillBucket(key, group, at);
     if (group.size() < 2 || !at) {
       group.clear();
       return;
@@ -511,6 +711,7 @@ private:
               : tensor::ExpandShapeOp::create(b, loc, type, part, all)
                     .getResult();
       op.getResult().replaceAllUsesWith(shaped);
+      erased.insert(op);
       op.erase();
       offset += n;
     }
@@ -518,6 +719,8 @@ private:
   }
 
   int64_t threshold;
+  /// The all_reduces of the block being combined that are gone.
+  DenseSet<Operation *> erased;
 };
 
 struct OptimizeCollectivesPass
@@ -525,7 +728,8 @@ struct OptimizeCollectivesPass
   using OptimizeCollectivesBase::OptimizeCollectivesBase;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<ReduceScatterFromSlice, DropUnitAxes>(&getContext());
+    patterns.add<ReduceScatterFromSlice, DropUnitAxes, GatherBeforeTranspose>(
+        &getContext());
     for (RegisteredOperationName name : getContext().getRegisteredOperations())
       if (name.getDialectNamespace() == MeshDialect::getDialectNamespace())
         name.getCanonicalizationPatterns(patterns, &getContext());

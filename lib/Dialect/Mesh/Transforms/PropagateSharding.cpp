@@ -28,6 +28,7 @@
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/PointerIntPair.h"
+#include "llvm/ADT/SmallBitVector.h"
 
 namespace mlir {
 namespace mesh {
@@ -64,6 +65,9 @@ struct OpEntry {
   /// The index of its rule in the table, for OpRole::Rule.
   unsigned rule = 0;
   OpRole role;
+  /// For OpRole::RegionBranch: this entry comes before the op's body (each
+  /// region-branch op has one entry before and one after it).
+  bool beforeBody = false;
 };
 
 class Propagation {
@@ -98,9 +102,11 @@ private:
   bool visitShard(ShardOp shard, bool forward);
   bool visitCall(CallOpInterface call, bool forward);
   bool visitFunctionReturn(Operation *ret, bool forward);
-  bool visitRegionBranch(Operation *op, bool forward);
+  bool visitRegionBranch(Operation *op, bool forward, bool beforeBody);
   bool visitRule(Operation *op, const ShardingRule &rule, bool forward,
                  bool &settled);
+  bool broadcastsUndecided(Operation *op, const ShardingRule &rule,
+                           ArrayRef<AxisListAttr> factors);
   /// Gives `v` a sharding if it has none. Returns true if it changed.
   bool assign(Value v, ShardingAttr sharding, ValueInfo::Source source,
               Operation *from);
@@ -151,11 +157,26 @@ private:
 
 LogicalResult Propagation::run() {
   // One walk lists the ops, reads and checks the annotations and finds the
-  // rules, touching each op once.
+  // rules, touching each op once. Ops come in program order, an op with
+  // regions before its body; a region-branch op (a loop, a branch) is also
+  // listed again after its body, so that each sweep, in either direction,
+  // hands the layouts of a loop's initial values and results to its block
+  // arguments before the body's ops decide theirs, and takes what the body
+  // found afterwards.
   size_t values = 0;
-  module.walk([&](Operation *op) {
+  SmallVector<size_t> openBranches;
+  module.walk([&](Operation *op, const WalkStage &stage) {
     if (isa<ModuleOp, MeshOp>(op))
       return;
+    if (!stage.isBeforeAllRegions()) {
+      if (stage.isAfterAllRegions() && !openBranches.empty() &&
+          ops[openBranches.back()] == op) {
+        ops.push_back(op);
+        entries.push_back(entries[openBranches.pop_back_val()]);
+        entries.back().beforeBody = false;
+      }
+      return;
+    }
     walked.push_back(op);
     if (op->getNumRegions() != 0)
       if (auto fn = dyn_cast<FunctionOpInterface>(op)) {
@@ -164,6 +185,11 @@ LogicalResult Propagation::run() {
       }
     addOp(op);
     values += op->getNumResults();
+    if (op->getNumRegions() != 0 &&
+        entries.back().role == OpRole::RegionBranch) {
+      entries.back().beforeBody = true;
+      openBranches.push_back(ops.size() - 1);
+    }
   });
   if (badAnnotation)
     return failure();
@@ -315,7 +341,7 @@ bool Propagation::visitAndMark(size_t index, bool forward) {
     break;
   case OpRole::RegionBranch:
     // Never done: its groups are revisited as their members become known.
-    return visitRegionBranch(op, forward);
+    return visitRegionBranch(op, forward, entry.beforeBody);
   case OpRole::Rule:
     changed = visitRule(op, rules[entry.rule], forward, settled);
     break;
@@ -391,7 +417,14 @@ bool Propagation::visitFunctionReturn(Operation *ret, bool forward) {
 /// function result's annotation, a consumer's other operands) wins, else the
 /// last one yielded, so a loop carries its body's layout and reshards its
 /// initial value once, before the loop, not on every iteration.
-bool Propagation::visitRegionBranch(Operation *op, bool forward) {
+///
+/// Forward, the op is visited before its body too (`beforeBody`): then only
+/// the region arguments receive the group's layout, so that the body's ops
+/// start from the layout the loop is entered with (a training loop's
+/// parameters keep their annotated sharding through the body) while what
+/// the body yields is still the body's to decide.
+bool Propagation::visitRegionBranch(Operation *op, bool forward,
+                                    bool beforeBody) {
   bool changed = false;
   auto source =
       forward ? ValueInfo::Source::Forward : ValueInfo::Source::Backward;
@@ -420,12 +453,51 @@ bool Propagation::visitRegionBranch(Operation *op, bool forward) {
       for (Value v : values)
         changed |= assign(v, complete, source, op);
     };
-    if (forward)
+    if (forward && beforeBody)
+      assignAll(llvm::make_filter_range(
+          tied.inputs, [](Value v) { return isa<BlockArgument>(v); }));
+    else if (forward)
       assignAll(group);
     else
       assignAll(llvm::reverse(group));
   }
   return changed;
+}
+
+/// Whether `op` broadcasts its data along a dim of an unknown result that
+/// no known value has decided: a `linalg.broadcast` of a bias over the
+/// batch. Its input says nothing of that dim, so forward the op waits, and
+/// the layout its result's users want (the batch's) decides backward: the
+/// bias is then gathered, or broadcast only over this device's rows, instead
+/// of broadcast whole and moved or sliced.
+bool Propagation::broadcastsUndecided(Operation *op, const ShardingRule &rule,
+                                      ArrayRef<AxisListAttr> factors) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp || op->getNumResults() == 0)
+    return false;
+  llvm::SmallBitVector covered(rule.factors.size());
+  bool hasData = false;
+  for (OpOperand &operand : op->getOpOperands()) {
+    unsigned i = operand.getOperandNumber();
+    if (i >= rule.operandDims.size() || !isRankedTensor(operand.get()) ||
+        (linalgOp.isDpsInit(&operand) &&
+         !linalgOp.payloadUsesValueFromOperand(&operand)))
+      continue;
+    hasData = true;
+    for (int64_t f : rule.operandDims[i])
+      if (f >= 0)
+        covered.set(f);
+  }
+  if (!hasData)
+    return false; // A fill: no data to move, any layout is made on the spot.
+  for (auto [r, dims] : llvm::enumerate(rule.resultDims)) {
+    if (r >= op->getNumResults() || info.count(op->getResult(r)))
+      continue;
+    for (int64_t f : dims)
+      if (f >= 0 && !covered.test(f) && (!factors[f] || factors[f].empty()))
+        return true;
+  }
+  return false;
 }
 
 /// Propagates through an op with a rule: the known values decide the
@@ -434,10 +506,21 @@ bool Propagation::visitRegionBranch(Operation *op, bool forward) {
 bool Propagation::visitRule(Operation *op, const ShardingRule &rule,
                             bool forward, bool &settled) {
   FactorAssignment assignment(rule, op, meshCache);
+  // Whether a known value says more than "a pending sum, whole": such a
+  // value can be reduced into any layout at no more cost than whole, so
+  // forward it decides nothing, and the layout the op's other tensors
+  // get from their users (backward) wins: a momentum buffer updated with a
+  // gradient takes its parameter's sharding, not the replicated one.
+  bool informative = false;
   auto take = [&](Value v, ArrayRef<int64_t> dims) {
     auto it = info.find(v);
-    if (it != info.end())
-      assignment.takeDims(it->second.sharding, dims, v.getType());
+    if (it == info.end())
+      return;
+    ShardingAttr s = it->second.sharding;
+    informative |=
+        !s.isPartial() ||
+        llvm::any_of(s.getDims(), [](AxisListAttr a) { return !a.empty(); });
+    assignment.takeDims(s, dims, v.getType());
   };
   auto takeOperands = [&] {
     for (auto [v, dims] : llvm::zip(op->getOperands(), rule.operandDims))
@@ -456,13 +539,15 @@ bool Propagation::visitRule(Operation *op, const ShardingRule &rule,
     takeOperands();
   }
   FlatSymbolRefAttr mesh = assignment.getMesh();
-  if (!mesh)
+  if (!mesh || (forward && !informative))
+    return false;
+  ArrayRef<AxisListAttr> factors = assignment.getFactors();
+  if (forward && broadcastsUndecided(op, rule, factors))
     return false;
   // Every tensor of the op gets a sharding below, if it has none yet.
   settled = rule.operandDims.size() >= op->getNumOperands() &&
             rule.resultDims.size() >= op->getNumResults();
 
-  ArrayRef<AxisListAttr> factors = assignment.getFactors();
   auto source =
       forward ? ValueInfo::Source::Forward : ValueInfo::Source::Backward;
   bool changed = false;

@@ -50,8 +50,8 @@ using namespace mlir::mesh;
 // Rules
 //===----------------------------------------------------------------------===//
 
-/// The reduction kind of a combiner op, if it is one we know.
-static std::optional<ReductionKind> getCombinerKind(Operation *op) {
+std::optional<ReductionKind>
+mlir::mesh::getReductionCombinerKind(Operation *op) {
   if (isa<arith::AddFOp, arith::AddIOp>(op))
     return ReductionKind::Sum;
   if (isa<arith::MulFOp, arith::MulIOp>(op))
@@ -84,7 +84,7 @@ static std::optional<ReductionKind> getReductionKind(linalg::LinalgOp op) {
     BlockArgument acc = op.getMatchingBlockArgument(op.getDpsInitOperand(i));
     if (combiner->getOperand(0) != acc && combiner->getOperand(1) != acc)
       return std::nullopt;
-    std::optional<ReductionKind> k = getCombinerKind(combiner);
+    std::optional<ReductionKind> k = getReductionCombinerKind(combiner);
     if (!k || (kind && *kind != *k))
       return std::nullopt;
     kind = k;
@@ -677,6 +677,33 @@ struct FillRuleModel
   }
 };
 
+/// The dynamic sizes of a per-device `tensor.empty` or `tensor.splat`: a
+/// global size (an operand, or the static global size) divided by the
+/// devices along the dim. A static global dim becomes dynamic on a `?` axis.
+/// `keep` leading operands (a splat's value) stay.
+static void setLocalDynamicSizes(
+    Operation *op, unsigned keep, RankedTensorType global,
+    RankedTensorType local, OperandRange globalSizes,
+    function_ref<Value(OpBuilder &, unsigned, unsigned)> devicesAlong) {
+  OpBuilder b(op);
+  SmallVector<Value> operands(op->getOperands().take_front(keep));
+  unsigned k = 0;
+  for (int64_t d = 0; d < global.getRank(); ++d) {
+    Value size;
+    if (global.isDynamicDim(d))
+      size = globalSizes[k++];
+    if (!local.isDynamicDim(d))
+      continue;
+    if (!size)
+      size =
+          arith::ConstantIndexOp::create(b, op->getLoc(), global.getDimSize(d));
+    if (Value n = devicesAlong(b, 0, d))
+      size = divideAmongDevices(b, op, d, size, n);
+    operands.push_back(size);
+  }
+  op->setOperands(operands);
+}
+
 struct EmptyRuleModel
     : public ShardingRuleOpInterface::ExternalModel<EmptyRuleModel,
                                                     tensor::EmptyOp> {
@@ -688,32 +715,40 @@ struct EmptyRuleModel
   bool needsNoData(Operation *op) const {
     return cast<tensor::EmptyOp>(op).getType().hasStaticShape();
   }
-  /// The sizes of the per-device dims that are dynamic: a global size
-  /// (an operand, or the static global size) divided by the devices along
-  /// the dim. A static global dim becomes dynamic on a `?` axis.
   void updateSizesForLocalTypes(
       Operation *op, function_ref<Type(unsigned)>, TypeRange globalResultTypes,
       function_ref<Value(OpBuilder &, unsigned, unsigned)> devicesAlong) const {
     auto empty = cast<tensor::EmptyOp>(op);
-    auto global = cast<RankedTensorType>(globalResultTypes[0]);
-    RankedTensorType local = empty.getType();
-    OpBuilder b(op);
-    SmallVector<Value> sizes;
-    unsigned k = 0;
-    for (int64_t d = 0; d < global.getRank(); ++d) {
-      Value size;
-      if (global.isDynamicDim(d))
-        size = empty.getDynamicSizes()[k++];
-      if (!local.isDynamicDim(d))
-        continue;
-      if (!size)
-        size = arith::ConstantIndexOp::create(b, op->getLoc(),
-                                              global.getDimSize(d));
-      if (Value n = devicesAlong(b, 0, d))
-        size = divideAmongDevices(b, op, d, size, n);
-      sizes.push_back(size);
-    }
-    op->setOperands(sizes);
+    setLocalDynamicSizes(
+        op, /*keep=*/0, cast<RankedTensorType>(globalResultTypes[0]),
+        empty.getType(), empty.getDynamicSizes(), devicesAlong);
+  }
+};
+
+/// `tensor.splat %v`: one value everywhere, so any layout is made on the
+/// spot, like `tensor.empty` (the learning rate times a gradient).
+struct SplatRuleModel
+    : public ShardingRuleOpInterface::ExternalModel<SplatRuleModel,
+                                                    tensor::SplatOp> {
+  FailureOr<ShardingRule> getShardingRule(Operation *op) const {
+    auto splat = cast<tensor::SplatOp>(op);
+    auto [rule, identity] = factorPerDim(splat.getType());
+    rule.operandDims.resize(op->getNumOperands());
+    rule.resultDims.push_back(identity);
+    return rule;
+  }
+  RuleSharing getRuleSharing(Operation *) const { return RuleSharing::Types; }
+  /// Only the scalar is data: the tensor is made again in any layout.
+  bool needsNoData(Operation *op) const {
+    return cast<tensor::SplatOp>(op).getType().hasStaticShape();
+  }
+  void updateSizesForLocalTypes(
+      Operation *op, function_ref<Type(unsigned)>, TypeRange globalResultTypes,
+      function_ref<Value(OpBuilder &, unsigned, unsigned)> devicesAlong) const {
+    auto splat = cast<tensor::SplatOp>(op);
+    setLocalDynamicSizes(
+        op, /*keep=*/1, cast<RankedTensorType>(globalResultTypes[0]),
+        splat.getType(), splat.getDynamicSizes(), devicesAlong);
   }
 };
 
@@ -882,6 +917,7 @@ void mlir::mesh::registerShardingRuleModels(DialectRegistry &registry) {
   });
   registry.addExtension(+[](MLIRContext *ctx, tensor::TensorDialect *) {
     tensor::EmptyOp::attachInterface<EmptyRuleModel>(*ctx);
+    tensor::SplatOp::attachInterface<SplatRuleModel>(*ctx);
     tensor::CollapseShapeOp::attachInterface<CollapseShapeRuleModel>(*ctx);
     tensor::ExpandShapeOp::attachInterface<ExpandShapeRuleModel>(*ctx);
     tensor::ExtractSliceOp::attachInterface<ExtractSliceRuleModel>(*ctx);

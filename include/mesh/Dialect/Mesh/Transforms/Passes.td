@@ -89,7 +89,21 @@ def PropagateSharding : Pass<"mesh-propagate-sharding", "::mlir::ModuleOp"> {
       in the program.
     - A sharded reduction factor makes the results partial
       (`partial = sum[...]`, or the kind of the reduction's combiner); the
-      partitioner reduces them where a consumer needs them.
+      partitioner reduces them where a consumer needs them. Forward, a value
+      known only as a pending sum over whole dims decides nothing (it can
+      be reduced into any layout): a momentum buffer updated with a gradient
+      takes its parameter's layout from the update, backward.
+    - Forward, a `linalg` op that broadcasts its data along a result dim no
+      known value decides (a bias broadcast over the batch) waits for its
+      result's users, so the bias is gathered or broadcast over the local
+      rows only, not broadcast whole and then moved or sliced.
+    - The tied values of a loop or a branch (`RegionBranchOpInterface`: an
+      initial value, the region argument, the yielded value, the result)
+      share one sharding. A loop is visited before its body too: its region
+      arguments take the layout its initial values (or results) have, so a
+      training loop's body starts from the parameters' annotated sharding.
+      Where the body yields another layout, the results' users decide, and
+      the initial value is resharded once, before the loop.
     - The operand of a `mesh.shard` without a sharding takes the target's,
       and a function result without an annotation takes its return value's.
     - An op with no rule gets replicated results and a warning naming it.
@@ -219,13 +233,21 @@ def OptimizeCollectives : Pass<"mesh-optimize-collectives"> {
       the sliced dim and collapsed back). This is the reduce_scatter of
       sequence parallelism, where a bias add stands between W2's reduction
       and the slice;
+    - an `all_gather` of a transposed value (`linalg.transpose`, or a
+      generic that only permutes) whose source is also gathered plain, over
+      the same axes along the matching dim, becomes a transpose of that
+      gather: a weight used plain in the forward pass and transposed for the
+      input's gradient crosses the network once;
     - axes of size 1 are dropped from a collective's axis list (the groups
       are the same), and a collective left with a group of one folds away;
-    - independent `all_reduce`s in one block, on the same mesh, axes,
-      reduction and element type, each at most `combine-threshold` bytes,
-      are combined into one: flattened, concatenated, reduced once, and
-      split back. They are combined where the first result is needed, so no
-      value is used before it exists.
+    - `all_reduce`s in one block on the same mesh, axes, reduction and
+      element type are bucketed, as DDP buckets gradients: flattened,
+      concatenated, reduced once, and split back. A bucket goes out where
+      the first of its results is needed, and every later `all_reduce` of
+      the block whose input is ready there joins it (moving up), up to
+      `combine-threshold` bytes in all (DDP's 25 MiB); so a training step
+      whose gradient reductions each sit before their own update reduces
+      them together. An `all_reduce` larger than the threshold stays alone.
 
     ```mlir
     %r = mesh.all_reduce %x on @m axes = ["b"] reduction = sum
@@ -242,9 +264,9 @@ def OptimizeCollectives : Pass<"mesh-optimize-collectives"> {
     ```
   }];
   let options = [
-    Option<"combineThreshold", "combine-threshold", "int64_t", "65536",
-           "Largest all_reduce (in bytes) that is combined with others; 0 "
-           "turns combining off">
+    Option<"combineThreshold", "combine-threshold", "int64_t", "26214400",
+           "Largest bucket of combined all_reduces, in bytes (25 MiB, DDP's "
+           "default); 0 turns combining off">
   ];
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }

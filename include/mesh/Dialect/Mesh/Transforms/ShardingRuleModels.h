@@ -26,6 +26,10 @@ void registerShardingRuleModels(DialectRegistry &registry);
 /// applies (the op's tensors are then replicated, with a warning).
 FailureOr<ShardingRule> getShardingRule(Operation *op);
 
+/// The reduction kind of a combiner op (`arith.addf` is a sum, `maximumf`
+/// a max, ...), if it is one we know.
+std::optional<ReductionKind> getReductionCombinerKind(Operation *op);
+
 /// What `op`'s rule depends on beside its name: its
 /// ShardingRuleOpInterface's answer, else `RuleSharing::Types` for an op
 /// with the Elementwise trait (its rule is the elementwise one).
