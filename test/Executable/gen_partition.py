@@ -577,13 +577,47 @@ def training_suite(seed):
                       (xd, random_sharding(rng, "m24", [H, F]),
                        random_sharding(rng, "m24", [F]),
                        random_sharding(rng, "m24", [F, H]))))
+    plans = [(p, f, sh, (B, H, F, H)) for p, f, sh in plans]
+    # The DeviceMesh tutorial's ToyModel (Linear(10, 10), ReLU,
+    # Linear(10, 5)): its dims do not divide by 4 or 8 devices and are
+    # padded (a batch of 12 over 8 too).
+    for plan, form, sh, sizes in [
+            ("toy_hsdp", "for", ([["a", "b"], []], [["b"], []], [["b"]],
+                                 [["b"], []]), (8, 10, 10, 5)),
+            ("toy_fsdp", "momentum", ([["a", "b"], []], [["a", "b"], []],
+                                      [["a", "b"]], [["a", "b"], []]),
+             (8, 10, 10, 5)),
+            ("toy_tp", "while", ([["a"], []], [[], ["b"]], [["b"]],
+                                 [["b"], []]), (8, 10, 10, 5)),
+            ("toy_ddp", "for", ([["a", "b"], []], [[], []], [[]], [[], []]),
+             (12, 10, 10, 5))]:
+        plans.append((plan, form, sh, sizes))
+    # Random sizes that 2, 4 or 8 devices may not divide, and random
+    # shardings of every argument that need not divide either.
+    def uneven_sharding(shape):
+        dims = [[] for _ in shape]
+        axes = ["a", "b"]
+        rng.shuffle(axes)
+        for name in axes:
+            d = rng.randrange(len(shape) + 1)
+            if d < len(shape):
+                dims[d].append(name)
+        return dims
+    for i in range(4):
+        B_, H_, F_, O_ = (rng.choice([6, 10, 12, 16]) for _ in range(4))
+        xd = uneven_sharding([B_, H_])
+        plans.append((f"uneven{i}", rng.choice(["for", "while", "momentum"]),
+                      (xd, uneven_sharding([H_, F_]), uneven_sharding([F_]),
+                       uneven_sharding([F_, O_])), (B_, H_, F_, O_)))
     cases = []
-    for plan, form, (xd, w1d, bd, w2d) in plans:
+    for plan, form, (xd, w1d, bd, w2d), (B, H, F, O) in plans:
         c = Case(f"train_{plan}_{form}", "m24")
         c.tags.add("training")
-        c.args = [([B, H], xd), ([B, H], xd), ([H, F], w1d), ([F, H], w2d),
+        if B % 8 or H % 8 or F % 8 or O % 8:
+            c.tags.add("training, padded")
+        c.args = [([B, H], xd), ([B, O], xd), ([H, F], w1d), ([F, O], w2d),
                   ([F], bd)]
-        tw1, tw2, tb = ttype([H, F]), ttype([F, H]), ttype([F])
+        tw1, tw2, tb = ttype([H, F]), ttype([F, O]), ttype([F])
         loop, w1, w2, b1 = (c.fresh() for _ in range(4))
         carried = [(w1, "%arg2", tw1), (w2, "%arg3", tw2), (b1, "%arg4", tb)]
         if form == "momentum":
@@ -619,11 +653,11 @@ def training_suite(seed):
         c.body += [f"{e} = tensor.empty() : {ttype([B, F])}",
                    f"{z} = linalg.fill ins(%c0_i32 : i32) outs({e} : {ttype([B, F])}) -> {ttype([B, F])}",
                    f"{a} = arith.maxsi {h}, {z} : {ttype([B, F])}"]
-        y = matmul(c, a, w2, B, F, H)
+        y = matmul(c, a, w2, B, F, O)
         dy = c.fresh()
-        c.body.append(f"{dy} = arith.subi {y}, %arg1 : {ttype([B, H])}")
-        dw2 = matmul(c, transpose(c, a, [B, F]), dy, F, B, H)
-        da = matmul(c, dy, transpose(c, w2, [F, H]), B, H, F)
+        c.body.append(f"{dy} = arith.subi {y}, %arg1 : {ttype([B, O])}")
+        dw2 = matmul(c, transpose(c, a, [B, F]), dy, F, B, O)
+        da = matmul(c, dy, transpose(c, w2, [F, O]), B, O, F)
         pos, dh = c.fresh(), c.fresh()
         c.body += [f"{pos} = arith.cmpi sgt, {h}, {z} : {ttype([B, F])}",
                    f"{dh} = arith.select {pos}, {da}, {z} : tensor<{B}x{F}xi1>, {ttype([B, F])}"]
@@ -658,7 +692,7 @@ def training_suite(seed):
             c.body += [f"scf.yield {yields} : {types}", "}"]
         # One result: the trained weights' product plus the bias's sum,
         # replicated.
-        r = matmul(c, f"{loop}#{off}", f"{loop}#{off + 1}", H, F, H)
+        r = matmul(c, f"{loop}#{off}", f"{loop}#{off + 1}", H, F, O)
         e1, z1, bs, bsb, out = (c.fresh() for _ in range(5))
         c.body += [f"{e1} = tensor.empty() : tensor<i32>",
                    f"{z1} = linalg.fill ins(%c0_i32 : i32) outs({e1} : tensor<i32>) -> tensor<i32>",
@@ -667,11 +701,44 @@ def training_suite(seed):
                    "    %s = arith.addi %in, %acc : i32",
                    "    linalg.yield %s : i32",
                    "  }",
-                   f"{bsb} = linalg.broadcast ins({bs} : tensor<i32>) outs({e1}b : {ttype([H, H])}) dimensions = [0, 1]",
-                   f"{out} = arith.addi {r}, {bsb} : {ttype([H, H])}"]
-        c.body.insert(len(c.body) - 2, f"{e1}b = tensor.empty() : {ttype([H, H])}")
-        c.result = (out, [H, H])
+                   f"{bsb} = linalg.broadcast ins({bs} : tensor<i32>) outs({e1}b : {ttype([H, O])}) dimensions = [0, 1]",
+                   f"{out} = arith.addi {r}, {bsb} : {ttype([H, O])}"]
+        c.body.insert(len(c.body) - 2, f"{e1}b = tensor.empty() : {ttype([H, O])}")
+        c.result = (out, [H, O])
         c.result_dims = [[], []]
+        cases.append(c)
+    # A flat gradient (FSDP's flat parameter): two pieces' pending sums over
+    # the batch inserted into zeros, the buffer split over the devices: one
+    # reduce_scatter; with pieces that leave half of the buffer empty, the
+    # pieces reduced; a buffer of 12 over 8 devices, padded.
+    for name, flat, dims in [("flat_gradient", 12, [["b"]]),
+                             ("flat_gradient_sparse", 24, [["a"]]),
+                             ("flat_gradient_uneven", 12, [["a", "b"]])]:
+        c = Case(name, "m24")
+        c.tags.add("training")
+        c.args = [([16, 8], [["a", "b"], []]), ([16, 4], [["a", "b"], []])]
+        e1, z1, e2, z2, ef, zf, g1, g2, f1, f2 = (c.fresh() for _ in range(10))
+        c.body += [f"{e1} = tensor.empty() : {ttype([8])}",
+                   f"{z1} = linalg.fill ins(%c0_i32 : i32) outs({e1} : {ttype([8])}) -> {ttype([8])}",
+                   f"{e2} = tensor.empty() : {ttype([4])}",
+                   f"{z2} = linalg.fill ins(%c0_i32 : i32) outs({e2} : {ttype([4])}) -> {ttype([4])}",
+                   f"{g1} = linalg.reduce ins(%arg0 : {ttype([16, 8])}) outs({z1} : {ttype([8])}) dimensions = [0]",
+                   "  (%in: i32, %acc: i32) {",
+                   "    %s = arith.addi %in, %acc : i32",
+                   "    linalg.yield %s : i32",
+                   "  }",
+                   f"{g2} = linalg.reduce ins(%arg1 : {ttype([16, 4])}) outs({z2} : {ttype([4])}) dimensions = [0]",
+                   "  (%in: i32, %acc: i32) {",
+                   "    %s = arith.muli %in, %in : i32",
+                   "    %t = arith.addi %s, %acc : i32",
+                   "    linalg.yield %t : i32",
+                   "  }",
+                   f"{ef} = tensor.empty() : {ttype([flat])}",
+                   f"{zf} = linalg.fill ins(%c0_i32 : i32) outs({ef} : {ttype([flat])}) -> {ttype([flat])}",
+                   f"{f1} = tensor.insert_slice {g1} into {zf}[0] [8] [1] : {ttype([8])} into {ttype([flat])}",
+                   f"{f2} = tensor.insert_slice {g2} into {f1}[{flat - 4}] [4] [1] : {ttype([4])} into {ttype([flat])}"]
+        c.result = (f2, [flat])
+        c.result_dims = dims
         cases.append(c)
     return cases
 

@@ -19,13 +19,25 @@ func.func @frees(%a: memref<8xf32>) -> f32 {
 
 // -----
 
-// A result sharding that does not divide the result: the user's annotation
-// is named before propagation spreads it and before any collective is made
-// (the collective's verifier would say it afterwards, about an op the user
-// never wrote).
+// A sharding that does not divide its dim is padded, but a reduction over
+// the padded dim whose body is not a plain combination of its input (here
+// the sum of exp(x): exp of the padding would add to it) cannot mask the
+// padding: the user's op is named, before any collective is made.
 mesh.mesh @m(["x" = 4])
-// expected-error @+1 {{result 0 of @result of type 'tensor<6x8xf32>' cannot be sharded as #mesh.sharding<@m, [["x"], []]>: dim 0 of size 6 does not divide by the 4 devices of axes ["x"]}}
-func.func @result(%a: tensor<6x8xf32>) -> (tensor<6x8xf32> {mesh.sharding = #mesh.sharding<@m, [["x"], []]>}) {
-  %0 = arith.negf %a : tensor<6x8xf32>
-  return %0 : tensor<6x8xf32>
+#id = affine_map<(d0) -> (d0)>
+#all = affine_map<(d0) -> ()>
+// expected-remark @+1 {{argument 0 of @result: dim 0 of size 6 does not divide by the 4 devices of axes #mesh<axes["x"]>: padded to 8}}
+func.func @result(%a: tensor<6xf32> {mesh.sharding = #mesh.sharding<@m, [["x"]]>}) -> tensor<f32> {
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  // expected-error @+1 {{cannot pad the reduction of this op over a dim that its sharding splits unevenly}}
+  %s = linalg.generic {indexing_maps = [#id, #all], iterator_types = ["reduction"]}
+      ins(%a : tensor<6xf32>) outs(%z : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %ex = math.exp %x : f32
+    %t = arith.addf %ex, %acc : f32
+    linalg.yield %t : f32
+  } -> tensor<f32>
+  return %s : tensor<f32>
 }

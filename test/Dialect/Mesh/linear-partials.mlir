@@ -226,3 +226,76 @@ func.func @reads_init(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [
   } -> tensor<8x8xf32>
   return %d : tensor<8x8xf32>
 }
+
+// A flat gradient assembled from pending sums (FSDP's flat parameter, as
+// scenario 02 keeps it): each piece inserted into zeros, one insert_slice
+// after the other. insert_slice is linear in its source with a destination
+// of zeros, and the pieces fill the buffer, so the buffer is reduced once,
+// scattered, instead of each piece all_reduced whole (issue 30).
+// CHECK-LABEL: func.func @flat_gradient
+// CHECK-NOT: mesh.all_reduce
+// CHECK: tensor.insert_slice
+// CHECK: %[[F:.*]] = tensor.insert_slice
+// CHECK-NOT: mesh.all_reduce
+// CHECK: mesh.reduce_scatter %[[F]] on @m axes = ["b"] scatter_dim = 0 reduction = sum : tensor<16xf32> -> tensor<4xf32>
+// CHECK-NOT: mesh.all
+func.func @flat_gradient(%x1: tensor<16x8xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>},
+                         %x2: tensor<16x8xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>})
+    -> (tensor<16xf32> {mesh.sharding = #mesh.sharding<@m, [["b"]]>}) {
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<8xf32>) -> tensor<8xf32>
+  %g1 = linalg.reduce ins(%x1 : tensor<16x8xf32>) outs(%z : tensor<8xf32>) dimensions = [0]
+    (%in: f32, %acc: f32) {
+      %s = arith.addf %in, %acc : f32
+      linalg.yield %s : f32
+    }
+  %g2 = linalg.reduce ins(%x2 : tensor<16x8xf32>) outs(%z : tensor<8xf32>) dimensions = [0]
+    (%in: f32, %acc: f32) {
+      %s = arith.addf %in, %acc : f32
+      linalg.yield %s : f32
+    }
+  %ef = tensor.empty() : tensor<16xf32>
+  %zf = linalg.fill ins(%c0 : f32) outs(%ef : tensor<16xf32>) -> tensor<16xf32>
+  %f1 = tensor.insert_slice %g1 into %zf[0] [8] [1] : tensor<8xf32> into tensor<16xf32>
+  %f2 = tensor.insert_slice %g2 into %f1[8] [8] [1] : tensor<8xf32> into tensor<16xf32>
+  return %f2 : tensor<16xf32>
+}
+
+// Not when the pieces leave most of the buffer empty (a piece of 8 in 32:
+// reducing the buffer would move 4x the piece), nor into a destination
+// that is not zeros (each partial value would carry it): the pieces are
+// reduced.
+// CHECK-LABEL: func.func @flat_sparse
+// CHECK: mesh.all_reduce %{{.*}} : tensor<8xf32> -> tensor<8xf32>
+// CHECK-LABEL: func.func @insert_into_values
+// CHECK: mesh.all_reduce %{{.*}} : tensor<8xf32> -> tensor<8xf32>
+func.func @flat_sparse(%x1: tensor<16x8xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>})
+    -> (tensor<32xf32> {mesh.sharding = #mesh.sharding<@m, [["b"]]>}) {
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<8xf32>) -> tensor<8xf32>
+  %g1 = linalg.reduce ins(%x1 : tensor<16x8xf32>) outs(%z : tensor<8xf32>) dimensions = [0]
+    (%in: f32, %acc: f32) {
+      %s = arith.addf %in, %acc : f32
+      linalg.yield %s : f32
+    }
+  %ef = tensor.empty() : tensor<32xf32>
+  %zf = linalg.fill ins(%c0 : f32) outs(%ef : tensor<32xf32>) -> tensor<32xf32>
+  %f1 = tensor.insert_slice %g1 into %zf[0] [8] [1] : tensor<8xf32> into tensor<32xf32>
+  return %f1 : tensor<32xf32>
+}
+func.func @insert_into_values(%x1: tensor<16x8xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>},
+                              %d: tensor<16xf32>)
+    -> (tensor<16xf32> {mesh.sharding = #mesh.sharding<@m, [["b"]]>}) {
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<8xf32>) -> tensor<8xf32>
+  %g1 = linalg.reduce ins(%x1 : tensor<16x8xf32>) outs(%z : tensor<8xf32>) dimensions = [0]
+    (%in: f32, %acc: f32) {
+      %s = arith.addf %in, %acc : f32
+      linalg.yield %s : f32
+    }
+  %f1 = tensor.insert_slice %g1 into %d[0] [8] [1] : tensor<8xf32> into tensor<16xf32>
+  return %f1 : tensor<16xf32>
+}

@@ -1,4 +1,4 @@
-// RUN: mesh-opt %s --mesh-propagate-sharding -split-input-file -verify-diagnostics -allow-unregistered-dialect | FileCheck %s
+// RUN: mesh-opt %s --mesh-propagate-sharding=exact-division -split-input-file -verify-diagnostics -allow-unregistered-dialect | FileCheck %s
 
 mesh.mesh @m(["a" = 2, "b" = 4])
 
@@ -190,8 +190,9 @@ func.func @while_with_counter(%a: tensor<8x4xi32> {mesh.sharding = #mesh.shardin
 
 // -----
 
-// An annotation that does not divide its tensor is the user's to fix: it is
-// named before propagation spreads it to other values.
+// With exact-division, an annotation that does not divide its tensor is the
+// user's to fix: it is named before propagation spreads it to other values
+// (by default the dim is padded: pad-to-divide.mlir).
 mesh.mesh @m(["a" = 2, "b" = 4])
 // expected-error @+1 {{argument 0 of @odd_arg of type 'tensor<6x8xf32>' cannot be sharded as #mesh.sharding<@m, [["b"], []]>: dim 0 of size 6 does not divide by the 4 devices of axes ["b"]}}
 func.func @odd_arg(%x: tensor<6x8xf32> {mesh.sharding = #mesh.sharding<@m, [["b"], []]>}) -> tensor<6x8xf32> {

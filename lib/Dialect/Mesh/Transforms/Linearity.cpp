@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/DenseMap.h"
 
@@ -76,10 +77,34 @@ Degree getBodyDegree(linalg::LinalgOp op, ArrayRef<Degree> inputs) {
 }
 } // namespace
 
+/// Whether `v` is all zeros: a zero constant, or a fill of zero.
+static bool isZero(Value v) {
+  if (matchPattern(v, m_AnyZeroFloat()) || matchPattern(v, m_Zero()))
+    return true;
+  auto fill = v.getDefiningOp<linalg::FillOp>();
+  return fill && fill.hasPureTensorSemantics() &&
+         (matchPattern(fill.getInputs()[0], m_AnyZeroFloat()) ||
+          matchPattern(fill.getInputs()[0], m_Zero()));
+}
+
+bool mlir::mesh::isInsertIntoZeros(Operation *op) {
+  auto insert = dyn_cast<tensor::InsertSliceOp>(op);
+  return insert && isZero(insert.getDest());
+}
+
 bool mlir::mesh::isLinearIn(Operation *op, ArrayRef<bool> linear) {
   if (op->getNumResults() != 1 || linear.size() != op->getNumOperands() ||
       llvm::none_of(linear, [](bool b) { return b; }))
     return false;
+  if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
+    // insert(p + q, d + e) = insert(p, d) + insert(q, e); with the
+    // destination fixed, only when it is zero (each partial value would
+    // carry it otherwise). The offsets, sizes and strides are fixed.
+    if (llvm::any_of(linear.drop_front(2), [](bool b) { return b; }) ||
+        !linear[0])
+      return false;
+    return linear[1] || isZero(insert.getDest());
+  }
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
     if (!linalgOp.hasPureTensorSemantics() || linalgOp.getNumDpsInits() != 1 ||
         linalgOp.getNumParallelLoops() != linalgOp.getNumLoops() ||

@@ -33,7 +33,14 @@ namespace mesh {
 /// constants, values defined outside a body, and any op of fixed values. The
 /// sum of a linear and a fixed value is not linear (every partial value
 /// would add the fixed one). Integer division is never linear (it rounds).
+/// A `tensor.insert_slice` is linear in its source and destination
+/// together, and in its source alone when the destination is zeros (a flat
+/// gradient assembled from the pieces' pending sums).
 bool isLinearIn(Operation *op, ArrayRef<bool> linear);
+
+/// Whether `op` is a `tensor.insert_slice` into zeros (a zero constant or a
+/// fill of zero).
+bool isInsertIntoZeros(Operation *op);
 
 /// How an op linear in its partial operands runs on them: its result is
 /// then a pending sum too, reduced once instead of once per operand.

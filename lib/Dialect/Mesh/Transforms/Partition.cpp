@@ -104,6 +104,7 @@ private:
                                         const Twine &what);
   /// The sharding `v` has now (null: replicated, on no mesh).
   ShardingAttr placedOf(Value v) { return placed.lookup(v); }
+  bool fillsWithPendingSums(Operation *op);
   MeshOp meshFor(Operation *op, FlatSymbolRefAttr ref) {
     return meshCache.get(op, ref);
   }
@@ -1174,13 +1175,48 @@ FunctionPartitioner::getLinearPartial(Operation *op, const ShardingRule &rule,
   if (!meshOp)
     return std::nullopt;
   auto result = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  bool fills = isInsertIntoZeros(op) && fillsWithPendingSums(op);
   return findLinearPartial(
       op, rule, assignment.getFactors(), mesh,
       [&](Value v) { return placedOf(v); },
       [&](Value v) {
-        return result && globalTypeOf(v, placedOf(v), meshOp).getShape() ==
-                             result.getShape();
+        return fills ||
+               (result && globalTypeOf(v, placedOf(v), meshOp).getShape() ==
+                              result.getShape());
       });
+}
+
+/// Whether the chain of `tensor.insert_slice`s that starts at `op` (each
+/// result the next one's destination, used by it alone) inserts pending
+/// sums that fill its destination: a flat gradient assembled from the
+/// pieces. Reducing the assembled buffer once then moves no more than
+/// reducing each piece would, and it can be scattered.
+bool FunctionPartitioner::fillsWithPendingSums(Operation *op) {
+  auto first = cast<tensor::InsertSliceOp>(op);
+  RankedTensorType dest = first.getDestType();
+  if (!dest.hasStaticShape())
+    return false;
+  auto isPending = [&](Value v) {
+    ShardingAttr s = placedOf(v);
+    if (!s)
+      if (auto r = dyn_cast<OpResult>(v))
+        s = getResultAnnotation(r.getOwner(), r.getResultNumber(),
+                                shardingName);
+    return s && s.isPartial();
+  };
+  int64_t covered = 0;
+  for (auto insert = first; insert;) {
+    RankedTensorType source = insert.getSourceType();
+    if (!source.hasStaticShape() || !isPending(insert.getSource()))
+      break;
+    covered += source.getNumElements();
+    Value r = insert.getResult();
+    if (!r.hasOneUse())
+      break;
+    auto next = dyn_cast<tensor::InsertSliceOp>(*r.getUsers().begin());
+    insert = next && next.getDest() == r ? next : tensor::InsertSliceOp();
+  }
+  return covered >= dest.getNumElements();
 }
 
 /// Operands: resharded to what the op needs (replicated without a rule).

@@ -22,6 +22,7 @@
 #include "mesh/Dialect/Mesh/Transforms/Passes.h"
 #include "mesh/Dialect/Mesh/Transforms/Resharding.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -734,6 +735,10 @@ struct PropagateShardingPass
   using PropagateShardingBase::PropagateShardingBase;
   void getDependentDialects(DialectRegistry &registry) const override {
     registerShardingRuleModels(registry);
+    // Padding dims that do not divide makes pads, slices, masks and
+    // constants.
+    registry.insert<arith::ArithDialect, linalg::LinalgDialect,
+                    tensor::TensorDialect>();
   }
   void runOnOperation() override {
     // What to rewrite before propagating, in one walk (raising pads erases
@@ -747,6 +752,9 @@ struct PropagateShardingPass
     });
     raiseCircularPads(concats);
     eraseUnusedLinalgResults(generics);
+    SymbolTableCollection tables;
+    if (!exactDivision && failed(padNonDividingDims(getOperation(), tables)))
+      return signalPassFailure();
     Propagation propagation(getOperation());
     if (failed(propagation.run()))
       return signalPassFailure();

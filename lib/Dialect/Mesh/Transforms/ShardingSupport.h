@@ -28,6 +28,13 @@ namespace mesh {
 /// into one mesh.circular_pad, whose halos can wrap around the devices.
 void raiseCircularPads(ArrayRef<Operation *> concats);
 
+/// Pads each static dim that an annotation of `module` splits over devices
+/// that do not divide it to the next multiple (PadToDivide.cpp says how the
+/// program is rewritten), with a remark for each. Fails, with an error, when
+/// a padded dim reaches a reduction it cannot mask.
+LogicalResult padNonDividingDims(ModuleOp module,
+                                 SymbolTableCollection &tables);
+
 /// Drops the results nobody uses of each linalg.generic among `generics`
 /// that carries no `mesh.sharding`, with the computation only they needed
 /// (an argmax beside a max, and its linalg.index), by MLIR's own patterns.

@@ -75,6 +75,19 @@ def PropagateSharding : Pass<"mesh-propagate-sharding", "::mlir::ModuleOp"> {
     results keep the sharding they were given. Every other tensor gets one
     through the ops' sharding rules (factors: see `ShardingRuleOpInterface`):
 
+    - First, a static dim that an annotation splits over devices that do not
+      divide it (Linear(10, 10) over 4) is padded to the next multiple, as
+      FSDP pads its flat parameter, with a remark: an argument or result so
+      annotated takes the padded size in the signature (each device holds a
+      block, the last ones padding), the dims tied to it through the ops
+      (elementwise ops, linalg ops without windows, fills, constants, loops)
+      are padded inside, other ops see their sizes again (a slice before
+      them), calls convert, and every reduction over a padded dim (a
+      contraction, a sum, a max) first masks the padding with the
+      reduction's neutral element, so the padding never reaches a result.
+      A reduction whose body cannot be masked is an error that names it.
+      With `exact-division` such an annotation is an error instead.
+
     - First, a `linalg.generic` without `mesh.sharding` drops the results
       nobody uses, with the part of its body only they needed (MLIR's
       EraseUnusedOperandsAndResults patterns): the unused index of a max and
@@ -124,7 +137,10 @@ def PropagateSharding : Pass<"mesh-propagate-sharding", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"explain", "explain", "bool", "false",
-           "Emit a remark for each value saying where its sharding came from">
+           "Emit a remark for each value saying where its sharding came from">,
+    Option<"exactDivision", "exact-division", "bool", "false",
+           "A static dim an annotation splits over devices that do not "
+           "divide it is an error instead of being padded">
   ];
 }
 

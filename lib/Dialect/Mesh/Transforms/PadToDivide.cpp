@@ -1,0 +1,803 @@
+//===- PadToDivide.cpp - pad dims that annotations split unevenly ---------===//
+//
+// An annotation that splits a static dim of `s` elements over `n` devices
+// that do not divide it (the DeviceMesh tutorial's Linear(10, 10) over 4) is
+// made to divide, as FSDP and Shardy do: the dim is padded to the next
+// multiple of `n`, so each device holds a block of ceil(s / n) elements and
+// the last blocks end in padding. The global program is rewritten before
+// propagation, so everything after it sees dims that divide:
+//
+// - Dims tied by the ops' sharding rules (a matmul's contracted dims, an
+//   elementwise op's dims, a loop's carried values) form classes; a class
+//   with a non-dividing annotation is padded to a multiple of every such
+//   annotation's devices, and every dim of the class takes that size. Ops
+//   whose values keep their shape this way: elementwise ops, linalg ops
+//   without windows, fills, empty tensors, splats and constants (padded
+//   with zeros), `mesh.shard`, and loops and branches (their tied values).
+// - Every other op (a reshape, a slice, a window, a call, an op without a
+//   rule) is a boundary: its operands are sliced back to their size, and
+//   its results padded (with zeros) where a padded class needs them.
+// - A function argument annotated with a non-dividing dim takes the padded
+//   size in the signature (each device is given its block, the last one
+//   padded, as FSDP pads its flat parameter); other dims of its class are
+//   padded inside. Results likewise; calls convert.
+// - The padding never reaches a result: a reduction over a padded dim (a
+//   contraction, a sum, a max) first replaces the padding of each input by
+//   the reduction's neutral element (zero for sums and contractions, -inf
+//   for max, ...) through a mask, since the padding of a value may hold
+//   anything (what a caller passed, exp(0) = 1 of padding zeros). Values
+//   padded here with zeros need no mask.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ShardingSupport.h"
+
+#include "mesh/Dialect/Mesh/IR/MeshOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
+
+#include "llvm/ADT/SetVector.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace mlir::mesh;
+
+namespace {
+
+/// A dim of a tensor value.
+using Slot = std::pair<Value, unsigned>;
+
+/// One function's dims, in classes, and what each class must divide by.
+class PadToDivide {
+public:
+  PadToDivide(
+      FunctionOpInterface fn, MeshCache &meshes, StringAttr name,
+      const DenseMap<Operation *, SmallVector<RankedTensorType>> &argTypes,
+      const DenseMap<Operation *, SmallVector<RankedTensorType>> &resultTypes,
+      SymbolTableCollection &tables)
+      : fn(fn), meshes(meshes), shardingName(name), newArgTypes(argTypes),
+        newResultTypes(resultTypes), tables(tables) {}
+
+  LogicalResult run();
+
+private:
+  enum class Kind { Keeps, Boundary };
+  Kind kindOf(Operation *op);
+  unsigned slotOf(Value v, unsigned dim);
+  unsigned find(unsigned i);
+  void unite(unsigned a, unsigned b);
+  void require(Value v, ShardingAttr s, Operation *scope);
+  void uniteOp(Operation *op);
+  /// The padded type of `v` (its own type when nothing pads it).
+  RankedTensorType paddedType(Value v);
+  LogicalResult addMasks(linalg::LinalgOp op);
+  Value convert(OpBuilder &b, Location loc, Value v, RankedTensorType to);
+  LogicalResult retype();
+
+  FunctionOpInterface fn;
+  MeshCache &meshes;
+  StringAttr shardingName;
+  const DenseMap<Operation *, SmallVector<RankedTensorType>> &newArgTypes;
+  const DenseMap<Operation *, SmallVector<RankedTensorType>> &newResultTypes;
+  SymbolTableCollection &tables;
+
+  DenseMap<Slot, unsigned> slots;
+  SmallVector<unsigned> parent;
+  SmallVector<int64_t> sizeOf;   // The dim's size (kDynamic, or -2 mixed).
+  SmallVector<int64_t> multiple; // What the class must divide by (1: none).
+  /// The values with tensor types, in walk order, and their original types.
+  llvm::SetVector<Value> values;
+  DenseMap<Value, RankedTensorType> original;
+  /// The dims of values padded here with zeros: no mask needed along them.
+  DenseMap<Value, SmallVector<bool>> zeroPadded;
+  /// Ops made here (converts, masks): not rewritten again.
+  DenseSet<Operation *> made;
+};
+
+} // namespace
+
+unsigned PadToDivide::slotOf(Value v, unsigned dim) {
+  auto [it, inserted] = slots.try_emplace(Slot{v, dim}, parent.size());
+  if (inserted) {
+    parent.push_back(parent.size());
+    sizeOf.push_back(cast<RankedTensorType>(v.getType()).getDimSize(dim));
+    multiple.push_back(1);
+    values.insert(v);
+  }
+  return it->second;
+}
+
+unsigned PadToDivide::find(unsigned i) {
+  while (parent[i] != i)
+    i = parent[i] = parent[parent[i]];
+  return i;
+}
+
+void PadToDivide::unite(unsigned a, unsigned b) {
+  a = find(a);
+  b = find(b);
+  if (a == b)
+    return;
+  parent[b] = a;
+  if (sizeOf[a] != sizeOf[b])
+    sizeOf[a] = -2; // Mixed sizes: never padded.
+  multiple[a] = std::lcm(multiple[a], multiple[b]);
+}
+
+/// Notes what an annotation `s` of `v` needs: each static dim split over a
+/// static number of devices that does not divide it must be padded.
+void PadToDivide::require(Value v, ShardingAttr s, Operation *scope) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!s || !type || static_cast<int64_t>(s.getDims().size()) != type.getRank())
+    return;
+  MeshOp mesh = meshes.get(scope, s.getMesh());
+  if (!mesh)
+    return;
+  for (auto [d, axes] : llvm::enumerate(s.getDims())) {
+    if (!axes || axes.empty() || type.isDynamicDim(d))
+      continue;
+    std::optional<int64_t> n = meshes.getGroupSize(mesh, axes);
+    if (!n || *n == ShapedType::kDynamic || *n <= 1 ||
+        type.getDimSize(d) % *n == 0)
+      continue;
+    unsigned i = find(slotOf(v, d));
+    multiple[i] = std::lcm(multiple[i], *n);
+  }
+}
+
+PadToDivide::Kind PadToDivide::kindOf(Operation *op) {
+  if (made.contains(op))
+    return Kind::Boundary;
+  if (isa<ShardOp, tensor::EmptyOp, tensor::SplatOp, arith::ConstantOp>(op))
+    return Kind::Keeps;
+  if (op->hasTrait<OpTrait::Elementwise>() && op->getNumRegions() == 0)
+    return Kind::Keeps;
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+    if (!linalgOp.hasPureTensorSemantics())
+      return Kind::Boundary;
+    // Windows (a convolution's s * oh + kh) tie dims of other sizes.
+    for (AffineMap map : linalgOp.getIndexingMapsArray())
+      if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
+        return Kind::Boundary;
+    return Kind::Keeps;
+  }
+  return Kind::Boundary;
+}
+
+/// Ties the dims an op keeps together: those of one factor of its rule, or
+/// the tied values of a loop or branch.
+void PadToDivide::uniteOp(Operation *op) {
+  if (auto branch = dyn_cast<RegionBranchOpInterface>(op)) {
+    FailureOr<SmallVector<TiedGroup>> groups = getTiedValueGroups(branch);
+    if (failed(groups))
+      return;
+    for (const TiedGroup &group : *groups) {
+      auto type = dyn_cast<RankedTensorType>(group.values.front().getType());
+      if (!type)
+        continue;
+      for (unsigned d = 0; d < type.getRank(); ++d)
+        for (Value v : group.values)
+          if (cast<RankedTensorType>(v.getType()).getRank() == type.getRank())
+            unite(slotOf(group.values.front(), d), slotOf(v, d));
+    }
+    return;
+  }
+  if (kindOf(op) != Kind::Keeps)
+    return;
+  if (auto shard = dyn_cast<ShardOp>(op)) {
+    auto type = dyn_cast<RankedTensorType>(shard.getType());
+    for (unsigned d = 0; type && d < type.getRank(); ++d)
+      unite(slotOf(shard.getSrc(), d), slotOf(shard.getResult(), d));
+    return;
+  }
+  if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+    // A tensor constant keeps any shape (padded with zeros); a dense
+    // attribute of another kind is left alone.
+    if (!isa<DenseIntOrFPElementsAttr>(constant.getValue()))
+      return;
+  }
+  FailureOr<ShardingRule> rule = getShardingRule(op);
+  if (failed(rule))
+    return;
+  DenseMap<int64_t, unsigned> first;
+  auto add = [&](Value v, ArrayRef<int64_t> dims) {
+    if (!isa<RankedTensorType>(v.getType()))
+      return;
+    for (auto [d, f] : llvm::enumerate(dims)) {
+      if (f < 0)
+        continue;
+      unsigned s = slotOf(v, d);
+      auto [it, inserted] = first.try_emplace(f, s);
+      if (!inserted)
+        unite(it->second, s);
+    }
+  };
+  for (auto [v, dims] : llvm::zip(op->getOperands(), rule->operandDims))
+    add(v, dims);
+  for (auto [v, dims] : llvm::zip(op->getResults(), rule->resultDims))
+    add(v, dims);
+}
+
+RankedTensorType PadToDivide::paddedType(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  bool changed = false;
+  for (unsigned d = 0; d < shape.size(); ++d) {
+    auto it = slots.find(Slot{v, d});
+    if (it == slots.end())
+      continue;
+    unsigned c = find(it->second);
+    if (multiple[c] <= 1 || sizeOf[c] < 0)
+      continue;
+    int64_t padded = (shape[d] + multiple[c] - 1) / multiple[c] * multiple[c];
+    changed |= padded != shape[d];
+    shape[d] = padded;
+  }
+  return changed ? type.clone(shape) : type;
+}
+
+/// The neutral element of `kind` for `type`.
+static TypedAttr neutralOf(ReductionKind kind, Type type) {
+  if (auto fType = dyn_cast<FloatType>(type)) {
+    const llvm::fltSemantics &sem = fType.getFloatSemantics();
+    switch (kind) {
+    case ReductionKind::Sum:
+      return FloatAttr::get(type, APFloat::getZero(sem));
+    case ReductionKind::Prod:
+      return FloatAttr::get(type, APFloat::getOne(sem));
+    case ReductionKind::Max:
+      return FloatAttr::get(type, APFloat::getInf(sem, /*Negative=*/true));
+    case ReductionKind::Min:
+      return FloatAttr::get(type, APFloat::getInf(sem));
+    default:
+      return {};
+    }
+  }
+  auto iType = dyn_cast<IntegerType>(type);
+  if (!iType)
+    return {};
+  unsigned w = iType.getWidth();
+  switch (kind) {
+  case ReductionKind::Sum:
+  case ReductionKind::Or:
+  case ReductionKind::Xor:
+    return IntegerAttr::get(type, APInt::getZero(w));
+  case ReductionKind::Prod:
+    return IntegerAttr::get(type, APInt(w, 1));
+  case ReductionKind::And:
+    return IntegerAttr::get(type, APInt::getAllOnes(w));
+  case ReductionKind::Max:
+    return IntegerAttr::get(type, APInt::getSignedMinValue(w));
+  case ReductionKind::Min:
+    return IntegerAttr::get(type, APInt::getSignedMaxValue(w));
+  default:
+    return {};
+  }
+}
+
+/// How the padding of a reduction's inputs must read so that it adds
+/// nothing: the body combines its accumulator with one input element
+/// (`acc + x`, `max(acc, x)`) or with a product of input elements (a
+/// contraction: a zero factor makes the product zero). Fails otherwise.
+static FailureOr<ReductionKind> getMaskKind(linalg::LinalgOp op) {
+  if (op.getNumDpsInits() != 1)
+    return failure();
+  Block *body = op.getBlock();
+  Operation *combiner = body->getTerminator()->getOperand(0).getDefiningOp();
+  BlockArgument acc = op.getMatchingBlockArgument(op.getDpsInitOperand(0));
+  if (!combiner || combiner->getNumOperands() != 2 ||
+      combiner->getParentOp() != op.getOperation())
+    return failure();
+  std::optional<ReductionKind> kind = getReductionCombinerKind(combiner);
+  Value x = combiner->getOperand(0) == acc ? combiner->getOperand(1)
+                                           : combiner->getOperand(0);
+  if (!kind ||
+      (combiner->getOperand(0) != acc && combiner->getOperand(1) != acc))
+    return failure();
+  auto isInput = [&](Value v) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    return arg && arg.getOwner() == body && arg != acc;
+  };
+  if (isInput(x))
+    return *kind;
+  // A contraction: acc + a * b (also through casts of the inputs).
+  Operation *product = x.getDefiningOp();
+  if (*kind != ReductionKind::Sum || !product ||
+      !isa<arith::MulFOp, arith::MulIOp>(product))
+    return failure();
+  auto inputOrCast = [&](Value v) {
+    if (isInput(v))
+      return true;
+    Operation *cast = v.getDefiningOp();
+    return cast &&
+           isa<arith::ExtFOp, arith::ExtSIOp, arith::ExtUIOp, arith::SIToFPOp,
+               arith::UIToFPOp>(cast) &&
+           isInput(cast->getOperand(0));
+  };
+  if (!inputOrCast(product->getOperand(0)) ||
+      !inputOrCast(product->getOperand(1)))
+    return failure();
+  return ReductionKind::Sum;
+}
+
+/// Before `op` reduces over a padded dim, the padding of each input read
+/// along it becomes the reduction's neutral element: select(mask, x,
+/// neutral), the mask a constant vector along the dim.
+LogicalResult PadToDivide::addMasks(linalg::LinalgOp op) {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  // The padded reduction loops: loop -> (padded size, real size).
+  DenseMap<unsigned, std::pair<int64_t, int64_t>> padded;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    auto type = dyn_cast<RankedTensorType>(input->get().getType());
+    if (!type)
+      continue;
+    AffineMap map = op.getMatchingIndexingMap(input);
+    for (unsigned d = 0; d < map.getNumResults(); ++d) {
+      auto dimExpr = dyn_cast<AffineDimExpr>(map.getResult(d));
+      if (!dimExpr ||
+          iterators[dimExpr.getPosition()] != utils::IteratorType::reduction)
+        continue;
+      RankedTensorType want = paddedType(input->get());
+      int64_t real = original.lookup(input->get())
+                         ? original.lookup(input->get()).getDimSize(d)
+                         : type.getDimSize(d);
+      if (want.getDimSize(d) != real)
+        padded[dimExpr.getPosition()] = {want.getDimSize(d), real};
+    }
+  }
+  if (padded.empty())
+    return success();
+  FailureOr<ReductionKind> kind = getMaskKind(op);
+  if (failed(kind))
+    return op->emitError()
+           << "cannot pad the reduction of this op over a dim that its "
+              "sharding splits unevenly (only sums, products, min, max, "
+              "logical reductions and contractions of the inputs): pad the "
+              "dim in the program, or pass exact-division";
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    Value v = input->get();
+    auto type = dyn_cast<RankedTensorType>(paddedType(v));
+    if (!type)
+      continue;
+    // Padding made here with zeros along every padded reduction dim of
+    // this input needs no mask.
+    AffineMap inputMap = op.getMatchingIndexingMap(input);
+    auto zeros = zeroPadded.find(v);
+    bool needed = false;
+    for (unsigned d = 0; d < inputMap.getNumResults(); ++d) {
+      auto dimExpr = dyn_cast<AffineDimExpr>(inputMap.getResult(d));
+      if (dimExpr && padded.count(dimExpr.getPosition()) &&
+          (zeros == zeroPadded.end() || !zeros->second[d]))
+        needed = true;
+    }
+    if (!needed)
+      continue;
+    TypedAttr neutral = neutralOf(*kind, type.getElementType());
+    if (!neutral)
+      return op->emitError()
+             << "cannot pad a reduction of " << type.getElementType();
+    AffineMap map = op.getMatchingIndexingMap(input);
+    Value masked = v;
+    for (unsigned d = 0; d < map.getNumResults(); ++d) {
+      auto dimExpr = dyn_cast<AffineDimExpr>(map.getResult(d));
+      auto it = dimExpr ? padded.find(dimExpr.getPosition()) : padded.end();
+      if (it == padded.end())
+        continue;
+      auto [size, real] = it->second;
+      // mask[i] = i < real, along dim d; select(mask, x, neutral).
+      SmallVector<bool> bits(size, false);
+      std::fill(bits.begin(), bits.begin() + real, true);
+      auto maskType = RankedTensorType::get({size}, b.getI1Type());
+      Value mask = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(maskType, ArrayRef<bool>(bits)));
+      Value init = tensor::EmptyOp::create(b, loc, type.getShape(),
+                                           type.getElementType());
+      MLIRContext *ctx = b.getContext();
+      unsigned rank = type.getRank();
+      AffineMap id = AffineMap::getMultiDimIdentityMap(rank, ctx);
+      AffineMap along = AffineMap::get(rank, 0, getAffineDimExpr(d, ctx), ctx);
+      SmallVector<utils::IteratorType> parallel(rank,
+                                                utils::IteratorType::parallel);
+      auto generic = linalg::GenericOp::create(
+          b, loc, type, ValueRange{masked, mask}, ValueRange{init},
+          ArrayRef<AffineMap>{id, along, id}, parallel,
+          [&](OpBuilder &nb, Location nloc, ValueRange args) {
+            Value n = arith::ConstantOp::create(nb, nloc, neutral);
+            Value s = arith::SelectOp::create(nb, nloc, args[1], args[0], n);
+            linalg::YieldOp::create(nb, nloc, s);
+          });
+      made.insert(generic);
+      masked = generic.getResult(0);
+    }
+    input->set(masked);
+  }
+  return success();
+}
+
+/// `v` converted to `to`: sliced where it is larger, padded with zeros
+/// where it is smaller.
+Value PadToDivide::convert(OpBuilder &b, Location loc, Value v,
+                           RankedTensorType to) {
+  auto from = cast<RankedTensorType>(v.getType());
+  if (from == to)
+    return v;
+  unsigned rank = from.getRank();
+  SmallVector<int64_t> smaller(from.getShape());
+  bool slice = false, pad = false;
+  for (unsigned d = 0; d < rank; ++d) {
+    if (to.isDynamicDim(d) || from.isDynamicDim(d))
+      continue;
+    if (to.getDimSize(d) < from.getDimSize(d)) {
+      smaller[d] = to.getDimSize(d);
+      slice = true;
+    } else if (to.getDimSize(d) > from.getDimSize(d)) {
+      pad = true;
+    }
+  }
+  if (slice) {
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)),
+        strides(rank, b.getIndexAttr(1)), sizes;
+    for (auto [d, s] : llvm::enumerate(smaller)) {
+      if (ShapedType::isDynamic(s)) {
+        auto dim = tensor::DimOp::create(b, loc, v, d);
+        made.insert(dim);
+        sizes.push_back(dim.getResult());
+      } else {
+        sizes.push_back(b.getIndexAttr(s));
+      }
+    }
+    auto op = tensor::ExtractSliceOp::create(b, loc, from.clone(smaller), v,
+                                             offsets, sizes, strides);
+    made.insert(op);
+    v = op.getResult();
+  }
+  if (pad) {
+    SmallVector<OpFoldResult> low(rank, b.getIndexAttr(0)), high;
+    SmallVector<bool> zeros(rank, false);
+    for (unsigned d = 0; d < rank; ++d) {
+      bool grows =
+          !ShapedType::isDynamic(smaller[d]) && to.getDimSize(d) > smaller[d];
+      high.push_back(b.getIndexAttr(grows ? to.getDimSize(d) - smaller[d] : 0));
+      zeros[d] = grows;
+    }
+    Value zero =
+        arith::ConstantOp::create(b, loc, b.getZeroAttr(to.getElementType()));
+    auto op = tensor::PadOp::create(b, loc, to, v, low, high, zero);
+    made.insert(op);
+    v = op.getResult();
+    zeroPadded[v] = std::move(zeros);
+  }
+  return v;
+}
+
+/// A dense constant of `to`'s shape: `attr` with zeros after it.
+static DenseElementsAttr padConstant(DenseIntOrFPElementsAttr attr,
+                                     RankedTensorType to) {
+  if (attr.isSplat())
+    return DenseElementsAttr::get(to, attr.getSplatValue<Attribute>());
+  auto from = cast<RankedTensorType>(attr.getType());
+  SmallVector<Attribute> values(attr.getValues<Attribute>());
+  Attribute zero = Builder(attr.getContext()).getZeroAttr(to.getElementType());
+  SmallVector<Attribute> out(to.getNumElements(), zero);
+  SmallVector<int64_t> idx(from.getRank(), 0);
+  for (Attribute value : values) {
+    int64_t flat = 0;
+    for (unsigned d = 0; d < idx.size(); ++d)
+      flat = flat * to.getDimSize(d) + idx[d];
+    out[flat] = value;
+    for (int64_t d = idx.size() - 1; d >= 0; --d) {
+      if (++idx[d] < from.getDimSize(d))
+        break;
+      idx[d] = 0;
+    }
+  }
+  return DenseElementsAttr::get(to, out);
+}
+
+LogicalResult PadToDivide::run() {
+  // Requirements: the annotations of the arguments, results and ops.
+  Region &body = fn.getFunctionBody();
+  for (BlockArgument arg : body.getArguments())
+    require(arg,
+            fn.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(), shardingName),
+            fn);
+  fn.walk([&](Operation *op) {
+    if (auto shard = dyn_cast<ShardOp>(op)) {
+      require(shard.getResult(), shard.getSharding(), op);
+    } else if (op->hasTrait<OpTrait::ReturnLike>() &&
+               op->getParentOp() == fn.getOperation()) {
+      for (auto [i, v] : llvm::enumerate(op->getOperands()))
+        require(v, fn.getResultAttrOfType<ShardingAttr>(i, shardingName), fn);
+    } else if (op->getDiscardableAttr(shardingName)) {
+      for (OpResult r : op->getResults())
+        require(r, getResultAnnotation(op, r.getResultNumber(), shardingName),
+                op);
+    }
+  });
+  // The classes. (A function without requirements may still call one
+  // whose signature changed; retype converts at the call.)
+  fn.walk([&](Operation *op) { uniteOp(op); });
+  for (unsigned i = 0; i < parent.size(); ++i)
+    if (multiple[i] > 1 && find(i) == i && sizeOf[i] < 0) {
+      // The annotation names the value; the sizes say why.
+      return fn.emitError()
+             << "a dim split unevenly by an annotation is tied, through the "
+                "ops of @"
+             << fn.getName()
+             << ", to dims of other or dynamic sizes: it cannot be padded "
+                "(pass exact-division for the error that names it)";
+    }
+  for (Value v : values)
+    original[v] = cast<RankedTensorType>(v.getType());
+  SmallVector<linalg::LinalgOp> reductions;
+  fn.walk([&](linalg::LinalgOp op) {
+    if (kindOf(op) == Kind::Keeps && op.getNumReductionLoops() != 0)
+      reductions.push_back(op);
+  });
+  if (failed(retype()))
+    return failure();
+  for (linalg::LinalgOp op : reductions)
+    if (failed(addMasks(op)))
+      return failure();
+  return success();
+}
+
+/// Gives each value of a padded class its padded type: in place where its
+/// producer keeps shapes, through a convert after it otherwise; and gives
+/// each boundary the types it had (a callee and the function's return their
+/// new ones).
+LogicalResult PadToDivide::retype() {
+  DenseMap<Value, RankedTensorType> want;
+  for (Value v : values) {
+    RankedTensorType p = paddedType(v);
+    if (p != original[v])
+      want[v] = p;
+  }
+  auto calleeOf = [&](Operation *op) -> FunctionOpInterface {
+    auto call = dyn_cast<CallOpInterface>(op);
+    return call ? dyn_cast_or_null<FunctionOpInterface>(
+                      call.resolveCallableInTable(&tables))
+                : FunctionOpInterface();
+  };
+  // Calls' results have their callees' new types.
+  SmallVector<Value> produced(values.begin(), values.end());
+  fn.walk([&](CallOpInterface call) {
+    FunctionOpInterface callee = calleeOf(call);
+    auto it = callee ? newResultTypes.find(callee) : newResultTypes.end();
+    if (it == newResultTypes.end())
+      return;
+    for (OpResult r : call->getResults()) {
+      RankedTensorType t = it->second[r.getResultNumber()];
+      if (!t || t == r.getType())
+        continue;
+      if (!original.count(r)) {
+        original[r] = cast<RankedTensorType>(r.getType());
+        produced.push_back(r);
+      }
+      r.setType(t);
+    }
+  });
+  // Converts `v` (of its current type) to `target` after its producer; the
+  // uses move to the convert.
+  auto convertUses = [&](Value v, RankedTensorType target, OpBuilder &b,
+                         Location loc) {
+    Value c = convert(b, loc, v, target);
+    if (c == v)
+      return;
+    RankedTensorType before = original.lookup(v);
+    original[c] = before;
+    SmallPtrSet<Operation *, 4> keep;
+    for (Operation *user : v.getUsers())
+      if (made.contains(user))
+        keep.insert(user);
+    v.replaceAllUsesExcept(c, keep);
+  };
+  Block &entry = fn.getFunctionBody().front();
+  const SmallVector<RankedTensorType> &sigArgs =
+      newArgTypes.find(fn.getOperation())->second;
+  for (Value v : produced) {
+    auto it = want.find(v);
+    RankedTensorType target =
+        it != want.end() ? it->second : original.lookup(v);
+    Operation *def = v.getDefiningOp();
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (arg && arg.getOwner() == &entry) {
+      if (it == want.end())
+        continue;
+      arg.setType(sigArgs[arg.getArgNumber()]);
+      OpBuilder b = OpBuilder::atBlockBegin(&entry);
+      convertUses(arg, target, b, arg.getLoc());
+      continue;
+    }
+    if (it == want.end() && !(def && calleeOf(def)))
+      continue;
+    bool inPlace =
+        arg ||
+        (def && !calleeOf(def) &&
+         (kindOf(def) == Kind::Keeps || isa<RegionBranchOpInterface>(def)));
+    if (inPlace) {
+      if (auto constant = dyn_cast_or_null<arith::ConstantOp>(def)) {
+        auto attr = dyn_cast<DenseIntOrFPElementsAttr>(constant.getValue());
+        if (!attr)
+          return constant.emitError("cannot pad this constant");
+        constant.setValueAttr(padConstant(attr, target));
+      }
+      v.setType(target);
+      continue;
+    }
+    OpBuilder b(def->getContext());
+    b.setInsertionPointAfter(def);
+    convertUses(v, target, b, def->getLoc());
+  }
+  // Boundaries: operands back to the types they had, or to a callee's or
+  // the function's new ones.
+  const SmallVector<RankedTensorType> &sigResults =
+      newResultTypes.find(fn.getOperation())->second;
+  SmallVector<Operation *> users;
+  fn.walk([&](Operation *op) { users.push_back(op); });
+  for (Operation *op : users) {
+    bool isReturn = op->hasTrait<OpTrait::ReturnLike>() &&
+                    op->getParentOp() == fn.getOperation();
+    if (made.contains(op) || kindOf(op) == Kind::Keeps ||
+        isa<RegionBranchOpInterface>(op) ||
+        (!isReturn && isa<RegionBranchTerminatorOpInterface>(op) &&
+         isa<RegionBranchOpInterface>(op->getParentOp())))
+      continue;
+    FunctionOpInterface callee = calleeOf(op);
+    auto calleeArgs = callee ? newArgTypes.find(callee) : newArgTypes.end();
+    // (An empty range has no first operand to ask.)
+    OperandRange callArgs = callee
+                                ? cast<CallOpInterface>(op).getArgOperands()
+                                : OperandRange(op->getOperands().take_front(0));
+    unsigned firstArg = callArgs.empty() ? 0 : callArgs.getBeginOperandIndex();
+    for (OpOperand &operand : op->getOpOperands()) {
+      auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+      if (!type)
+        continue;
+      unsigned i = operand.getOperandNumber();
+      RankedTensorType to;
+      if (isReturn && i < sigResults.size())
+        to = sigResults[i];
+      else if (calleeArgs != newArgTypes.end() && i >= firstArg &&
+               i - firstArg < calleeArgs->second.size())
+        to = calleeArgs->second[i - firstArg];
+      else if (auto it = original.find(operand.get()); it != original.end())
+        to = it->second;
+      if (!to || to == type)
+        continue;
+      OpBuilder b(op);
+      operand.set(convert(b, op->getLoc(), operand.get(), to));
+    }
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The module
+//===----------------------------------------------------------------------===//
+
+LogicalResult mlir::mesh::padNonDividingDims(ModuleOp module,
+                                             SymbolTableCollection &tables) {
+  MLIRContext *ctx = module.getContext();
+  StringAttr name = StringAttr::get(ctx, MeshDialect::getShardingAttrName());
+  MeshCache meshes(tables);
+  // The signatures first: a dim an argument's or result's own annotation
+  // splits unevenly is padded in it.
+  DenseMap<Operation *, SmallVector<RankedTensorType>> argTypes, resultTypes;
+  bool any = false;
+  auto padTo = [&](FunctionOpInterface fn, Type t, ShardingAttr s,
+                   StringRef what, unsigned index) -> RankedTensorType {
+    auto type = dyn_cast<RankedTensorType>(t);
+    if (!type)
+      return type;
+    if (!s || static_cast<int64_t>(s.getDims().size()) != type.getRank())
+      return type;
+    MeshOp mesh = meshes.get(fn, s.getMesh());
+    if (!mesh)
+      return type;
+    SmallVector<int64_t> shape(type.getShape());
+    for (auto [d, axes] : llvm::enumerate(s.getDims())) {
+      if (!axes || axes.empty() || type.isDynamicDim(d))
+        continue;
+      std::optional<int64_t> n = meshes.getGroupSize(mesh, axes);
+      if (!n || *n == ShapedType::kDynamic || *n <= 1 || shape[d] % *n == 0)
+        continue;
+      int64_t padded = (shape[d] + *n - 1) / *n * *n;
+      InFlightDiagnostic remark = emitRemark(
+          fn.isExternal() ? fn.getLoc() : fn.getFunctionBody().getLoc());
+      remark << what << " " << index << " of @" << fn.getName() << ": dim " << d
+             << " of size " << shape[d] << " does not divide by the " << *n
+             << " devices of axes " << axes << ": padded to " << padded
+             << " (blocks of " << padded / *n << ", " << padded - shape[d]
+             << " elements of padding; pass exact-division to make this an "
+                "error)";
+      shape[d] = padded;
+      any = true;
+    }
+    return type.clone(shape);
+  };
+  for (auto fn : module.getOps<FunctionOpInterface>()) {
+    SmallVector<RankedTensorType> args, results;
+    if (!isa<FunctionType>(fn.getFunctionType())) {
+      args.resize(fn.getNumArguments());
+      results.resize(fn.getNumResults());
+      argTypes[fn] = std::move(args);
+      resultTypes[fn] = std::move(results);
+      continue;
+    }
+    for (auto [i, t] : llvm::enumerate(fn.getArgumentTypes()))
+      args.push_back(padTo(fn, t, fn.getArgAttrOfType<ShardingAttr>(i, name),
+                           "argument", i));
+    for (auto [i, t] : llvm::enumerate(fn.getResultTypes()))
+      results.push_back(padTo(
+          fn, t, fn.getResultAttrOfType<ShardingAttr>(i, name), "result", i));
+    argTypes[fn] = std::move(args);
+    resultTypes[fn] = std::move(results);
+  }
+  // Ops and constraints may split unevenly too.
+  module.walk([&](Operation *op) {
+    Value v;
+    ShardingAttr s;
+    if (auto shard = dyn_cast<ShardOp>(op)) {
+      v = shard.getResult();
+      s = shard.getSharding();
+    } else if (op->getNumResults() == 1 && op->getDiscardableAttr(name)) {
+      v = op->getResult(0);
+      s = getResultAnnotation(op, 0, name);
+    }
+    auto type = v ? dyn_cast<RankedTensorType>(v.getType()) : nullptr;
+    if (!type || !s ||
+        static_cast<int64_t>(s.getDims().size()) != type.getRank())
+      return WalkResult::advance();
+    MeshOp mesh = meshes.get(op, s.getMesh());
+    if (!mesh)
+      return WalkResult::advance();
+    for (auto [d, axes] : llvm::enumerate(s.getDims())) {
+      if (!axes || axes.empty() || type.isDynamicDim(d))
+        continue;
+      std::optional<int64_t> n = meshes.getGroupSize(mesh, axes);
+      if (n && *n != ShapedType::kDynamic && *n > 1 &&
+          type.getDimSize(d) % *n != 0) {
+        op->emitRemark() << "dim " << d << " of size " << type.getDimSize(d)
+                         << " does not divide by the " << *n
+                         << " devices of axes " << axes << ": padded";
+        any = true;
+      }
+    }
+    return WalkResult::advance();
+  });
+  if (!any)
+    return success();
+  for (auto fn :
+       llvm::make_early_inc_range(module.getOps<FunctionOpInterface>())) {
+    if (fn.isExternal())
+      continue;
+    PadToDivide pad(fn, meshes, name, argTypes, resultTypes, tables);
+    if (failed(pad.run()))
+      return failure();
+  }
+  for (auto fn : module.getOps<FunctionOpInterface>()) {
+    SmallVector<Type> args(argTypes[fn].begin(), argTypes[fn].end());
+    SmallVector<Type> results(resultTypes[fn].begin(), resultTypes[fn].end());
+    for (auto [i, t] : llvm::enumerate(fn.getArgumentTypes()))
+      if (!args[i])
+        args[i] = t;
+    for (auto [i, t] : llvm::enumerate(fn.getResultTypes()))
+      if (!results[i])
+        results[i] = t;
+    if (ArrayRef<Type>(args) == fn.getArgumentTypes() &&
+        ArrayRef<Type>(results) == fn.getResultTypes())
+      continue;
+    // (Only a builtin function type is rewritten; padTo made no change to
+    // another kind, an llvm.func's.)
+    fn.setType(FunctionType::get(module.getContext(), args, results));
+  }
+  return success();
+}
