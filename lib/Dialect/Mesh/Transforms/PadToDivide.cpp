@@ -742,23 +742,34 @@ LogicalResult mlir::mesh::padNonDividingDims(ModuleOp module,
     resultTypes[fn] = std::move(results);
   }
   // Ops and constraints may split unevenly too.
+  // Programs repeat a few (type, annotation) pairs on many ops: each pair
+  // is checked once, and only an uneven one is looked at again, for its
+  // remark.
+  DenseMap<std::pair<Type, Attribute>, bool> uneven;
   module.walk([&](Operation *op) {
     Value v;
-    ShardingAttr s;
+    Attribute raw;
     if (auto shard = dyn_cast<ShardOp>(op)) {
       v = shard.getResult();
-      s = shard.getSharding();
-    } else if (op->getNumResults() == 1 && op->getDiscardableAttr(name)) {
+      raw = shard.getShardingAttr();
+    } else if (op->getNumResults() == 1) {
+      raw = op->getDiscardableAttr(name);
       v = op->getResult(0);
-      s = getResultAnnotation(op, 0, name);
     }
-    auto type = v ? dyn_cast<RankedTensorType>(v.getType()) : nullptr;
+    if (!raw)
+      return;
+    auto [it, inserted] = uneven.try_emplace({v.getType(), raw}, false);
+    if (!inserted && !it->second)
+      return;
+    ShardingAttr s = isa<ShardOp>(op) ? cast<ShardingAttr>(raw)
+                                      : getResultAnnotation(op, 0, name);
+    auto type = dyn_cast<RankedTensorType>(v.getType());
     if (!type || !s ||
         static_cast<int64_t>(s.getDims().size()) != type.getRank())
-      return WalkResult::advance();
+      return;
     MeshOp mesh = meshes.get(op, s.getMesh());
     if (!mesh)
-      return WalkResult::advance();
+      return;
     for (auto [d, axes] : llvm::enumerate(s.getDims())) {
       if (!axes || axes.empty() || type.isDynamicDim(d))
         continue;
@@ -769,9 +780,9 @@ LogicalResult mlir::mesh::padNonDividingDims(ModuleOp module,
                          << " does not divide by the " << *n
                          << " devices of axes " << axes << ": padded";
         any = true;
+        it->second = true;
       }
     }
-    return WalkResult::advance();
   });
   if (!any)
     return success();

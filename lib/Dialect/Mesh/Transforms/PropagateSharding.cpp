@@ -69,14 +69,24 @@ struct OpEntry {
   /// For OpRole::RegionBranch: this entry comes before the op's body (each
   /// region-branch op has one entry before and one after it).
   bool beforeBody = false;
+  /// For OpRole::Rule: a linalg op some of whose result dims no input reads
+  /// (a broadcast; see broadcastsUndecided).
+  bool mayBroadcast = false;
 };
+static_assert(sizeof(OpEntry) == 8, "OpEntry should stay small");
 
 class Propagation {
 public:
-  explicit Propagation(ModuleOp module)
+  /// With `padUneven`, an annotation that splits a static dim unevenly is
+  /// not an error: run() stops early and says so (foundUneven), for the
+  /// caller to pad the program and propagate again.
+  Propagation(ModuleOp module, bool padUneven)
       : module(module),
         shardingName(StringAttr::get(module.getContext(),
-                                     MeshDialect::getShardingAttrName())) {}
+                                     MeshDialect::getShardingAttrName())),
+        padUneven(padUneven) {}
+
+  bool foundUneven() const { return uneven; }
 
   /// Reads the annotations and rules, then sweeps until nothing changes.
   /// Fails, with an error naming it, on an annotation that does not split
@@ -105,9 +115,12 @@ private:
   bool visitFunctionReturn(Operation *ret, bool forward);
   bool visitRegionBranch(Operation *op, bool forward, bool beforeBody);
   bool visitRule(Operation *op, const ShardingRule &rule, bool forward,
-                 bool &settled);
+                 bool mayBroadcast, bool &settled);
   bool broadcastsUndecided(Operation *op, const ShardingRule &rule,
                            ArrayRef<AxisListAttr> factors);
+  /// Whether `op` (with `rule`) is a linalg op with a result factor that no
+  /// input has: the structural part of broadcastsUndecided, kept per op.
+  bool mayBroadcast(Operation *op, const ShardingRule &rule);
   /// Gives `v` a sharding if it has none. Returns true if it changed.
   bool assign(Value v, ShardingAttr sharding, ValueInfo::Source source,
               Operation *from);
@@ -139,6 +152,8 @@ private:
   ShardingProjector projector;
   DenseMap<Value, ValueInfo, ValueAddressInfo> info;
   ShardingRuleTable rules;
+  /// Per rule: mayBroadcast of its ops (-1: not asked yet).
+  SmallVector<int8_t> ruleBroadcasts;
   DenseMap<int64_t, ShardingAttr> replicatedByRank;
   /// Each sharding written, as the whole attribute dictionary of an op
   /// that has no other attribute.
@@ -146,6 +161,9 @@ private:
   FlatSymbolRefAttr defaultMesh;
   /// An annotation did not divide its tensor.
   bool badAnnotation = false;
+  /// Uneven annotations are reported (uneven) instead of errors.
+  bool padUneven;
+  bool uneven = false;
   /// The (mesh, tensor type, sharding) triples checked by checkDivides.
   DenseSet<std::tuple<Operation *, Type, Attribute>> dividing;
 };
@@ -194,6 +212,8 @@ LogicalResult Propagation::run() {
   });
   if (badAnnotation)
     return failure();
+  if (uneven)
+    return success(); // The caller pads, then propagates again.
   info.reserve(values + info.size());
   done.resize(ops.size());
   // Sweeps until nothing changes; a value only ever goes from unknown to
@@ -230,10 +250,17 @@ void Propagation::addOp(Operation *op) {
       entry.role = OpRole::NoRule; // Replicated, with a warning.
   } else if (entry.role == OpRole::Rule) {
     std::optional<unsigned> rule = rules.add(op);
-    if (rule)
+    if (rule) {
       entry.rule = *rule;
-    else
+      // Ops that share a rule share their structure: asked once per rule.
+      if (*rule >= ruleBroadcasts.size())
+        ruleBroadcasts.resize(*rule + 1, -1);
+      if (ruleBroadcasts[*rule] < 0)
+        ruleBroadcasts[*rule] = mayBroadcast(op, rules[*rule]);
+      entry.mayBroadcast = ruleBroadcasts[*rule] == 1;
+    } else {
       entry.role = OpRole::NoRule;
+    }
   }
   ops.push_back(op);
   entries.push_back(entry);
@@ -307,6 +334,16 @@ void Propagation::checkDivides(Operation *scope, Type type, ShardingAttr s,
   std::string whyNot;
   if (succeeded(getLocalType(mesh, tensor, ShardingLayout::get(s), whyNot)))
     return;
+  if (padUneven)
+    for (auto [d, axes] : llvm::enumerate(s.getDims())) {
+      std::optional<int64_t> n = meshCache.getGroupSize(mesh, axes);
+      if (axes && !axes.empty() && !tensor.isDynamicDim(d) && n &&
+          !ShapedType::isDynamic(*n) && *n > 1 &&
+          tensor.getDimSize(d) % *n != 0) {
+        uneven = true; // Padding makes it divide.
+        return;
+      }
+    }
   what() << " of type " << tensor << " cannot be sharded as " << s << ": "
          << whyNot;
   badAnnotation = true;
@@ -344,7 +381,8 @@ bool Propagation::visitAndMark(size_t index, bool forward) {
     // Never done: its groups are revisited as their members become known.
     return visitRegionBranch(op, forward, entry.beforeBody);
   case OpRole::Rule:
-    changed = visitRule(op, rules[entry.rule], forward, settled);
+    changed =
+        visitRule(op, rules[entry.rule], forward, entry.mayBroadcast, settled);
     break;
   case OpRole::NoRule:
     // Ops without tensors are settled at once.
@@ -465,6 +503,27 @@ bool Propagation::visitRegionBranch(Operation *op, bool forward,
   return changed;
 }
 
+bool Propagation::mayBroadcast(Operation *op, const ShardingRule &rule) {
+  if (op->getNumRegions() == 0 || op->getNumResults() == 0)
+    return false; // Linalg ops have their body.
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp)
+    return false;
+  llvm::SmallBitVector read(rule.factors.size());
+  for (OpOperand *input : linalgOp.getDpsInputOperands()) {
+    unsigned i = input->getOperandNumber();
+    if (i < rule.operandDims.size())
+      for (int64_t f : rule.operandDims[i])
+        if (f >= 0)
+          read.set(f);
+  }
+  for (ArrayRef<int64_t> dims : rule.resultDims)
+    for (int64_t f : dims)
+      if (f >= 0 && !read.test(f))
+        return true;
+  return false;
+}
+
 /// Whether `op` broadcasts its data along a dim of an unknown result that
 /// no known value has decided: a `linalg.broadcast` of a bias over the
 /// batch. Its input says nothing of that dim, so forward the op waits, and
@@ -505,7 +564,7 @@ bool Propagation::broadcastsUndecided(Operation *op, const ShardingRule &rule,
 /// factors, and every other tensor of the op gets its projection. Sets
 /// `settled` when every tensor of the op has a sharding afterwards.
 bool Propagation::visitRule(Operation *op, const ShardingRule &rule,
-                            bool forward, bool &settled) {
+                            bool forward, bool mayBroadcast, bool &settled) {
   FactorAssignment assignment(rule, op, meshCache);
   // Whether a known value says more than "a pending sum, whole": such a
   // value can be reduced into any layout at no more cost than whole, so
@@ -543,7 +602,7 @@ bool Propagation::visitRule(Operation *op, const ShardingRule &rule,
   if (!mesh || (forward && !informative))
     return false;
   ArrayRef<AxisListAttr> factors = assignment.getFactors();
-  if (forward && broadcastsUndecided(op, rule, factors))
+  if (forward && mayBroadcast && broadcastsUndecided(op, rule, factors))
     return false;
   // Every tensor of the op gets a sharding below, if it has none yet.
   settled = rule.operandDims.size() >= op->getNumOperands() &&
@@ -752,10 +811,21 @@ struct PropagateShardingPass
     });
     raiseCircularPads(concats);
     eraseUnusedLinalgResults(generics);
+    {
+      Propagation propagation(getOperation(), /*padUneven=*/!exactDivision);
+      if (failed(propagation.run()))
+        return signalPassFailure();
+      if (!propagation.foundUneven()) {
+        propagation.annotate(explain);
+        return;
+      }
+    }
+    // An annotation splits a dim unevenly: pad, and propagate again (the
+    // common case, where everything divides, pays nothing for this).
     SymbolTableCollection tables;
-    if (!exactDivision && failed(padNonDividingDims(getOperation(), tables)))
+    if (failed(padNonDividingDims(getOperation(), tables)))
       return signalPassFailure();
-    Propagation propagation(getOperation());
+    Propagation propagation(getOperation(), /*padUneven=*/false);
     if (failed(propagation.run()))
       return signalPassFailure();
     propagation.annotate(explain);
