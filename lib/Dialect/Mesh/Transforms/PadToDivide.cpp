@@ -101,6 +101,33 @@ private:
 
 } // namespace
 
+SmallVector<int64_t> mlir::mesh::getUnevenSplits(MeshCache &meshes,
+                                                 Operation *scope, Type type,
+                                                 ShardingAttr s) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!s || !tensor ||
+      static_cast<int64_t>(s.getDims().size()) != tensor.getRank())
+    return {};
+  MeshOp mesh = meshes.get(scope, s.getMesh());
+  if (!mesh)
+    return {};
+  SmallVector<int64_t> uneven(tensor.getRank(), 0);
+  bool any = false;
+  for (auto [d, axes] : llvm::enumerate(s.getDims())) {
+    if (!axes || axes.empty() || tensor.isDynamicDim(d))
+      continue;
+    std::optional<int64_t> n = meshes.getGroupSize(mesh, axes);
+    if (!n || ShapedType::isDynamic(*n) || *n <= 1 ||
+        tensor.getDimSize(d) % *n == 0)
+      continue;
+    uneven[d] = *n;
+    any = true;
+  }
+  if (!any)
+    uneven.clear();
+  return uneven;
+}
+
 unsigned PadToDivide::slotOf(Value v, unsigned dim) {
   auto [it, inserted] = slots.try_emplace(Slot{v, dim}, parent.size());
   if (inserted) {
@@ -132,21 +159,12 @@ void PadToDivide::unite(unsigned a, unsigned b) {
 /// Notes what an annotation `s` of `v` needs: each static dim split over a
 /// static number of devices that does not divide it must be padded.
 void PadToDivide::require(Value v, ShardingAttr s, Operation *scope) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  if (!s || !type || static_cast<int64_t>(s.getDims().size()) != type.getRank())
-    return;
-  MeshOp mesh = meshes.get(scope, s.getMesh());
-  if (!mesh)
-    return;
-  for (auto [d, axes] : llvm::enumerate(s.getDims())) {
-    if (!axes || axes.empty() || type.isDynamicDim(d))
-      continue;
-    std::optional<int64_t> n = meshes.getGroupSize(mesh, axes);
-    if (!n || *n == ShapedType::kDynamic || *n <= 1 ||
-        type.getDimSize(d) % *n == 0)
+  for (auto [d, n] :
+       llvm::enumerate(getUnevenSplits(meshes, scope, v.getType(), s))) {
+    if (n == 0)
       continue;
     unsigned i = find(slotOf(v, d));
-    multiple[i] = std::lcm(multiple[i], *n);
+    multiple[i] = std::lcm(multiple[i], n);
   }
 }
 
@@ -695,27 +713,21 @@ LogicalResult mlir::mesh::padNonDividingDims(ModuleOp module,
   auto padTo = [&](FunctionOpInterface fn, Type t, ShardingAttr s,
                    StringRef what, unsigned index) -> RankedTensorType {
     auto type = dyn_cast<RankedTensorType>(t);
-    if (!type)
-      return type;
-    if (!s || static_cast<int64_t>(s.getDims().size()) != type.getRank())
-      return type;
-    MeshOp mesh = meshes.get(fn, s.getMesh());
-    if (!mesh)
+    SmallVector<int64_t> uneven = getUnevenSplits(meshes, fn, t, s);
+    if (uneven.empty())
       return type;
     SmallVector<int64_t> shape(type.getShape());
-    for (auto [d, axes] : llvm::enumerate(s.getDims())) {
-      if (!axes || axes.empty() || type.isDynamicDim(d))
+    for (auto [d, n] : llvm::enumerate(uneven)) {
+      if (n == 0)
         continue;
-      std::optional<int64_t> n = meshes.getGroupSize(mesh, axes);
-      if (!n || *n == ShapedType::kDynamic || *n <= 1 || shape[d] % *n == 0)
-        continue;
-      int64_t padded = (shape[d] + *n - 1) / *n * *n;
+      int64_t padded = (shape[d] + n - 1) / n * n;
       InFlightDiagnostic remark = emitRemark(
           fn.isExternal() ? fn.getLoc() : fn.getFunctionBody().getLoc());
       remark << what << " " << index << " of @" << fn.getName() << ": dim " << d
-             << " of size " << shape[d] << " does not divide by the " << *n
-             << " devices of axes " << axes << ": padded to " << padded
-             << " (blocks of " << padded / *n << ", " << padded - shape[d]
+             << " of size " << shape[d] << " does not divide by the " << n
+             << " devices of axes " << s.getDims()[d] << ": padded to "
+             << padded << " (blocks of " << padded / n << ", "
+             << padded - shape[d]
              << " elements of padding; pass exact-division to make this an "
                 "error)";
       shape[d] = padded;
@@ -764,24 +776,15 @@ LogicalResult mlir::mesh::padNonDividingDims(ModuleOp module,
     ShardingAttr s = isa<ShardOp>(op) ? cast<ShardingAttr>(raw)
                                       : getResultAnnotation(op, 0, name);
     auto type = dyn_cast<RankedTensorType>(v.getType());
-    if (!type || !s ||
-        static_cast<int64_t>(s.getDims().size()) != type.getRank())
-      return;
-    MeshOp mesh = meshes.get(op, s.getMesh());
-    if (!mesh)
-      return;
-    for (auto [d, axes] : llvm::enumerate(s.getDims())) {
-      if (!axes || axes.empty() || type.isDynamicDim(d))
+    for (auto [d, n] :
+         llvm::enumerate(getUnevenSplits(meshes, op, v.getType(), s))) {
+      if (n == 0)
         continue;
-      std::optional<int64_t> n = meshes.getGroupSize(mesh, axes);
-      if (n && *n != ShapedType::kDynamic && *n > 1 &&
-          type.getDimSize(d) % *n != 0) {
-        op->emitRemark() << "dim " << d << " of size " << type.getDimSize(d)
-                         << " does not divide by the " << *n
-                         << " devices of axes " << axes << ": padded";
-        any = true;
-        it->second = true;
-      }
+      op->emitRemark() << "dim " << d << " of size " << type.getDimSize(d)
+                       << " does not divide by the " << n << " devices of axes "
+                       << s.getDims()[d] << ": padded";
+      any = true;
+      it->second = true;
     }
   });
   if (!any)

@@ -334,16 +334,10 @@ void Propagation::checkDivides(Operation *scope, Type type, ShardingAttr s,
   std::string whyNot;
   if (succeeded(getLocalType(mesh, tensor, ShardingLayout::get(s), whyNot)))
     return;
-  if (padUneven)
-    for (auto [d, axes] : llvm::enumerate(s.getDims())) {
-      std::optional<int64_t> n = meshCache.getGroupSize(mesh, axes);
-      if (axes && !axes.empty() && !tensor.isDynamicDim(d) && n &&
-          !ShapedType::isDynamic(*n) && *n > 1 &&
-          tensor.getDimSize(d) % *n != 0) {
-        uneven = true; // Padding makes it divide.
-        return;
-      }
-    }
+  if (padUneven && !getUnevenSplits(meshCache, scope, tensor, s).empty()) {
+    uneven = true; // Padding makes it divide.
+    return;
+  }
   what() << " of type " << tensor << " cannot be sharded as " << s << ": "
          << whyNot;
   badAnnotation = true;

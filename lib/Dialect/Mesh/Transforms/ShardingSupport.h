@@ -256,6 +256,13 @@ private:
       groupSizes;
 };
 
+/// For an annotation `s` of a value of type `type` (seen from `scope`): per
+/// dim, the number of devices that split it when they do not divide its
+/// static size, else 0; empty when every dim divides (or the sizes are not
+/// known here).
+SmallVector<int64_t> getUnevenSplits(MeshCache &meshes, Operation *scope,
+                                     Type type, ShardingAttr s);
+
 /// The rules of many ops, each distinct rule stored once: a chain of 50,000
 /// elementwise ops on one shape has one rule. Ops whose rule is shared by
 /// types (or by signature: types, properties and rule variant; see
