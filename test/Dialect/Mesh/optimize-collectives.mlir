@@ -134,6 +134,23 @@ func.func @bucket_dependent(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf3
   return %b, %c, %e : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
 }
 
+// An op moved up with a joining reduction's input must not read a
+// reduction still pending in another group (over "a" here): that group is
+// emitted at its first use, which would then come after the moved op.
+// BUCKET-LABEL: func.func @bucket_other_pending
+// BUCKET: %[[RA:.*]] = mesh.all_reduce %{{.*}} on @m axes = ["a"] {{.*}} : tensor<16xf32> -> tensor<16xf32>
+// BUCKET: arith.negf
+// BUCKET: mesh.all_reduce %{{.*}} on @m axes = ["b"]
+func.func @bucket_other_pending(%x: tensor<8xf32>, %y: tensor<8xf32>, %y2: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %ry = mesh.all_reduce %y on @m axes = ["a"] reduction = sum : tensor<8xf32> -> tensor<8xf32>
+  %ry2 = mesh.all_reduce %y2 on @m axes = ["a"] reduction = sum : tensor<8xf32> -> tensor<8xf32>
+  %r1 = mesh.all_reduce %x on @m axes = ["b"] reduction = sum : tensor<8xf32> -> tensor<8xf32>
+  %u = arith.addf %r1, %ry : tensor<8xf32>
+  %p = arith.negf %ry2 : tensor<8xf32>
+  %r3 = mesh.all_reduce %p on @m axes = ["b"] reduction = sum : tensor<8xf32> -> tensor<8xf32>
+  return %u, %r3 : tensor<8xf32>, tensor<8xf32>
+}
+
 // -----
 
 // An all_slice moves up through elementwise ops, broadcasts, transposes and
@@ -481,6 +498,19 @@ func.func @gather_once_generic(%w: tensor<2x16xf32>) -> (tensor<16x16xf32>, tens
   } -> tensor<16x2xf32>
   %gt = mesh.all_gather %t on @m axes = ["d"] gather_dim = 1 : tensor<16x2xf32> -> tensor<16x16xf32>
   return %g, %gt : tensor<16x16xf32>, tensor<16x16xf32>
+}
+
+// Not for a dynamic shape (left as it is).
+// CHECK-LABEL: func.func @gather_dynamic
+// CHECK-COUNT-2: mesh.all_gather
+func.func @gather_dynamic(%w: tensor<2x?xf32>) -> (tensor<16x?xf32>, tensor<?x16xf32>) {
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %w, %c1 : tensor<2x?xf32>
+  %g = mesh.all_gather %w on @m axes = ["d"] gather_dim = 0 : tensor<2x?xf32> -> tensor<16x?xf32>
+  %e = tensor.empty(%n) : tensor<?x2xf32>
+  %t = linalg.transpose ins(%w : tensor<2x?xf32>) outs(%e : tensor<?x2xf32>) permutation = [1, 0]
+  %gt = mesh.all_gather %t on @m axes = ["d"] gather_dim = 1 : tensor<?x2xf32> -> tensor<?x16xf32>
+  return %g, %gt : tensor<16x?xf32>, tensor<?x16xf32>
 }
 
 // Not when the other gather is along another dim (the transposed gather

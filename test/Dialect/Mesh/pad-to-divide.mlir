@@ -157,3 +157,92 @@ func.func @sum_exp(%a: tensor<6xf32> {mesh.sharding = #mesh.sharding<@m, [["x"]]
   } -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// Zeros are not the neutral element of every reduction: a max over a dim
+// padded with zeros (an all-negative column would give 0) is masked with
+// -inf even where the pass padded it itself.
+mesh.mesh @m(["x" = 4])
+// CHECK-LABEL: func.func @max_of_zero_padded
+// CHECK: %[[P:.*]] = tensor.pad
+// CHECK: %[[M:.*]] = linalg.generic {{.*}} ins(%[[P]], %{{.*}} : tensor<8x4xf32>, tensor<8xi1>)
+// CHECK: arith.constant 0xFF800000
+// CHECK: linalg.reduce ins(%[[M]]
+func.func @max_of_zero_padded(%a: tensor<6x4xf32>) -> (tensor<4xf32>, tensor<6x4xf32>) {
+  // expected-remark @+1 {{dim 0 of size 6 does not divide by the 4 devices}}
+  %s = mesh.shard %a : tensor<6x4xf32> to #mesh.sharding<@m, [["x"], []]>
+  %ninf = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %i = linalg.fill ins(%ninf : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %m = linalg.reduce ins(%a : tensor<6x4xf32>) outs(%i : tensor<4xf32>) dimensions = [0]
+    (%in: f32, %acc: f32) {
+      %x = arith.maximumf %in, %acc : f32
+      linalg.yield %x : f32
+    }
+  return %m, %s : tensor<4xf32>, tensor<6x4xf32>
+}
+
+// -----
+
+// Padding an argument that its caller already padded (5 over 4 is 8 in the
+// signature; the class is 12, for "y" too) is not zeros past 5: the sum
+// masks it.
+mesh.mesh @m(["x" = 4, "y" = 3])
+// CHECK-LABEL: func.func @caller_padding
+// CHECK-SAME: (%[[A:.*]]: tensor<8xf32>
+// CHECK: %[[AP:.*]] = tensor.pad %[[A]] low[0] high[4]
+// CHECK: %[[M:.*]] = linalg.generic {{.*}} ins(%[[AP]], %{{.*}} : tensor<12xf32>, tensor<12xi1>)
+// CHECK: linalg.reduce ins(%[[M]]
+// expected-remark @+2 {{argument 0 of @caller_padding}}
+// expected-remark @+1 {{argument 1 of @caller_padding}}
+func.func @caller_padding(%a: tensor<5xf32> {mesh.sharding = #mesh.sharding<@m, [["x"]]>},
+                          %b: tensor<5xf32> {mesh.sharding = #mesh.sharding<@m, [["y"]]>}) -> (tensor<f32>, tensor<5xf32>) {
+  %c = arith.addf %a, %b : tensor<5xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %s = linalg.reduce ins(%a : tensor<5xf32>) outs(%z : tensor<f32>) dimensions = [0]
+    (%in: f32, %acc: f32) {
+      %t = arith.addf %in, %acc : f32
+      linalg.yield %t : f32
+    }
+  return %s, %c : tensor<f32>, tensor<5xf32>
+}
+
+// -----
+
+// A dynamic dim beside the padded one: the mask takes its size; a block
+// argument of another block is padded where it arrives; a division, which
+// would trap on the padding's zeros, sees the real sizes.
+mesh.mesh @m(["x" = 4])
+// CHECK-LABEL: func.func @dynamic_beside
+// CHECK: %[[D:.*]] = tensor.dim
+// CHECK: tensor.empty(%[[D]]) {{.*}}: tensor<?x8xf32>
+// CHECK-LABEL: func.func @successor
+// CHECK: ^bb1(%[[B:.*]]: tensor<6xf32>):
+// CHECK: tensor.pad %[[B]]
+// CHECK-LABEL: func.func @division
+// CHECK: tensor.extract_slice
+// CHECK: arith.divsi {{.*}} : tensor<6xi32>
+// expected-remark @+1 {{argument 0 of @dynamic_beside}}
+func.func @dynamic_beside(%a: tensor<?x6xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["x"]]>}, %i: tensor<?xf32>) -> tensor<?xf32> {
+  %m = linalg.reduce ins(%a : tensor<?x6xf32>) outs(%i : tensor<?xf32>) dimensions = [1]
+    (%in: f32, %acc: f32) {
+      %x = arith.addf %in, %acc : f32
+      linalg.yield %x : f32
+    }
+  return %m : tensor<?xf32>
+}
+func.func @successor(%a: tensor<6xf32>) -> tensor<6xf32> {
+  cf.br ^bb1(%a : tensor<6xf32>)
+^bb1(%b: tensor<6xf32>):
+  // expected-remark @+1 {{dim 0 of size 6 does not divide}}
+  %s = mesh.shard %b : tensor<6xf32> to #mesh.sharding<@m, [["x"]]>
+  return %s : tensor<6xf32>
+}
+// expected-remark @+1 {{argument 0 of @division}}
+func.func @division(%a: tensor<6xi32> {mesh.sharding = #mesh.sharding<@m, [["x"]]>}, %b: tensor<6xi32>) -> tensor<6xi32> {
+  %q = arith.divsi %b, %a : tensor<6xi32>
+  return %q : tensor<6xi32>
+}

@@ -420,7 +420,7 @@ struct GatherBeforeTranspose : public OpRewritePattern<AllGatherOp> {
                                 PatternRewriter &rewriter) const override {
     auto type = dyn_cast<RankedTensorType>(gather.getType());
     Operation *transpose = gather.getInput().getDefiningOp();
-    if (!type || !transpose)
+    if (!type || !type.hasStaticShape() || !transpose)
       return failure();
     std::optional<SmallVector<int64_t>> perm =
         getTransposePermutation(transpose);
@@ -599,11 +599,15 @@ private:
   /// been emitted at the first; `at` and later ones may.)
   static bool canBeReadyBefore(Value v, Operation *at,
                                ArrayRef<AllReduceOp> group,
+                               const DenseMap<Operation *, Key> &pendingKey,
                                SmallVectorImpl<Operation *> &moved,
                                unsigned depth = 4) {
     Operation *def = v.getDefiningOp();
+    // Nor the result of a reduction still pending in another group: that
+    // group is emitted later, at its first use, which would then come
+    // before it.
     if (auto reduce = dyn_cast_or_null<AllReduceOp>(def))
-      if (llvm::is_contained(group, reduce))
+      if (llvm::is_contained(group, reduce) || pendingKey.count(reduce))
         return false;
     if (readyBefore(v, at))
       return true;
@@ -613,7 +617,7 @@ private:
     if (llvm::is_contained(moved, def))
       return true;
     for (Value operand : def->getOperands())
-      if (!canBeReadyBefore(operand, at, group, moved, depth - 1))
+      if (!canBeReadyBefore(operand, at, group, pendingKey, moved, depth - 1))
         return false;
     // What a region (a linalg.generic's body) reads from around it must
     // exist already (and so cannot be a result of the group).
@@ -623,7 +627,8 @@ private:
       if (llvm::any_of(captured, [&](Value c) {
             auto reduce = c.getDefiningOp<AllReduceOp>();
             return !readyBefore(c, at) ||
-                   (reduce && llvm::is_contained(group, reduce));
+                   (reduce && (llvm::is_contained(group, reduce) ||
+                               pendingKey.count(reduce)));
           }))
         return false;
     }
@@ -637,7 +642,7 @@ private:
   /// results: the first op to use one would have emitted the group there.
   /// `at` itself may use one: it is skipped.)
   void fillBucket(const Key &key, SmallVector<AllReduceOp> &group,
-                  Operation *at) {
+                  Operation *at, const DenseMap<Operation *, Key> &pendingKey) {
     int64_t bytes = 0;
     for (AllReduceOp member : group)
       bytes += bytesOf(member);
@@ -648,7 +653,7 @@ private:
           keyOf(reduce) != key || bytes + bytesOf(reduce) > threshold)
         continue;
       SmallVector<Operation *> moved;
-      if (!canBeReadyBefore(reduce.getInput(), at, group, moved))
+      if (!canBeReadyBefore(reduce.getInput(), at, group, pendingKey, moved))
         continue;
       // Producers first: each was pushed after its operands.
       for (Operation *op : moved)
@@ -665,7 +670,7 @@ private:
     for (AllReduceOp op : group)
       pendingKey.erase(op);
     if (at && !group.empty())
-      fillBucket(key, group, at);
+      fillBucket(key, group, at, pendingKey);
     if (group.size() < 2 || !at) {
       group.clear();
       return;

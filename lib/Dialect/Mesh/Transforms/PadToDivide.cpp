@@ -97,6 +97,9 @@ private:
   DenseMap<Value, SmallVector<bool>> zeroPadded;
   /// Ops made here (converts, masks): not rewritten again.
   DenseSet<Operation *> made;
+  /// The region-branch ops whose values all tie up (the others are
+  /// boundaries).
+  DenseSet<Operation *> tied;
 };
 
 } // namespace
@@ -173,7 +176,10 @@ PadToDivide::Kind PadToDivide::kindOf(Operation *op) {
     return Kind::Boundary;
   if (isa<ShardOp, tensor::EmptyOp, tensor::SplatOp, arith::ConstantOp>(op))
     return Kind::Keeps;
-  if (op->hasTrait<OpTrait::Elementwise>() && op->getNumRegions() == 0)
+  // (Not an op that may trap on the padding: an integer division by its
+  // zeros.)
+  if (op->hasTrait<OpTrait::Elementwise>() && op->getNumRegions() == 0 &&
+      isPure(op))
     return Kind::Keeps;
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
     if (!linalgOp.hasPureTensorSemantics())
@@ -193,7 +199,8 @@ void PadToDivide::uniteOp(Operation *op) {
   if (auto branch = dyn_cast<RegionBranchOpInterface>(op)) {
     FailureOr<SmallVector<TiedGroup>> groups = getTiedValueGroups(branch);
     if (failed(groups))
-      return;
+      return; // A boundary, then.
+    tied.insert(op);
     for (const TiedGroup &group : *groups) {
       auto type = dyn_cast<RankedTensorType>(group.values.front().getType());
       if (!type)
@@ -268,10 +275,15 @@ static TypedAttr neutralOf(ReductionKind kind, Type type) {
       return FloatAttr::get(type, APFloat::getZero(sem));
     case ReductionKind::Prod:
       return FloatAttr::get(type, APFloat::getOne(sem));
+    // (A format without infinities has its largest value instead.)
     case ReductionKind::Max:
-      return FloatAttr::get(type, APFloat::getInf(sem, /*Negative=*/true));
+      return FloatAttr::get(type, APFloat::semanticsHasInf(sem)
+                                      ? APFloat::getInf(sem, /*Negative=*/true)
+                                      : APFloat::getLargest(sem, true));
     case ReductionKind::Min:
-      return FloatAttr::get(type, APFloat::getInf(sem));
+      return FloatAttr::get(type, APFloat::semanticsHasInf(sem)
+                                      ? APFloat::getInf(sem)
+                                      : APFloat::getLargest(sem));
     default:
       return {};
     }
@@ -302,7 +314,8 @@ static TypedAttr neutralOf(ReductionKind kind, Type type) {
 /// nothing: the body combines its accumulator with one input element
 /// (`acc + x`, `max(acc, x)`) or with a product of input elements (a
 /// contraction: a zero factor makes the product zero). Fails otherwise.
-static FailureOr<ReductionKind> getMaskKind(linalg::LinalgOp op) {
+static FailureOr<ReductionKind>
+getMaskKind(linalg::LinalgOp op, const DenseSet<unsigned> &paddedLoops) {
   if (op.getNumDpsInits() != 1)
     return failure();
   Block *body = op.getBlock();
@@ -321,8 +334,25 @@ static FailureOr<ReductionKind> getMaskKind(linalg::LinalgOp op) {
     auto arg = dyn_cast<BlockArgument>(v);
     return arg && arg.getOwner() == body && arg != acc;
   };
-  if (isInput(x))
+  // The padded loops that input `v` is read along (its mask covers them).
+  auto loopsOf = [&](Value v) {
+    DenseSet<unsigned> loops;
+    AffineMap map = op.getMatchingIndexingMap(
+        op.getMatchingOpOperand(cast<BlockArgument>(v)));
+    for (AffineExpr e : map.getResults())
+      if (auto d = dyn_cast<AffineDimExpr>(e))
+        if (paddedLoops.contains(d.getPosition()))
+          loops.insert(d.getPosition());
+    return loops;
+  };
+  // Each padded lane must add the neutral element: the input combined must
+  // be read along every padded loop (an input without that loop would be
+  // added once per padded lane).
+  if (isInput(x)) {
+    if (loopsOf(x).size() != paddedLoops.size())
+      return failure();
     return *kind;
+  }
   // A contraction: acc + a * b (also through casts of the inputs).
   Operation *product = x.getDefiningOp();
   if (*kind != ReductionKind::Sum || !product ||
@@ -339,6 +369,16 @@ static FailureOr<ReductionKind> getMaskKind(linalg::LinalgOp op) {
   };
   if (!inputOrCast(product->getOperand(0)) ||
       !inputOrCast(product->getOperand(1)))
+    return failure();
+  // A zero factor makes the product zero: each padded loop must be read by
+  // one of the factors.
+  auto inputOf = [&](Value v) {
+    return isInput(v) ? v : v.getDefiningOp()->getOperand(0);
+  };
+  DenseSet<unsigned> covered = loopsOf(inputOf(product->getOperand(0)));
+  for (unsigned l : loopsOf(inputOf(product->getOperand(1))))
+    covered.insert(l);
+  if (covered.size() != paddedLoops.size())
     return failure();
   return ReductionKind::Sum;
 }
@@ -370,7 +410,10 @@ LogicalResult PadToDivide::addMasks(linalg::LinalgOp op) {
   }
   if (padded.empty())
     return success();
-  FailureOr<ReductionKind> kind = getMaskKind(op);
+  DenseSet<unsigned> paddedLoops;
+  for (auto &entry : padded)
+    paddedLoops.insert(entry.first);
+  FailureOr<ReductionKind> kind = getMaskKind(op, paddedLoops);
   if (failed(kind))
     return op->emitError()
            << "cannot pad the reduction of this op over a dim that its "
@@ -385,9 +428,12 @@ LogicalResult PadToDivide::addMasks(linalg::LinalgOp op) {
     if (!type)
       continue;
     // Padding made here with zeros along every padded reduction dim of
-    // this input needs no mask.
+    // this input needs no mask, where zero is the neutral element.
     AffineMap inputMap = op.getMatchingIndexingMap(input);
-    auto zeros = zeroPadded.find(v);
+    bool zeroIsNeutral = *kind == ReductionKind::Sum ||
+                         *kind == ReductionKind::Or ||
+                         *kind == ReductionKind::Xor;
+    auto zeros = zeroIsNeutral ? zeroPadded.find(v) : zeroPadded.end();
     bool needed = false;
     for (unsigned d = 0; d < inputMap.getNumResults(); ++d) {
       auto dimExpr = dyn_cast<AffineDimExpr>(inputMap.getResult(d));
@@ -415,8 +461,8 @@ LogicalResult PadToDivide::addMasks(linalg::LinalgOp op) {
       auto maskType = RankedTensorType::get({size}, b.getI1Type());
       Value mask = arith::ConstantOp::create(
           b, loc, DenseElementsAttr::get(maskType, ArrayRef<bool>(bits)));
-      Value init = tensor::EmptyOp::create(b, loc, type.getShape(),
-                                           type.getElementType());
+      Value init = tensor::EmptyOp::create(
+          b, loc, tensor::getMixedSizes(b, loc, masked), type.getElementType());
       MLIRContext *ctx = b.getContext();
       unsigned rank = type.getRank();
       AffineMap id = AffineMap::getMultiDimIdentityMap(rank, ctx);
@@ -443,6 +489,7 @@ LogicalResult PadToDivide::addMasks(linalg::LinalgOp op) {
 /// where it is smaller.
 Value PadToDivide::convert(OpBuilder &b, Location loc, Value v,
                            RankedTensorType to) {
+  Value source = v;
   auto from = cast<RankedTensorType>(v.getType());
   if (from == to)
     return v;
@@ -479,11 +526,14 @@ Value PadToDivide::convert(OpBuilder &b, Location loc, Value v,
   if (pad) {
     SmallVector<OpFoldResult> low(rank, b.getIndexAttr(0)), high;
     SmallVector<bool> zeros(rank, false);
+    // The source's own padding (a padded argument's, what its caller
+    // passed) is not zeros: only a dim that held its real size is.
+    RankedTensorType real = original.lookup(source);
     for (unsigned d = 0; d < rank; ++d) {
       bool grows =
           !ShapedType::isDynamic(smaller[d]) && to.getDimSize(d) > smaller[d];
       high.push_back(b.getIndexAttr(grows ? to.getDimSize(d) - smaller[d] : 0));
-      zeros[d] = grows;
+      zeros[d] = grows && (!real || real.getDimSize(d) >= smaller[d]);
     }
     Value zero =
         arith::ConstantOp::create(b, loc, b.getZeroAttr(to.getElementType()));
@@ -608,7 +658,7 @@ LogicalResult PadToDivide::retype() {
                          Location loc) {
     Value c = convert(b, loc, v, target);
     if (c == v)
-      return;
+      return c;
     RankedTensorType before = original.lookup(v);
     original[c] = before;
     SmallPtrSet<Operation *, 4> keep;
@@ -616,6 +666,7 @@ LogicalResult PadToDivide::retype() {
       if (made.contains(user))
         keep.insert(user);
     v.replaceAllUsesExcept(c, keep);
+    return c;
   };
   Block &entry = fn.getFunctionBody().front();
   const SmallVector<RankedTensorType> &sigArgs =
@@ -636,10 +687,12 @@ LogicalResult PadToDivide::retype() {
     }
     if (it == want.end() && !(def && calleeOf(def)))
       continue;
-    bool inPlace =
-        arg ||
-        (def && !calleeOf(def) &&
-         (kindOf(def) == Kind::Keeps || isa<RegionBranchOpInterface>(def)));
+    // In place: a tied region argument, or a result of an op that keeps
+    // shapes or whose values tie up. Any other block argument (a
+    // successor's, of cf.br) is converted like a boundary's result.
+    bool inPlace = arg ? tied.contains(arg.getOwner()->getParentOp())
+                       : (!calleeOf(def) &&
+                          (kindOf(def) == Kind::Keeps || tied.contains(def)));
     if (inPlace) {
       if (auto constant = dyn_cast_or_null<arith::ConstantOp>(def)) {
         auto attr = dyn_cast<DenseIntOrFPElementsAttr>(constant.getValue());
@@ -650,9 +703,31 @@ LogicalResult PadToDivide::retype() {
       v.setType(target);
       continue;
     }
+    if (arg) {
+      OpBuilder b = OpBuilder::atBlockBegin(arg.getOwner());
+      convertUses(arg, target, b, arg.getLoc());
+      continue;
+    }
     OpBuilder b(def->getContext());
     b.setInsertionPointAfter(def);
-    convertUses(v, target, b, def->getLoc());
+    Value c = convertUses(v, target, b, def->getLoc());
+    // An annotation of the result (a split the padding is for) moves to the
+    // padded value.
+    Attribute a = def->getDiscardableAttr(shardingName);
+    auto uneven = [&](unsigned r) {
+      return !getUnevenSplits(meshes, def, def->getResult(r).getType(),
+                              getResultAnnotation(def, r, shardingName))
+                  .empty();
+    };
+    if (a && c != v && uneven(cast<OpResult>(v).getResultNumber())) {
+      if (def->getNumResults() != 1)
+        return def->emitError()
+               << "cannot pad a result of this op that its annotation splits "
+                  "unevenly (an op of several results): pad the dim in the "
+                  "program, or pass exact-division";
+      c.getDefiningOp()->setDiscardableAttr(shardingName, a);
+      def->removeDiscardableAttr(shardingName);
+    }
   }
   // Boundaries: operands back to the types they had, or to a callee's or
   // the function's new ones.
@@ -663,10 +738,9 @@ LogicalResult PadToDivide::retype() {
   for (Operation *op : users) {
     bool isReturn = op->hasTrait<OpTrait::ReturnLike>() &&
                     op->getParentOp() == fn.getOperation();
-    if (made.contains(op) || kindOf(op) == Kind::Keeps ||
-        isa<RegionBranchOpInterface>(op) ||
+    if (made.contains(op) || kindOf(op) == Kind::Keeps || tied.contains(op) ||
         (!isReturn && isa<RegionBranchTerminatorOpInterface>(op) &&
-         isa<RegionBranchOpInterface>(op->getParentOp())))
+         tied.contains(op->getParentOp())))
       continue;
     FunctionOpInterface callee = calleeOf(op);
     auto calleeArgs = callee ? newArgTypes.find(callee) : newArgTypes.end();
@@ -754,38 +828,24 @@ LogicalResult mlir::mesh::padNonDividingDims(ModuleOp module,
     resultTypes[fn] = std::move(results);
   }
   // Ops and constraints may split unevenly too.
-  // Programs repeat a few (type, annotation) pairs on many ops: each pair
-  // is checked once, and only an uneven one is looked at again, for its
-  // remark.
-  DenseMap<std::pair<Type, Attribute>, bool> uneven;
   module.walk([&](Operation *op) {
-    Value v;
-    Attribute raw;
-    if (auto shard = dyn_cast<ShardOp>(op)) {
-      v = shard.getResult();
-      raw = shard.getShardingAttr();
-    } else if (op->getNumResults() == 1) {
-      raw = op->getDiscardableAttr(name);
-      v = op->getResult(0);
-    }
-    if (!raw)
-      return;
-    auto [it, inserted] = uneven.try_emplace({v.getType(), raw}, false);
-    if (!inserted && !it->second)
-      return;
-    ShardingAttr s = isa<ShardOp>(op) ? cast<ShardingAttr>(raw)
-                                      : getResultAnnotation(op, 0, name);
-    auto type = dyn_cast<RankedTensorType>(v.getType());
-    for (auto [d, n] :
-         llvm::enumerate(getUnevenSplits(meshes, op, v.getType(), s))) {
-      if (n == 0)
-        continue;
-      op->emitRemark() << "dim " << d << " of size " << type.getDimSize(d)
-                       << " does not divide by the " << n << " devices of axes "
-                       << s.getDims()[d] << ": padded";
-      any = true;
-      it->second = true;
-    }
+    auto check = [&](Value v, ShardingAttr s) {
+      auto type = dyn_cast<RankedTensorType>(v.getType());
+      for (auto [d, n] :
+           llvm::enumerate(getUnevenSplits(meshes, op, v.getType(), s))) {
+        if (n == 0)
+          continue;
+        op->emitRemark() << "dim " << d << " of size " << type.getDimSize(d)
+                         << " does not divide by the " << n
+                         << " devices of axes " << s.getDims()[d] << ": padded";
+        any = true;
+      }
+    };
+    if (auto shard = dyn_cast<ShardOp>(op))
+      check(shard.getResult(), shard.getSharding());
+    else if (op->getDiscardableAttr(name))
+      for (OpResult r : op->getResults())
+        check(r, getResultAnnotation(op, r.getResultNumber(), name));
   });
   if (!any)
     return success();
