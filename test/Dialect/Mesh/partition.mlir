@@ -644,3 +644,22 @@ func.func @reshard_in_branch(%a: tensor<16x8xf32> {mesh.sharding = #mesh.shardin
   }
   return %r : tensor<8x8xf32>
 }
+
+// -----
+
+// An empty tensor annotated whole but wanted split over a `?` axis: its
+// per-device size is known only at run time, so it is sliced (a local copy),
+// not made again without a size (the robustness run's seed 3, mutant 87).
+mesh.mesh @d(["x" = ?])
+// CHECK-LABEL: func.func @remake_dynamic
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<8x4xf32>
+// CHECK: %[[S:.*]] = mesh.all_slice %[[E]] on @d axes = ["x"] slice_dim = 0 : tensor<8x4xf32> -> tensor<?x4xf32>
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[S]] : tensor<?x4xf32>)
+func.func @remake_dynamic(%a: tensor<8x4xf32> {mesh.sharding = #mesh.sharding<@d, [["x"], []]>})
+    -> (tensor<8x4xf32> {mesh.sharding = #mesh.sharding<@d, [["x"], []]>}) {
+  %c = arith.constant 1.0 : f32
+  %e = tensor.empty() {mesh.sharding = #mesh.sharding<@d, [[], []]>} : tensor<8x4xf32>
+  %f = linalg.fill {mesh.sharding = #mesh.sharding<@d, [["x"], []]>} ins(%c : f32) outs(%e : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %s = arith.addf %a, %f {mesh.sharding = #mesh.sharding<@d, [["x"], []]>} : tensor<8x4xf32>
+  return %s : tensor<8x4xf32>
+}

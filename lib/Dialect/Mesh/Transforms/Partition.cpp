@@ -756,6 +756,11 @@ Value FunctionPartitioner::remake(Value v, ShardingAttr target,
         b, splat.resizeSplat(*local), *local, def->getLoc());
     return made ? made->getResult(0) : Value();
   }
+  // A per-device type with a dynamic dim (a `?` axis, or a dynamic global
+  // size) needs its size computed: the value is resharded instead (for an
+  // empty tensor or a fill that is an all_slice, a local copy).
+  if (!local->hasStaticShape())
+    return {};
   Operation *clone = b.clone(*def, operands);
   dropSharding(clone);
   clone->getResult(0).setType(*local);
