@@ -77,6 +77,14 @@ private:
   RankedTensorType paddedType(Value v);
   LogicalResult addMasks(linalg::LinalgOp op);
   Value convert(OpBuilder &b, Location loc, Value v, RankedTensorType to);
+  // The rewrite, step by step.
+  FunctionOpInterface calleeOf(Operation *op);
+  Value convertUses(Value v, RankedTensorType target, OpBuilder &b,
+                    Location loc);
+  SmallVector<Value> retypeCallResults();
+  LogicalResult convertResult(Operation *def, Value v, RankedTensorType target);
+  LogicalResult retypeValue(Value v, RankedTensorType target);
+  void convertOperands(Operation *op);
   LogicalResult retype();
 
   FunctionOpInterface fn;
@@ -617,25 +625,34 @@ LogicalResult PadToDivide::run() {
   return success();
 }
 
-/// Gives each value of a padded class its padded type: in place where its
-/// producer keeps shapes, through a convert after it otherwise; and gives
-/// each boundary the types it had (a callee and the function's return their
-/// new ones).
-LogicalResult PadToDivide::retype() {
-  DenseMap<Value, RankedTensorType> want;
-  for (Value v : values) {
-    RankedTensorType p = paddedType(v);
-    if (p != original[v])
-      want[v] = p;
-  }
-  auto calleeOf = [&](Operation *op) -> FunctionOpInterface {
-    auto call = dyn_cast<CallOpInterface>(op);
-    return call ? dyn_cast_or_null<FunctionOpInterface>(
-                      call.resolveCallableInTable(&tables))
-                : FunctionOpInterface();
-  };
-  // Calls' results have their callees' new types.
-  SmallVector<Value> produced(values.begin(), values.end());
+FunctionOpInterface PadToDivide::calleeOf(Operation *op) {
+  auto call = dyn_cast<CallOpInterface>(op);
+  return call ? dyn_cast_or_null<FunctionOpInterface>(
+                    call.resolveCallableInTable(&tables))
+              : FunctionOpInterface();
+}
+
+/// Converts `v` (of its current type) to `target` with `b`; the uses move to
+/// the convert.
+Value PadToDivide::convertUses(Value v, RankedTensorType target, OpBuilder &b,
+                               Location loc) {
+  Value c = convert(b, loc, v, target);
+  if (c == v)
+    return c;
+  RankedTensorType before = original.lookup(v);
+  original[c] = before;
+  SmallPtrSet<Operation *, 4> keep;
+  for (Operation *user : v.getUsers())
+    if (made.contains(user))
+      keep.insert(user);
+  v.replaceAllUsesExcept(c, keep);
+  return c;
+}
+
+/// Gives calls' results their callees' new types; returns them (with their
+/// former types in `original`).
+SmallVector<Value> PadToDivide::retypeCallResults() {
+  SmallVector<Value> results;
   fn.walk([&](CallOpInterface call) {
     FunctionOpInterface callee = calleeOf(call);
     auto it = callee ? newResultTypes.find(callee) : newResultTypes.end();
@@ -645,129 +662,145 @@ LogicalResult PadToDivide::retype() {
       RankedTensorType t = it->second[r.getResultNumber()];
       if (!t || t == r.getType())
         continue;
-      if (!original.count(r)) {
+      if (!original.count(r))
         original[r] = cast<RankedTensorType>(r.getType());
-        produced.push_back(r);
-      }
+      results.push_back(r);
       r.setType(t);
     }
   });
-  // Converts `v` (of its current type) to `target` after its producer; the
-  // uses move to the convert.
-  auto convertUses = [&](Value v, RankedTensorType target, OpBuilder &b,
-                         Location loc) {
-    Value c = convert(b, loc, v, target);
-    if (c == v)
-      return c;
-    RankedTensorType before = original.lookup(v);
-    original[c] = before;
-    SmallPtrSet<Operation *, 4> keep;
-    for (Operation *user : v.getUsers())
-      if (made.contains(user))
-        keep.insert(user);
-    v.replaceAllUsesExcept(c, keep);
-    return c;
-  };
+  return results;
+}
+
+/// Gives `v`, made by `def` (a boundary: its type is `v`'s current one),
+/// the type `target` through a convert after it; an uneven annotation of
+/// the result moves to the padded value.
+LogicalResult PadToDivide::convertResult(Operation *def, Value v,
+                                         RankedTensorType target) {
+  OpBuilder b(def->getContext());
+  b.setInsertionPointAfter(def);
+  Value c = convertUses(v, target, b, def->getLoc());
+  Attribute a = def->getDiscardableAttr(shardingName);
+  unsigned r = cast<OpResult>(v).getResultNumber();
+  if (!a || c == v ||
+      getUnevenSplits(meshes, def, def->getResult(r).getType(),
+                      getResultAnnotation(def, r, shardingName))
+          .empty())
+    return success();
+  if (def->getNumResults() != 1)
+    return def->emitError()
+           << "cannot pad a result of this op that its annotation splits "
+              "unevenly (an op of several results): pad the dim in the "
+              "program, or pass exact-division";
+  c.getDefiningOp()->setDiscardableAttr(shardingName, a);
+  def->removeDiscardableAttr(shardingName);
+  return success();
+}
+
+/// Gives `v` the type `target` where it is made: in place for a tied region
+/// argument and the result of an op that keeps shapes or whose values tie
+/// up; the function's entry arguments take their signature type and are
+/// converted at the entry; any other value (a boundary's result, a
+/// successor block's argument) is converted where it is made.
+LogicalResult PadToDivide::retypeValue(Value v, RankedTensorType target) {
+  Operation *def = v.getDefiningOp();
+  auto arg = dyn_cast<BlockArgument>(v);
   Block &entry = fn.getFunctionBody().front();
-  const SmallVector<RankedTensorType> &sigArgs =
-      newArgTypes.find(fn.getOperation())->second;
-  for (Value v : produced) {
-    auto it = want.find(v);
-    RankedTensorType target =
-        it != want.end() ? it->second : original.lookup(v);
-    Operation *def = v.getDefiningOp();
-    auto arg = dyn_cast<BlockArgument>(v);
-    if (arg && arg.getOwner() == &entry) {
-      if (it == want.end())
-        continue;
-      arg.setType(sigArgs[arg.getArgNumber()]);
-      OpBuilder b = OpBuilder::atBlockBegin(&entry);
-      convertUses(arg, target, b, arg.getLoc());
-      continue;
-    }
-    if (it == want.end() && !(def && calleeOf(def)))
-      continue;
-    // In place: a tied region argument, or a result of an op that keeps
-    // shapes or whose values tie up. Any other block argument (a
-    // successor's, of cf.br) is converted like a boundary's result.
-    bool inPlace = arg ? tied.contains(arg.getOwner()->getParentOp())
-                       : (!calleeOf(def) &&
-                          (kindOf(def) == Kind::Keeps || tied.contains(def)));
-    if (inPlace) {
-      if (auto constant = dyn_cast_or_null<arith::ConstantOp>(def)) {
-        auto attr = dyn_cast<DenseIntOrFPElementsAttr>(constant.getValue());
-        if (!attr)
-          return constant.emitError("cannot pad this constant");
-        constant.setValueAttr(padConstant(attr, target));
-      }
-      v.setType(target);
-      continue;
-    }
-    if (arg) {
-      OpBuilder b = OpBuilder::atBlockBegin(arg.getOwner());
-      convertUses(arg, target, b, arg.getLoc());
-      continue;
-    }
-    OpBuilder b(def->getContext());
-    b.setInsertionPointAfter(def);
-    Value c = convertUses(v, target, b, def->getLoc());
-    // An annotation of the result (a split the padding is for) moves to the
-    // padded value.
-    Attribute a = def->getDiscardableAttr(shardingName);
-    auto uneven = [&](unsigned r) {
-      return !getUnevenSplits(meshes, def, def->getResult(r).getType(),
-                              getResultAnnotation(def, r, shardingName))
-                  .empty();
-    };
-    if (a && c != v && uneven(cast<OpResult>(v).getResultNumber())) {
-      if (def->getNumResults() != 1)
-        return def->emitError()
-               << "cannot pad a result of this op that its annotation splits "
-                  "unevenly (an op of several results): pad the dim in the "
-                  "program, or pass exact-division";
-      c.getDefiningOp()->setDiscardableAttr(shardingName, a);
-      def->removeDiscardableAttr(shardingName);
-    }
+  if (arg && arg.getOwner() == &entry) {
+    arg.setType(
+        newArgTypes.find(fn.getOperation())->second[arg.getArgNumber()]);
+    OpBuilder b = OpBuilder::atBlockBegin(&entry);
+    convertUses(arg, target, b, arg.getLoc());
+    return success();
   }
-  // Boundaries: operands back to the types they had, or to a callee's or
-  // the function's new ones.
+  bool inPlace = arg ? tied.contains(arg.getOwner()->getParentOp())
+                     : (!calleeOf(def) &&
+                        (kindOf(def) == Kind::Keeps || tied.contains(def)));
+  if (inPlace) {
+    if (auto constant = dyn_cast_or_null<arith::ConstantOp>(def)) {
+      auto attr = dyn_cast<DenseIntOrFPElementsAttr>(constant.getValue());
+      if (!attr)
+        return constant.emitError("cannot pad this constant");
+      constant.setValueAttr(padConstant(attr, target));
+    }
+    v.setType(target);
+    return success();
+  }
+  if (arg) {
+    OpBuilder b = OpBuilder::atBlockBegin(arg.getOwner());
+    convertUses(arg, target, b, arg.getLoc());
+    return success();
+  }
+  return convertResult(def, v, target);
+}
+
+/// Converts the operands of a boundary `op` to the types it had (a callee's
+/// new argument types, the function's new result types for its return).
+void PadToDivide::convertOperands(Operation *op) {
+  bool isReturn = op->hasTrait<OpTrait::ReturnLike>() &&
+                  op->getParentOp() == fn.getOperation();
+  if (made.contains(op) || kindOf(op) == Kind::Keeps || tied.contains(op) ||
+      (!isReturn && isa<RegionBranchTerminatorOpInterface>(op) &&
+       tied.contains(op->getParentOp())))
+    return;
   const SmallVector<RankedTensorType> &sigResults =
       newResultTypes.find(fn.getOperation())->second;
-  SmallVector<Operation *> users;
-  fn.walk([&](Operation *op) { users.push_back(op); });
-  for (Operation *op : users) {
-    bool isReturn = op->hasTrait<OpTrait::ReturnLike>() &&
-                    op->getParentOp() == fn.getOperation();
-    if (made.contains(op) || kindOf(op) == Kind::Keeps || tied.contains(op) ||
-        (!isReturn && isa<RegionBranchTerminatorOpInterface>(op) &&
-         tied.contains(op->getParentOp())))
+  FunctionOpInterface callee = calleeOf(op);
+  auto calleeArgs = callee ? newArgTypes.find(callee) : newArgTypes.end();
+  // (An empty range has no first operand to ask.)
+  OperandRange callArgs = callee
+                              ? cast<CallOpInterface>(op).getArgOperands()
+                              : OperandRange(op->getOperands().take_front(0));
+  unsigned firstArg = callArgs.empty() ? 0 : callArgs.getBeginOperandIndex();
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+    if (!type)
       continue;
-    FunctionOpInterface callee = calleeOf(op);
-    auto calleeArgs = callee ? newArgTypes.find(callee) : newArgTypes.end();
-    // (An empty range has no first operand to ask.)
-    OperandRange callArgs = callee
-                                ? cast<CallOpInterface>(op).getArgOperands()
-                                : OperandRange(op->getOperands().take_front(0));
-    unsigned firstArg = callArgs.empty() ? 0 : callArgs.getBeginOperandIndex();
-    for (OpOperand &operand : op->getOpOperands()) {
-      auto type = dyn_cast<RankedTensorType>(operand.get().getType());
-      if (!type)
-        continue;
-      unsigned i = operand.getOperandNumber();
-      RankedTensorType to;
-      if (isReturn && i < sigResults.size())
-        to = sigResults[i];
-      else if (calleeArgs != newArgTypes.end() && i >= firstArg &&
-               i - firstArg < calleeArgs->second.size())
-        to = calleeArgs->second[i - firstArg];
-      else if (auto it = original.find(operand.get()); it != original.end())
-        to = it->second;
-      if (!to || to == type)
-        continue;
-      OpBuilder b(op);
-      operand.set(convert(b, op->getLoc(), operand.get(), to));
-    }
+    unsigned i = operand.getOperandNumber();
+    RankedTensorType to;
+    if (isReturn && i < sigResults.size())
+      to = sigResults[i];
+    else if (calleeArgs != newArgTypes.end() && i >= firstArg &&
+             i - firstArg < calleeArgs->second.size())
+      to = calleeArgs->second[i - firstArg];
+    else if (auto it = original.find(operand.get()); it != original.end())
+      to = it->second;
+    if (!to || to == type)
+      continue;
+    OpBuilder b(op);
+    operand.set(convert(b, op->getLoc(), operand.get(), to));
   }
+}
+
+/// Gives each value of a padded class its padded type, and each boundary
+/// the types it had.
+LogicalResult PadToDivide::retype() {
+  DenseMap<Value, RankedTensorType> want;
+  for (Value v : values) {
+    RankedTensorType p = paddedType(v);
+    if (p != original[v])
+      want[v] = p;
+  }
+  SmallVector<Value> produced(values.begin(), values.end());
+  SmallVector<Value> callResults = retypeCallResults();
+  for (Value v : produced) {
+    auto it = want.find(v);
+    if (it == want.end() || llvm::is_contained(callResults, v))
+      continue;
+    if (failed(retypeValue(v, it->second)))
+      return failure();
+  }
+  // A call's result takes its padded type, or, if nothing pads it, the
+  // type it had.
+  for (Value r : callResults) {
+    auto it = want.find(r);
+    if (failed(convertResult(r.getDefiningOp(), r,
+                             it != want.end() ? it->second : original[r])))
+      return failure();
+  }
+  SmallVector<Operation *> ops;
+  fn.walk([&](Operation *op) { ops.push_back(op); });
+  for (Operation *op : ops)
+    convertOperands(op);
   return success();
 }
 
