@@ -1,0 +1,201 @@
+//===- PartitionHalos.cpp - halo exchanges of the partitioner -------------===//
+//
+// Values whose blocks carry halos (a stencil's padded input, a window's
+// reach): resharding them, and filling a result's halo from the
+// neighbouring devices with point-to-point exchanges.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Partitioner.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace mlir::mesh;
+using namespace mlir::mesh::partition_detail;
+
+namespace {
+/// The offsets, sizes and strides of the slab of a tensor shaped as `of`
+/// that is [offset, offset + size) along dim `dim` and whole along the
+/// others (a dynamic one, split over a `?` axis, sized by a tensor.dim).
+struct Slab {
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+  Slab(OpBuilder &b, Location loc, Value of, unsigned dim, OpFoldResult offset,
+       int64_t size)
+      : offsets(cast<RankedTensorType>(of.getType()).getRank(),
+                b.getIndexAttr(0)),
+        sizes(tensor::getMixedSizes(b, loc, of)),
+        strides(offsets.size(), b.getIndexAttr(1)) {
+    sizes[dim] = b.getIndexAttr(size);
+    offsets[dim] = offset;
+  }
+  Value extract(OpBuilder &b, Location loc, Value from) const {
+    return tensor::ExtractSliceOp::create(b, loc, from, offsets, sizes,
+                                          strides);
+  }
+  Value insert(OpBuilder &b, Location loc, Value part, Value into) const {
+    return tensor::InsertSliceOp::create(b, loc, part, into, offsets, sizes,
+                                         strides);
+  }
+};
+} // namespace
+
+/// The number of devices along dim `dim` of `local` (a per-device value
+/// laid out as `s`, whose dim has a halo), or an error at `where` when it
+/// or the dim's size is not static: halos move in blocks of known size.
+static FailureOr<int64_t> haloGroupSize(MeshOp mesh, ShardingAttr s,
+                                        unsigned dim, Value local,
+                                        Operation *where, const Twine &what) {
+  int64_t n = mesh.getGroupSize(s.getDimAxes(dim).getNames());
+  if (ShapedType::isDynamic(n) ||
+      cast<RankedTensorType>(local.getType()).isDynamicDim(dim))
+    return where->emitError() << "cannot move " << what << " laid out as " << s
+                              << ": dim " << dim << " has a halo and "
+                              << (ShapedType::isDynamic(n)
+                                      ? "is split over axes of unknown size"
+                                      : "a dynamic size"),
+           failure();
+  return n;
+}
+
+/// `v` resharded from `from` to `target` when either has halos: the halos of
+/// `from` are dropped by gathering their dims (each device's block, then the
+/// last device's trailing halo), the plan takes the rest to `target` with
+/// its halo dims whole, and each device then slices its block and halo out
+/// of those dims. Moving a halo to a neighbour is what an op with a halo
+/// result does (fillHalos); this is the general path, for layouts that
+/// differ in more than that.
+FailureOr<Value> FunctionPartitioner::reshardHalos(Value v, ShardingAttr from,
+                                                   ShardingAttr target,
+                                                   MeshOp mesh,
+                                                   Operation *where,
+                                                   const Twine &what) {
+  OpBuilder b(where);
+  Location loc = where->getLoc();
+  FlatSymbolRefAttr ref = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+  AxisListAttr none = AxisListAttr::get(b.getContext(), ArrayRef<StringAttr>());
+  // `s` with its halo dims whole and no halos.
+  auto wholeHaloDims = [&](ShardingAttr s) {
+    SmallVector<AxisListAttr> dims(s.getDims());
+    for (unsigned d = 0; d < s.getRank(); ++d)
+      if (s.getDimHalo(d) != std::pair<int64_t, int64_t>(0, 0))
+        dims[d] = none;
+    return ShardingAttr::get(b.getContext(), s.getMesh(), dims,
+                             s.getPartialAxes(), s.getPartialKind(), {});
+  };
+  Value cur = v;
+  if (from && from.hasHalo()) {
+    for (unsigned d = 0; d < from.getRank(); ++d) {
+      auto [lo, hi] = from.getDimHalo(d);
+      if (!lo && !hi)
+        continue;
+      FailureOr<int64_t> n = haloGroupSize(mesh, from, d, cur, where, what);
+      if (failed(n))
+        return failure();
+      auto type = cast<RankedTensorType>(cur.getType());
+      int64_t block = type.getDimSize(d) - lo - hi;
+      ArrayAttr axes = b.getStrArrayAttr(from.getDimAxes(d).getNames());
+      SmallVector<int64_t> shape(type.getShape());
+      shape[d] = block * *n;
+      Value blocks =
+          Slab(b, loc, cur, d, b.getIndexAttr(0), block).extract(b, loc, cur);
+      Value whole = AllGatherOp::create(b, loc, type.clone(shape), blocks, ref,
+                                        axes, b.getI64IntegerAttr(d));
+      Value tail = Slab(b, loc, cur, d, b.getIndexAttr(block), lo + hi)
+                       .extract(b, loc, cur);
+      tail = BroadcastOp::create(b, loc, tail.getType(), tail, ref, axes,
+                                 b.getI64IntegerAttr(*n - 1), UnitAttr());
+      cur = tensor::ConcatOp::create(b, loc, d, ValueRange{whole, tail});
+    }
+  }
+  ShardingAttr curS = from && from.hasHalo() ? wholeHaloDims(from) : from;
+  ShardingAttr mid =
+      target && target.hasHalo() ? wholeHaloDims(target) : target;
+  unsigned rank = cast<RankedTensorType>(cur.getType()).getRank();
+  FailureOr<ArrayRef<ReshardStep>> plan =
+      getPlan(mesh, curS, mid, rank, where, what);
+  if (failed(plan))
+    return failure();
+  cur = emitResharding(b, loc, mesh, cur, *plan);
+  if (!target || !target.hasHalo())
+    return cur;
+  // Each device's block and halo, out of the dims now whole.
+  for (unsigned d = 0; d < target.getRank(); ++d) {
+    auto [lo, hi] = target.getDimHalo(d);
+    if (!lo && !hi)
+      continue;
+    FailureOr<int64_t> n = haloGroupSize(mesh, target, d, cur, where, what);
+    if (failed(n))
+      return failure();
+    auto type = cast<RankedTensorType>(cur.getType());
+    int64_t block = (type.getDimSize(d) - lo - hi) / *n;
+    Value index = groupIndex(b, loc, mesh, target.getDimAxes(d).getNames());
+    Value offset = arith::MulIOp::create(
+        b, loc, index, arith::ConstantIndexOp::create(b, loc, block));
+    cur = Slab(b, loc, cur, d, offset, block + lo + hi).extract(b, loc, cur);
+  }
+  return cur;
+}
+
+/// Fills the halos of `local`, the per-device result of `op` laid out as
+/// `s` (whose halos its rule gives): `op` made each halo as
+/// at the ends of the tensor; each device but the first along a dim's axes
+/// takes its low halo from the end of the previous device's block, each but
+/// the last its high halo from the start of the next one's. A periodic pad
+/// (mesh.circular_pad) wraps: the first and last devices are neighbours too,
+/// and every device takes both halos. Dims go one after the other, each
+/// moving whole slabs of the others (halos included), so corners arrive in
+/// two steps.
+FailureOr<Value> FunctionPartitioner::fillHalos(OpBuilder &b, Operation *op,
+                                                Value local, ShardingAttr s,
+                                                MeshOp mesh) {
+  Location loc = op->getLoc();
+  FlatSymbolRefAttr ref = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+  auto type = cast<RankedTensorType>(local.getType());
+  Value made = local; // Its sizes are the slabs' (halos do not change them).
+  bool periodic = isa<CircularPadOp>(op);
+  for (unsigned d = 0; d < s.getRank(); ++d) {
+    auto [lo, hi] = s.getDimHalo(d);
+    if (!lo && !hi)
+      continue;
+    FailureOr<int64_t> n =
+        haloGroupSize(mesh, s, d, local, op,
+                      "the result of '" + op->getName().getStringRef() + "'");
+    if (failed(n))
+      return failure();
+    SmallVector<StringRef> axisNames = s.getDimAxes(d).getNames();
+    int64_t block = type.getDimSize(d) - lo - hi;
+    ArrayAttr axes = b.getStrArrayAttr(axisNames);
+    Value index = periodic ? Value() : groupIndex(b, loc, mesh, axisNames);
+    // The halo at [at, at + size) comes from the neighbour `offset` away,
+    // out of its block at [from, from + size); unless periodic, the device
+    // at `edge` keeps what the op made.
+    auto exchange = [&](int64_t at, int64_t from, int64_t size, int64_t offset,
+                        int64_t edge) {
+      Value slab = Slab(b, loc, made, d, b.getIndexAttr(from), size)
+                       .extract(b, loc, local);
+      Value got = PermuteOp::create(b, loc, slab.getType(), slab, ref, axes,
+                                    b.getI64IntegerAttr(offset),
+                                    periodic ? b.getUnitAttr() : UnitAttr());
+      Slab dst(b, loc, made, d, b.getIndexAttr(at), size);
+      if (periodic) {
+        local = dst.insert(b, loc, got, local);
+        return;
+      }
+      Value own = dst.extract(b, loc, local);
+      Value atEdge =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, index,
+                                arith::ConstantIndexOp::create(b, loc, edge));
+      Value halo = arith::SelectOp::create(b, loc, atEdge, own, got);
+      local = dst.insert(b, loc, halo, local);
+    };
+    // The low halo: the last `lo` of the previous device's block.
+    if (lo)
+      exchange(0, block, lo, 1, 0);
+    // The high halo: the first `hi` of the next device's block.
+    if (hi)
+      exchange(lo + block, lo, hi, -1, *n - 1);
+  }
+  return local;
+}
