@@ -448,8 +448,11 @@ def model_suite():
     # Attention as torch-mlir writes it: (batch, heads) collapsed into one
     # dim for linalg.batch_matmul and expanded back. With one batch row per
     # device the collapsed dim carries both axes and the heads stay split;
-    # with two rows (batch 4 over "a") it cannot, and the plan gathers.
-    for name, bb in [("attn_reshape_heads", 2), ("attn_reshape_gather", 4)]:
+    # with two rows (batch 4 over "a") or three (6, with the scores scaled
+    # by an arith op on the merged dims between the products) it cannot,
+    # and propagation computes the chain on (batch, heads) unmerged.
+    for name, bb in [("attn_reshape_heads", 2), ("attn_reshape_two_rows", 4),
+                     ("attn_reshape_scaled", 6)]:
         c = Case(name, "m24")
         hh, sq, dd = 4, 4, 4
         dims = [["a"], ["b"], [], []]
@@ -466,7 +469,14 @@ def model_suite():
                            f"{f} = linalg.fill ins(%c0_i32 : i32) outs({e} : {t}) -> {t}",
                            f"{r} = linalg.batch_matmul ins({lhs}, {rhs} : {ttype([bb * hh, m, k])}, {ttype([bb * hh, k, n])}) outs({f} : {t}) -> {t}"])
             return r
-        out = bmm3(bmm3(flat[0], flat[1], sq, dd, sq), flat[2], sq, sq, dd)
+        scores = bmm3(flat[0], flat[1], sq, dd, sq)
+        if name == "attn_reshape_scaled":
+            three, scaled = c.fresh(), c.fresh()
+            t = ttype([bb * hh, sq, sq])
+            c.body.extend([f"{three} = arith.constant dense<3> : {t}",
+                           f"{scaled} = arith.muli {scores}, {three} : {t}"])
+            scores = scaled
+        out = bmm3(scores, flat[2], sq, sq, dd)
         r = c.fresh()
         c.body.append(f"{r} = tensor.expand_shape {out} [[0, 1], [2], [3]] output_shape [{bb}, {hh}, {sq}, {dd}] : {ttype([bb * hh, sq, dd])} into {ttype([bb, hh, sq, dd])}")
         c.result, c.result_dims = (r, [bb, hh, sq, dd]), dims
@@ -911,13 +921,44 @@ def halo_suite():
         c.result_dims = in_dims
         cases.append(c)
     # A convolution without padding whose input blocks do not line up with
-    # its output blocks: the input is gathered and each device slices its
-    # block and halo.
+    # its output blocks (18 rows over 2, 16 outputs, both annotated): the
+    # input is gathered and each device slices its block and halo.
     c = Case("conv_valid", "m24")
     c.args = [([n, 18, w, ci], [[], ["a"], [], []]), ([3, 3, ci, co], None)]
     out = [n, 16, w - 2, co]
     c.result = (conv(c, "%arg0", [n, 18, w, ci], [3, 3, ci, co], out, 1, 1), out)
     c.result_dims = [[], ["a"], [], []]
+    cases.append(c)
+    # Valid convolutions (no padding) on an input split into blocks along
+    # H: the output rows are padded to the blocks the input's blocks give
+    # (16 rows over 4: 14 outputs in blocks of 4), each device exchanging a
+    # halo with its neighbour instead of gathering. The result's own
+    # annotation does not divide (padded signature); stride 2; two in a
+    # row; and a sum over the output, whose padded rows are masked.
+    for name, stride, in_dims, out_dims in [
+            ("conv_valid_h14", 1, [[], ["b"], [], []], [[], ["b"], [], []]),
+            ("conv_valid_s2", 2, [[], ["b"], [], []], [[], [], [], []]),
+            ("conv_valid_ab", 1, [[], ["a", "b"], [], []], [[], [], [], []])]:
+        c = Case(name, "m24")
+        c.args = [([n, h, 8, ci], in_dims), ([3, 3, ci, co], None)]
+        out = [n, (h - 3) // stride + 1, (8 - 3) // stride + 1, co]
+        c.result = (conv(c, "%arg0", [n, h, 8, ci], [3, 3, ci, co], out, stride, 1), out)
+        c.result_dims = out_dims
+        cases.append(c)
+    c = Case("conv_valid_stack_sum", "m24")
+    c.args = [([n, h, 8, ci], [[], ["b"], [], []]), ([3, 3, ci, ci], None)]
+    o1 = conv(c, "%arg0", [n, h, 8, ci], [3, 3, ci, ci], [n, h - 2, 6, ci], 1, 1)
+    o2 = conv(c, o1, [n, h - 2, 6, ci], [3, 3, ci, ci], [n, h - 4, 4, ci], 1, 1)
+    e, f, r = c.fresh(), c.fresh(), c.fresh()
+    c.body += [
+        f"{e} = tensor.empty() : {ttype([n, ci])}",
+        f"{f} = linalg.fill ins(%c0_i32 : i32) outs({e} : {ttype([n, ci])}) -> {ttype([n, ci])}",
+        f"{r} = linalg.reduce ins({o2} : {ttype([n, h - 4, 4, ci])}) outs({f} : {ttype([n, ci])}) dimensions = [1, 2]",
+        "  (%in: i32, %acc: i32) {",
+        "    %s = arith.addi %in, %acc : i32",
+        "    linalg.yield %s : i32",
+        "  }"]
+    c.result, c.result_dims = (r, [n, ci]), [[], []]
     cases.append(c)
     # A periodic window of 4 (reach 2 left, 1 right) on a ring of 8 blocks
     # of 4: the halos are as wide as asked, not one.

@@ -195,8 +195,12 @@ def MeshLinalgToBlas : Pass<"mesh-linalg-to-blas", "::mlir::ModuleOp"> {
     maps, `batch_matmul`, `matvec`, `vecmat`, `dot`, ...) and generics are
     matched alike: two inputs and one output of one float type (f16, bf16,
     f32, f64), indexing maps that are plain dims and form a contraction with
-    at most one batch, one m, one n and exactly one k loop, and a body that
-    is `out + a * b` and nothing else. Each operand's strides are read from
+    exactly one k loop, and a body that is `out + a * b` and nothing else.
+    Where there are several batch, m or n loops (attention on (batch, heads)
+    both, after propagation computed it on the unmerged dims; a matmul on
+    (batch, rows)), the innermost of each kind is the call's and the others
+    become an `scf.for` nest around it, one GEMM per iteration, each
+    operand's pointer moved by its stride. Each operand's strides are read from
     its buffer at run time and passed along, so transposed and strided views
     need no copy in the program; the runtime hands row- and column-major
     operands to the library as they are and packs any other layout first.
@@ -209,7 +213,7 @@ def MeshLinalgToBlas : Pass<"mesh-linalg-to-blas", "::mlir::ModuleOp"> {
     overwrites the output instead of adding to it.
 
     Everything else stays as it is: integer products (the BLAS has none),
-    mixed element types, several m, n or k loops, a k loop that also
+    mixed element types, several k loops, a k loop that also
     indexes the output (an elementwise product), a buffer whose layout is
     not strided, a body that does more.
     With `report`, each contraction-like op that is kept says why in a
@@ -237,7 +241,8 @@ def MeshLinalgToBlas : Pass<"mesh-linalg-to-blas", "::mlir::ModuleOp"> {
   ];
   let dependentDialects = [
     "::mlir::LLVM::LLVMDialect", "::mlir::arith::ArithDialect",
-    "::mlir::cf::ControlFlowDialect", "::mlir::memref::MemRefDialect"
+    "::mlir::cf::ControlFlowDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
   ];
 }
 

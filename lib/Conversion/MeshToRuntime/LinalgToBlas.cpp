@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/Support/Debug.h"
@@ -44,9 +45,14 @@ namespace {
 
 /// The loops of a contraction C[b, m, n] += A[b, m, k] * B[b, k, n]; a loop
 /// that is absent has no entry (a matvec has no n, a dot no m and no n).
+/// Where the op has several batch, m or n loops (attention computed on
+/// (batch, heads) both, a matmul on (batch, rows)), the innermost of each
+/// kind is the call's and the others are `outer`: a loop nest around the
+/// call, each iteration one GEMM on its part of the operands.
 struct GemmLoops {
   std::optional<unsigned> batch, m, n;
   unsigned k;
+  SmallVector<unsigned> outer;
 };
 
 /// The runtime dtype of a float element type meshrt_gemm takes (f16, bf16,
@@ -112,13 +118,9 @@ FailureOr<GemmLoops> matchGemm(linalg::LinalgOp op, std::string &why) {
       linalg::inferContractionDims(op);
   if (failed(dims))
     return fail("the indexing maps are not a contraction");
-  if (dims->batch.size() > 1 || dims->m.size() > 1 || dims->n.size() > 1 ||
-      dims->k.size() != 1)
-    return fail(llvm::formatv("{0} batch, {1} m, {2} n and {3} k loops (a "
-                              "GEMM has at most one of each and one k)",
-                              dims->batch.size(), dims->m.size(),
-                              dims->n.size(), dims->k.size())
-                    .str());
+  if (dims->k.size() != 1)
+    return fail(
+        llvm::formatv("{0} k loops (a GEMM has one)", dims->k.size()).str());
   if (dims->batch.size() + dims->m.size() + dims->n.size() + 1 !=
       op.getNumLoops())
     return fail("a loop that is neither batch, m, n nor k");
@@ -132,12 +134,19 @@ FailureOr<GemmLoops> matchGemm(linalg::LinalgOp op, std::string &why) {
     if (!map.isProjectedPermutation(/*allowZeroInResults=*/false))
       return fail("an indexing map is not a projected permutation");
   GemmLoops loops;
-  if (!dims->batch.empty())
-    loops.batch = dims->batch[0];
-  if (!dims->m.empty())
-    loops.m = dims->m[0];
-  if (!dims->n.empty())
-    loops.n = dims->n[0];
+  // The innermost loop of each kind is the call's; the others loop.
+  auto take = [&](ArrayRef<unsigned> kind, std::optional<unsigned> &kept) {
+    if (kind.empty())
+      return;
+    kept = *llvm::max_element(kind);
+    for (unsigned l : kind)
+      if (l != *kept)
+        loops.outer.push_back(l);
+  };
+  take(dims->batch, loops.batch);
+  take(dims->m, loops.m);
+  take(dims->n, loops.n);
+  llvm::sort(loops.outer);
   loops.k = dims->k[0];
   return loops;
 }
@@ -244,8 +253,11 @@ struct MeshLinalgToBlasPass
         {loops.batch, loops.k, loops.n}, // B
         {loops.batch, loops.m, loops.n}, // C
     };
-    Value pointers[3], strides[3][3];
-    // The extent of each loop, from the first operand that indexes it.
+    Value pointers[3];
+    // The stride of each loop in each operand (null: the operand does not
+    // index it, a broadcast) and the extent of each loop, from the first
+    // operand that indexes it.
+    SmallVector<DenseMap<unsigned, Value>, 3> loopStrides(3);
     DenseMap<unsigned, Value> extents;
     for (unsigned i = 0; i < 3; ++i) {
       auto meta = memref::ExtractStridedMetadataOp::create(b, loc, operands[i]);
@@ -256,26 +268,36 @@ struct MeshLinalgToBlasPass
                                 arith::ConstantIndexOp::create(b, loc, bytes));
       Value address = arith::AddIOp::create(b, loc, base, offsetBytes);
       pointers[i] = LLVM::IntToPtrOp::create(b, loc, ptrType, toI64(address));
-      AffineMap map = maps[i];
-      for (unsigned j = 0; j < 3; ++j) {
-        strides[i][j] = Value();
-        if (!order[i][j])
-          continue;
-        std::optional<unsigned> pos =
-            map.getResultPosition(b.getAffineDimExpr(*order[i][j]));
-        if (!pos)
-          continue; // not indexed by this operand: stride 0 (broadcast)
-        strides[i][j] = toI64(meta.getStrides()[*pos]);
-        if (!extents.count(*order[i][j]))
-          extents[*order[i][j]] = toI64(meta.getSizes()[*pos]);
+      for (auto [pos, e] : llvm::enumerate(maps[i].getResults())) {
+        unsigned loop = cast<AffineDimExpr>(e).getPosition();
+        loopStrides[i][loop] = toI64(meta.getStrides()[pos]);
+        if (!extents.count(loop))
+          extents[loop] = toI64(meta.getSizes()[pos]);
       }
     }
     auto extent = [&](std::optional<unsigned> loop) -> Value {
       return loop ? extents.lookup(*loop) : i64Const(1);
     };
     auto stride = [&](unsigned i, unsigned j) -> Value {
-      return strides[i][j] ? strides[i][j] : i64Const(0);
+      Value s = order[i][j] ? loopStrides[i].lookup(*order[i][j]) : Value();
+      return s ? s : i64Const(0);
     };
+    // The outer loops, each iteration moving each operand's pointer by its
+    // stride of that loop.
+    for (unsigned loop : loops.outer) {
+      Value zero = i64Const(0), one = i64Const(1);
+      auto nest = scf::ForOp::create(b, loc, zero, extent(loop), one);
+      b.setInsertionPointToStart(nest.getBody());
+      Value iv = nest.getInductionVar();
+      for (unsigned i = 0; i < 3; ++i) {
+        Value s = loopStrides[i].lookup(loop);
+        if (!s)
+          continue;
+        Value elements = arith::MulIOp::create(b, loc, iv, s);
+        pointers[i] = LLVM::GEPOp::create(b, loc, ptrType, element, pointers[i],
+                                          ValueRange{elements});
+      }
+    }
     Value dtype =
         arith::ConstantIntOp::create(b, loc, i32, *gemmDtype(element));
     Value accumulate = arith::ConstantIntOp::create(b, loc, i32, fill ? 0 : 1);

@@ -92,3 +92,83 @@ func.func @attention(%q: tensor<2x8x16x4xf32> {mesh.sharding = #mesh.sharding<@m
   %r = tensor.expand_shape %o [[0, 1], [2], [3]] output_shape [2, 8, 16, 4] : tensor<16x16x4xf32> into tensor<2x8x16x4xf32>
   return %r : tensor<2x8x16x4xf32>
 }
+
+// The same with two batch rows per device (B = 4 over "dp"): a device's
+// rows of the merged dim are not one block of it, so the products, the
+// scale and the exp between them (arith and math ops on tensors) are
+// computed on (batch, heads) unmerged: no collective, each device 2 x 2
+// (batch, head) pairs. Before, q, k and v were gathered over "tp".
+// CHECK-LABEL: func.func @attention_two_rows
+// CHECK-NOT: tensor.collapse_shape
+// CHECK-NOT: linalg.batch_matmul
+// CHECK: return
+// PART-LABEL: func.func @attention_two_rows
+// PART-SAME: (%{{.*}}: tensor<2x2x16x4xf32>, %{{.*}}: tensor<2x2x4x16xf32>, %{{.*}}: tensor<2x2x16x4xf32>)
+// PART-NOT: mesh.
+// PART: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<2x2x16x4xf32>, tensor<2x2x4x16xf32>) outs(%{{.*}} : tensor<2x2x16x16xf32>)
+// PART-NOT: mesh.
+// PART: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<2x2x16x16xf32>, tensor<2x2x16x4xf32>) outs(%{{.*}} : tensor<2x2x16x4xf32>)
+// PART-NOT: mesh.
+// PART: return %{{.*}} : tensor<2x2x16x4xf32>
+func.func @attention_two_rows(%q: tensor<4x8x16x4xf32> {mesh.sharding = #mesh.sharding<@m, [["dp"], ["tp"], [], []]>},
+                %kt: tensor<4x8x4x16xf32> {mesh.sharding = #mesh.sharding<@m, [["dp"], ["tp"], [], []]>},
+                %v: tensor<4x8x16x4xf32> {mesh.sharding = #mesh.sharding<@m, [["dp"], ["tp"], [], []]>})
+    -> (tensor<4x8x16x4xf32> {mesh.sharding = #mesh.sharding<@m, [["dp"], ["tp"], [], []]>}) {
+  %z = arith.constant 0.0 : f32
+  %q2 = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<4x8x16x4xf32> into tensor<32x16x4xf32>
+  %k2 = tensor.collapse_shape %kt [[0, 1], [2], [3]] : tensor<4x8x4x16xf32> into tensor<32x4x16xf32>
+  %v2 = tensor.collapse_shape %v [[0, 1], [2], [3]] : tensor<4x8x16x4xf32> into tensor<32x16x4xf32>
+  %e = tensor.empty() : tensor<32x16x16xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<32x16x16xf32>) -> tensor<32x16x16xf32>
+  %s = linalg.batch_matmul ins(%q2, %k2 : tensor<32x16x4xf32>, tensor<32x4x16xf32>) outs(%f : tensor<32x16x16xf32>) -> tensor<32x16x16xf32>
+  %c = arith.constant dense<0.5> : tensor<32x16x16xf32>
+  %sc = arith.mulf %s, %c : tensor<32x16x16xf32>
+  %p = math.exp %sc : tensor<32x16x16xf32>
+  %e2 = tensor.empty() : tensor<32x16x4xf32>
+  %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<32x16x4xf32>) -> tensor<32x16x4xf32>
+  %o = linalg.batch_matmul ins(%p, %v2 : tensor<32x16x16xf32>, tensor<32x16x4xf32>) outs(%f2 : tensor<32x16x4xf32>) -> tensor<32x16x4xf32>
+  %r = tensor.expand_shape %o [[0, 1], [2], [3]] output_shape [4, 8, 16, 4] : tensor<32x16x4xf32> into tensor<4x8x16x4xf32>
+  return %r : tensor<4x8x16x4xf32>
+}
+
+// The scores' product carries the user's own sharding: it stays as
+// written, merged, and so does everything it constrains (q and k are
+// gathered over "tp" for it, as asked).
+// CHECK-LABEL: func.func @attention_annotated
+// CHECK: linalg.batch_matmul {mesh.sharding = #mesh.sharding<@m, {{\[}}["dp"], [], []]>}
+// PART-LABEL: func.func @attention_annotated
+// PART: mesh.all_gather %{{.*}} on @m axes = ["tp"]
+// PART: linalg.batch_matmul {{.*}} -> tensor<16x16x16xf32>
+func.func @attention_annotated(%q: tensor<4x8x16x4xf32> {mesh.sharding = #mesh.sharding<@m, [["dp"], ["tp"], [], []]>},
+                %kt: tensor<4x8x4x16xf32> {mesh.sharding = #mesh.sharding<@m, [["dp"], ["tp"], [], []]>})
+    -> tensor<32x16x16xf32> {
+  %z = arith.constant 0.0 : f32
+  %q2 = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<4x8x16x4xf32> into tensor<32x16x4xf32>
+  %k2 = tensor.collapse_shape %kt [[0, 1], [2], [3]] : tensor<4x8x4x16xf32> into tensor<32x4x16xf32>
+  %e = tensor.empty() : tensor<32x16x16xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<32x16x16xf32>) -> tensor<32x16x16xf32>
+  %s = linalg.batch_matmul {mesh.sharding = #mesh.sharding<@m, [["dp"], [], []]>} ins(%q2, %k2 : tensor<32x16x4xf32>, tensor<32x4x16xf32>) outs(%f : tensor<32x16x16xf32>) -> tensor<32x16x16xf32>
+  return %s : tensor<32x16x16xf32>
+}
+
+// Heads over "tp", two batch rows per device, and the merged scores are
+// returned as they are: the chain does not close (computed unmerged, the
+// scores, 4x the size of q, would be gathered at the end), so it stays as
+// written and q and k are gathered before it.
+// PART-LABEL: func.func @scores_returned
+// PART: mesh.all_gather %{{.*}} on @m axes = ["tp"] gather_dim = 1 : tensor<2x2x16x4xf32> -> tensor<2x8x16x4xf32>
+// PART: mesh.all_gather %{{.*}} on @m axes = ["tp"] gather_dim = 1 : tensor<2x2x4x16xf32> -> tensor<2x8x4x16xf32>
+// PART: linalg.batch_matmul {{.*}} -> tensor<16x16x16xf32>
+// PART-NOT: mesh.
+// PART: return
+func.func @scores_returned(%q: tensor<4x8x16x4xf32> {mesh.sharding = #mesh.sharding<@m, [["dp"], ["tp"], [], []]>},
+                %kt: tensor<4x8x4x16xf32> {mesh.sharding = #mesh.sharding<@m, [["dp"], ["tp"], [], []]>})
+    -> tensor<32x16x16xf32> {
+  %z = arith.constant 0.0 : f32
+  %q2 = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<4x8x16x4xf32> into tensor<32x16x4xf32>
+  %k2 = tensor.collapse_shape %kt [[0, 1], [2], [3]] : tensor<4x8x4x16xf32> into tensor<32x4x16xf32>
+  %e = tensor.empty() : tensor<32x16x16xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<32x16x16xf32>) -> tensor<32x16x16xf32>
+  %s = linalg.batch_matmul ins(%q2, %k2 : tensor<32x16x4xf32>, tensor<32x4x16xf32>) outs(%f : tensor<32x16x16xf32>) -> tensor<32x16x16xf32>
+  return %s : tensor<32x16x16xf32>
+}

@@ -34,10 +34,12 @@
 
 #include "mesh/Dialect/Mesh/IR/MeshOps.h"
 
+#include "mlir/Analysis/FlatLinearValueConstraints.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Matchers.h"
 
 #include "llvm/ADT/SetVector.h"
@@ -59,9 +61,13 @@ public:
       FunctionOpInterface fn, MeshCache &meshes, StringAttr name,
       const DenseMap<Operation *, SmallVector<RankedTensorType>> &argTypes,
       const DenseMap<Operation *, SmallVector<RankedTensorType>> &resultTypes,
-      SymbolTableCollection &tables)
+      SymbolTableCollection &tables, ArrayRef<UnevenWindow> windows)
       : fn(fn), meshes(meshes), shardingName(name), newArgTypes(argTypes),
-        newResultTypes(resultTypes), tables(tables) {}
+        newResultTypes(resultTypes), tables(tables) {
+    for (const UnevenWindow &w : windows)
+      if (fn->isProperAncestor(w.op))
+        windowLoops[w.op].push_back({w.loop, w.size});
+  }
 
   LogicalResult run();
 
@@ -76,6 +82,17 @@ private:
   /// The padded type of `v` (its own type when nothing pads it).
   RankedTensorType paddedType(Value v);
   LogicalResult addMasks(linalg::LinalgOp op);
+  /// Notes that the dims the padded loops of the window ops index take the
+  /// loops' padded sizes.
+  void requireWindowLoops();
+  /// Pads (or slices) the inputs each window op reads through its padded
+  /// loops to what the loops' new sizes reach.
+  void fitWindowInputs();
+  /// A result of the window op `op` that is sliced back and padded again
+  /// only for the function's return (a padded signature) is returned as it
+  /// is: the padding of a returned block is the caller's to ignore (a
+  /// caller masks padded call results before it reduces over them).
+  void returnPaddedResults(Operation *op);
   Value convert(OpBuilder &b, Location loc, Value v, RankedTensorType to);
   // The rewrite, step by step.
   FunctionOpInterface calleeOf(Operation *op);
@@ -108,6 +125,10 @@ private:
   /// The region-branch ops whose values all tie up (the others are
   /// boundaries).
   DenseSet<Operation *> tied;
+  /// The linalg ops with windows whose loops are padded (a valid
+  /// convolution's output rows): loop and its padded size. They keep
+  /// shapes.
+  DenseMap<Operation *, SmallVector<std::pair<unsigned, int64_t>>> windowLoops;
 };
 
 } // namespace
@@ -192,7 +213,11 @@ PadToDivide::Kind PadToDivide::kindOf(Operation *op) {
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
     if (!linalgOp.hasPureTensorSemantics())
       return Kind::Boundary;
-    // Windows (a convolution's s * oh + kh) tie dims of other sizes.
+    // Windows (a convolution's s * oh + kh) tie dims of other sizes; a
+    // window op whose loop is padded keeps its other dims (its windowed
+    // inputs are fitted to the loop after).
+    if (windowLoops.contains(op))
+      return Kind::Keeps;
     for (AffineMap map : linalgOp.getIndexingMapsArray())
       if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
         return Kind::Boundary;
@@ -238,11 +263,16 @@ void PadToDivide::uniteOp(Operation *op) {
   if (failed(rule))
     return;
   DenseMap<int64_t, unsigned> first;
-  auto add = [&](Value v, ArrayRef<int64_t> dims) {
+  // A window op's windowed dims are not its loop's size: not tied.
+  SmallVector<AffineMap> maps;
+  if (windowLoops.contains(op))
+    maps = cast<linalg::LinalgOp>(op).getIndexingMapsArray();
+  auto add = [&](Value v, ArrayRef<int64_t> dims, unsigned mapIndex) {
     if (!isa<RankedTensorType>(v.getType()))
       return;
     for (auto [d, f] : llvm::enumerate(dims)) {
-      if (f < 0)
+      if (f < 0 ||
+          (!maps.empty() && !isa<AffineDimExpr>(maps[mapIndex].getResult(d))))
         continue;
       unsigned s = slotOf(v, d);
       auto [it, inserted] = first.try_emplace(f, s);
@@ -250,10 +280,13 @@ void PadToDivide::uniteOp(Operation *op) {
         unite(it->second, s);
     }
   };
-  for (auto [v, dims] : llvm::zip(op->getOperands(), rule->operandDims))
-    add(v, dims);
-  for (auto [v, dims] : llvm::zip(op->getResults(), rule->resultDims))
-    add(v, dims);
+  for (auto [i, v, dims] :
+       llvm::enumerate(op->getOperands(), rule->operandDims))
+    add(v, dims, i);
+  // (A linalg op's results are indexed as its inits, the last operands.)
+  unsigned firstInit = op->getNumOperands() - op->getNumResults();
+  for (auto [i, v, dims] : llvm::enumerate(op->getResults(), rule->resultDims))
+    add(v, dims, firstInit + i);
 }
 
 RankedTensorType PadToDivide::paddedType(Value v) {
@@ -577,6 +610,116 @@ static DenseElementsAttr padConstant(DenseIntOrFPElementsAttr attr,
   return DenseElementsAttr::get(to, out);
 }
 
+void PadToDivide::requireWindowLoops() {
+  for (auto &[op, loops] : windowLoops) {
+    auto linalgOp = cast<linalg::LinalgOp>(op);
+    for (auto [loop, size] : loops)
+      for (OpOperand &init : linalgOp.getDpsInitsMutable()) {
+        AffineMap map = linalgOp.getMatchingIndexingMap(&init);
+        for (auto [d, e] : llvm::enumerate(map.getResults())) {
+          auto dim = dyn_cast<AffineDimExpr>(e);
+          if (!dim || dim.getPosition() != loop)
+            continue;
+          // A multiple of `size` at least the loop's size: `size` itself.
+          unsigned c = find(slotOf(init.get(), d));
+          multiple[c] = std::lcm(multiple[c], size);
+        }
+      }
+  }
+}
+
+bool mlir::mesh::isPrefixSlice(tensor::ExtractSliceOp slice) {
+  return slice.getSourceType().getRank() == slice.getType().getRank() &&
+         llvm::all_of(
+             slice.getMixedOffsets(),
+             [](OpFoldResult o) { return isConstantIntValue(o, 0); }) &&
+         llvm::all_of(
+             slice.getMixedStrides(),
+             [](OpFoldResult o) { return isConstantIntValue(o, 1); }) &&
+         slice.getType().hasStaticShape();
+}
+
+void PadToDivide::returnPaddedResults(Operation *op) {
+  auto returnsOnly = [&](Operation *pad) {
+    return llvm::all_of(pad->getUsers(), [&](Operation *user) {
+      return user->hasTrait<OpTrait::ReturnLike>() &&
+             user->getParentOp() == fn.getOperation();
+    });
+  };
+  for (OpResult r : op->getResults())
+    for (Operation *user : llvm::make_early_inc_range(r.getUsers())) {
+      auto slice = dyn_cast<tensor::ExtractSliceOp>(user);
+      if (!slice || !isPrefixSlice(slice))
+        continue;
+      for (Operation *u : llvm::make_early_inc_range(slice->getUsers())) {
+        auto pad = dyn_cast<tensor::PadOp>(u);
+        if (!pad || pad.getResultType() != r.getType() || !returnsOnly(pad) ||
+            llvm::any_of(pad.getStaticLow(), [](int64_t l) { return l != 0; }))
+          continue;
+        pad.getResult().replaceAllUsesWith(r);
+        made.erase(pad);
+        pad->erase();
+      }
+      if (slice->use_empty()) {
+        made.erase(slice);
+        slice->erase();
+      }
+    }
+}
+
+void PadToDivide::fitWindowInputs() {
+  for (auto &[op, loops] : windowLoops) {
+    auto linalgOp = cast<linalg::LinalgOp>(op);
+    // How much each padded loop grew, from an init dim it indexes.
+    DenseMap<unsigned, int64_t> growth;
+    for (OpOperand &init : linalgOp.getDpsInitsMutable()) {
+      AffineMap map = linalgOp.getMatchingIndexingMap(&init);
+      RankedTensorType was = original.lookup(init.get());
+      auto now = cast<RankedTensorType>(init.get().getType());
+      for (auto [d, e] : llvm::enumerate(map.getResults()))
+        if (auto dim = dyn_cast<AffineDimExpr>(e); dim && was)
+          growth[dim.getPosition()] = now.getDimSize(d) - was.getDimSize(d);
+    }
+    OpBuilder b(op);
+    for (OpOperand *input : linalgOp.getDpsInputOperands()) {
+      auto type = dyn_cast<RankedTensorType>(input->get().getType());
+      if (!type)
+        continue;
+      AffineMap map = linalgOp.getMatchingIndexingMap(input);
+      RankedTensorType was = original.lookup(input->get());
+      SmallVector<int64_t> shape(type.getShape());
+      bool windowed = false;
+      for (auto [d, e] : llvm::enumerate(map.getResults())) {
+        SmallVector<int64_t> flat;
+        if (isa<AffineDimExpr>(e) ||
+            failed(getFlattenedAffineExpr(e, map.getNumDims(),
+                                          map.getNumSymbols(), &flat)))
+          continue;
+        for (auto [loop, size] : loops)
+          if (int64_t grew = growth.lookup(loop); grew > 0 && flat[loop] > 0) {
+            shape[d] = (was ? was : type).getDimSize(d) + flat[loop] * grew;
+            windowed = true;
+          }
+      }
+      if (!windowed)
+        continue;
+      // The elements past the old end feed only padded outputs: a prefix
+      // of a larger value (a padded window op's output, sliced back for
+      // this op) is read whole instead of padded again.
+      Value source = input->get();
+      auto slice = source.getDefiningOp<tensor::ExtractSliceOp>();
+      if (slice && isPrefixSlice(slice))
+        source = slice.getSource();
+      input->set(convert(b, op->getLoc(), source, type.clone(shape)));
+      if (source != input->get() && slice && slice->use_empty()) {
+        made.erase(slice);
+        slice->erase();
+      }
+    }
+    returnPaddedResults(op);
+  }
+}
+
 LogicalResult PadToDivide::run() {
   // Requirements: the annotations of the arguments, results and ops.
   Region &body = fn.getFunctionBody();
@@ -600,6 +743,7 @@ LogicalResult PadToDivide::run() {
   // The classes. (A function without requirements may still call one
   // whose signature changed; retype converts at the call.)
   fn.walk([&](Operation *op) { uniteOp(op); });
+  requireWindowLoops();
   for (unsigned i = 0; i < parent.size(); ++i)
     if (multiple[i] > 1 && find(i) == i && sizeOf[i] < 0) {
       // The annotation names the value; the sizes say why.
@@ -619,6 +763,7 @@ LogicalResult PadToDivide::run() {
   });
   if (failed(retype()))
     return failure();
+  fitWindowInputs();
   for (linalg::LinalgOp op : reductions)
     if (failed(addMasks(op)))
       return failure();
@@ -809,7 +954,8 @@ LogicalResult PadToDivide::retype() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult mlir::mesh::padNonDividingDims(ModuleOp module,
-                                             SymbolTableCollection &tables) {
+                                             SymbolTableCollection &tables,
+                                             ArrayRef<UnevenWindow> windows) {
   MLIRContext *ctx = module.getContext();
   StringAttr name = StringAttr::get(ctx, MeshDialect::getShardingAttrName());
   MeshCache meshes(tables);
@@ -880,13 +1026,27 @@ LogicalResult mlir::mesh::padNonDividingDims(ModuleOp module,
       for (OpResult r : op->getResults())
         check(r, getResultAnnotation(op, r.getResultNumber(), name));
   });
+  for (const UnevenWindow &w : windows) {
+    auto linalgOp = cast<linalg::LinalgOp>(w.op);
+    int64_t size = linalgOp.getStaticLoopRanges()[w.loop];
+    w.op->emitRemark() << "loop " << w.loop << " of size " << size
+                       << " reads an input through a window whose dim is "
+                          "split over the "
+                       << w.devices << " devices of axes " << w.axes
+                       << ": padded to " << w.size << " (blocks of "
+                       << w.size / w.devices
+                       << "), the input padded after its end to match, so "
+                          "each device computes its block from its own "
+                          "block and a halo";
+    any = true;
+  }
   if (!any)
     return success();
   for (auto fn :
        llvm::make_early_inc_range(module.getOps<FunctionOpInterface>())) {
     if (fn.isExternal())
       continue;
-    PadToDivide pad(fn, meshes, name, argTypes, resultTypes, tables);
+    PadToDivide pad(fn, meshes, name, argTypes, resultTypes, tables, windows);
     if (failed(pad.run()))
       return failure();
   }

@@ -22,6 +22,7 @@
 #include "mesh/Dialect/Mesh/Transforms/Passes.h"
 #include "mesh/Dialect/Mesh/Transforms/Resharding.h"
 
+#include "mlir/Analysis/FlatLinearValueConstraints.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -87,6 +88,15 @@ public:
         padUneven(padUneven) {}
 
   bool foundUneven() const { return uneven; }
+  /// After run(): the collapse_shape and expand_shape ops (without an
+  /// annotation of their own) whose merged dim carries fewer axes than the
+  /// dims of its group: the partitioner would gather there.
+  SmallVector<Operation *> lossyReshapes();
+  /// After run(): the linalg ops that read an input through a window along
+  /// a loop whose size the devices splitting that input's dim do not divide
+  /// (a valid convolution): padding the loop lets each device compute its
+  /// block of outputs from its block of the input and a halo.
+  SmallVector<UnevenWindow> unevenWindows();
 
   /// Reads the annotations and rules, then sweeps until nothing changes.
   /// Fails, with an error naming it, on an annotation that does not split
@@ -235,6 +245,112 @@ LogicalResult Propagation::run() {
   }
   warnAboutOpsWithoutRules();
   return success();
+}
+
+SmallVector<Operation *> Propagation::lossyReshapes() {
+  auto axesOf = [&](Value v, ArrayRef<int64_t> dims) {
+    auto it = info.find(v);
+    size_t n = 0;
+    if (it != info.end())
+      for (int64_t d : dims)
+        n += it->second.sharding.getDimAxes(d).size();
+    return n;
+  };
+  SmallVector<Operation *> lossy;
+  for (Operation *op : ops) {
+    Value wide, narrow;
+    SmallVector<ReassociationIndices> groups;
+    if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
+      wide = collapse.getSrc();
+      narrow = collapse.getResult();
+      groups = collapse.getReassociationIndices();
+    } else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+      wide = expand.getResult();
+      narrow = expand.getSrc();
+      groups = expand.getReassociationIndices();
+    } else {
+      continue;
+    }
+    if (op->getDiscardableAttr(shardingName))
+      continue;
+    for (auto [i, group] : llvm::enumerate(groups))
+      if (group.size() > 1 &&
+          axesOf(wide, group) > axesOf(narrow, {static_cast<int64_t>(i)})) {
+        lossy.push_back(op);
+        break;
+      }
+  }
+  return lossy;
+}
+
+SmallVector<UnevenWindow> Propagation::unevenWindows() {
+  SmallVector<UnevenWindow> found;
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    if (entries[i].role != OpRole::Rule || !isa<linalg::LinalgOp>(op) ||
+        op->getDiscardableAttr(shardingName))
+      continue;
+    const ShardingRule &rule = rules[entries[i].rule];
+    if (rule.operandHalos.empty())
+      continue;
+    auto maps = cast<linalg::LinalgOp>(op).getIndexingMapsArray();
+    for (unsigned o = 0, e = rule.operandHalos.size(); o < e; ++o) {
+      // The input as the program split it: through a prefix slice (one
+      // that padding made to give this op its size back), its source.
+      Value input = op->getOperand(o);
+      bool afterWindow = false;
+      if (auto slice = input.getDefiningOp<tensor::ExtractSliceOp>();
+          slice && isPrefixSlice(slice)) {
+        input = slice.getSource();
+        // The padded output of a window op before this one (a stack of
+        // valid convolutions): its blocks are the ones to keep.
+        auto producer = input.getDefiningOp<linalg::LinalgOp>();
+        afterWindow =
+            producer &&
+            llvm::any_of(producer.getIndexingMapsArray(), [](AffineMap m) {
+              return !m.isProjectedPermutation(true);
+            });
+      }
+      auto it = info.find(input);
+      if (it == info.end())
+        continue;
+      ShardingAttr s = it->second.sharding;
+      auto type = cast<RankedTensorType>(input.getType());
+      for (unsigned d = 0, r = rule.getOperandHalos(o).size(); d < r; ++d) {
+        int64_t f = rule.operandDims[o][d];
+        SmallVector<int64_t> flat;
+        if (f < 0 || isa<AffineDimExpr>(maps[o].getResult(d)) ||
+            d >= s.getRank() || s.getDimAxes(d).empty() ||
+            s.getDimHalo(d) != std::pair<int64_t, int64_t>{0, 0} ||
+            type.isDynamicDim(d) ||
+            failed(getFlattenedAffineExpr(maps[o].getResult(d),
+                                          maps[o].getNumDims(),
+                                          maps[o].getNumSymbols(), &flat)))
+          continue;
+        int64_t size = rule.factors[f].size, stride = flat[f];
+        MeshOp mesh = meshCache.get(op, s.getMesh());
+        std::optional<int64_t> n =
+            mesh ? meshCache.getGroupSize(mesh, s.getDimAxes(d)) : std::nullopt;
+        // (A loop the devices divide is split as it is, the input
+        // resharded to its blocks and halos: the result's layout may ask
+        // for those blocks; unless the input comes padded from a window
+        // op before.)
+        if (!n || ShapedType::isDynamic(*n) || *n <= 1 ||
+            ShapedType::isDynamic(size) || (size % *n == 0 && !afterWindow) ||
+            stride < 1 || type.getDimSize(d) % (*n * stride) != 0)
+          continue;
+        // Blocks of the loop that read the input's blocks: the input's
+        // block over the stride each.
+        int64_t aligned = type.getDimSize(d) / stride;
+        if (aligned <= size || llvm::any_of(found, [&](const UnevenWindow &w) {
+              return w.op == op && w.loop == f;
+            }))
+          continue;
+        found.push_back(
+            {op, static_cast<unsigned>(f), aligned, *n, s.getDimAxes(d)});
+      }
+    }
+  }
+  return found;
 }
 
 void Propagation::addOp(Operation *op) {
@@ -805,24 +921,43 @@ struct PropagateShardingPass
     });
     raiseCircularPads(concats);
     eraseUnusedLinalgResults(generics);
-    {
-      Propagation propagation(getOperation(), /*padUneven=*/!exactDivision);
+    // Propagates; where an annotation splits a dim unevenly, pads and
+    // propagates again; where a reshape loses axes, computes the ops beside
+    // it on the unmerged dims and propagates again. The common case, where
+    // everything divides and no reshape loses an axis, propagates once.
+    SymbolTableCollection tables;
+    bool padded = false, expanded = false;
+    int windowRounds = 0;
+    while (true) {
+      Propagation propagation(getOperation(),
+                              /*padUneven=*/!exactDivision && !padded);
       if (failed(propagation.run()))
         return signalPassFailure();
-      if (!propagation.foundUneven()) {
-        propagation.annotate(explain);
-        return;
+      if (propagation.foundUneven()) {
+        if (failed(padNonDividingDims(getOperation(), tables)))
+          return signalPassFailure();
+        padded = true;
+        continue;
       }
+      // A valid convolution on a split input: its output rows padded to
+      // divide (once; bounded, since each round pads what the last found).
+      if (windowRounds < 4 && !exactDivision) {
+        SmallVector<UnevenWindow> windows = propagation.unevenWindows();
+        if (!windows.empty()) {
+          ++windowRounds;
+          if (failed(padNonDividingDims(getOperation(), tables, windows)))
+            return signalPassFailure();
+          continue;
+        }
+      }
+      if (!expanded) {
+        expanded = true;
+        if (expandThroughReshapes(propagation.lossyReshapes()))
+          continue;
+      }
+      propagation.annotate(explain);
+      return;
     }
-    // An annotation splits a dim unevenly: pad, and propagate again (the
-    // common case, where everything divides, pays nothing for this).
-    SymbolTableCollection tables;
-    if (failed(padNonDividingDims(getOperation(), tables)))
-      return signalPassFailure();
-    Propagation propagation(getOperation(), /*padUneven=*/false);
-    if (failed(propagation.run()))
-      return signalPassFailure();
-    propagation.annotate(explain);
   }
 };
 } // namespace

@@ -13,6 +13,7 @@
 #include "mesh/Dialect/Mesh/IR/MeshOps.h"
 #include "mesh/Dialect/Mesh/Transforms/ShardingRuleModels.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -28,12 +29,39 @@ namespace mesh {
 /// into one mesh.circular_pad, whose halos can wrap around the devices.
 void raiseCircularPads(ArrayRef<Operation *> concats);
 
+/// A linalg op's loop that an input reads through a window (a valid
+/// convolution's output rows), whose input dim is split over `devices` in
+/// blocks the loop's blocks do not match (16 rows over 4, 14 outputs): the
+/// loop is padded to `size`, so that each device's block of the loop reads
+/// its block of the input and a halo after it.
+struct UnevenWindow {
+  Operation *op;
+  unsigned loop;
+  int64_t size;
+  int64_t devices;
+  /// The axes that split the input's dim (for the remark).
+  Attribute axes;
+};
+
+/// Whether `slice` takes a prefix of its source (offsets 0, strides 1,
+/// static sizes, no dim dropped): its source holds the same elements and
+/// more after them.
+bool isPrefixSlice(tensor::ExtractSliceOp slice);
+
 /// Pads each static dim that an annotation of `module` splits over devices
 /// that do not divide it to the next multiple (PadToDivide.cpp says how the
-/// program is rewritten), with a remark for each. Fails, with an error, when
-/// a padded dim reaches a reduction it cannot mask.
-LogicalResult padNonDividingDims(ModuleOp module,
-                                 SymbolTableCollection &tables);
+/// program is rewritten), with a remark for each; and so the results of
+/// each op of `windows` along its loop, with the inputs it reads through
+/// the window. Fails, with an error, when a padded dim reaches a reduction
+/// it cannot mask.
+LogicalResult padNonDividingDims(ModuleOp module, SymbolTableCollection &tables,
+                                 ArrayRef<UnevenWindow> windows = {});
+
+/// Rewrites the linalg ops on the merged side of each reshape among
+/// `reshapes` (ones propagation found lossy: a merged group whose dims carry
+/// more axes than the merged dim) on the unmerged dims, with what that
+/// makes foldable (ExpandReshapes.cpp). Returns whether the program changed.
+bool expandThroughReshapes(ArrayRef<Operation *> reshapes);
 
 /// Drops the results nobody uses of each linalg.generic among `generics`
 /// that carries no `mesh.sharding`, with the computation only they needed

@@ -88,6 +88,24 @@ def PropagateSharding : Pass<"mesh-propagate-sharding", "::mlir::ModuleOp"> {
       A reduction whose body cannot be masked is an error that names it.
       With `exact-division` such an annotation is an error instead.
 
+    - Where an input dim split evenly is read through a window (a valid
+      convolution: 16 rows over 4 devices, 14 outputs) whose loop the
+      devices do not divide, the loop is padded to the input's blocks (16,
+      blocks of 4) with a remark, the input padded after its end to what
+      the loop reads, the output's users padded along and reductions over
+      it masked, and propagation runs again: each device computes its
+      block from its rows and a halo from its neighbour, instead of the
+      input being gathered. Not with `exact-division`.
+    - Where propagation finds a reshape that loses axes (torch-mlir's
+      collapse of (batch, heads) into one dim for `batch_matmul`, with the
+      batch over "dp", the heads over "tp" and two batch rows per device:
+      a device's rows of the merged dim are not one block of it), the linalg
+      ops on the merged side are rewritten on the unmerged dims (MLIR's
+      fold-by-expansion patterns, going on through the chain they make,
+      elementwise arith and math ops turned into `linalg.generic` for that)
+      and propagation runs again: the product is computed locally, not
+      gathered. Ops and reshapes that carry `mesh.sharding` stay as
+      written.
     - First, a `linalg.generic` without `mesh.sharding` drops the results
       nobody uses, with the part of its body only they needed (MLIR's
       EraseUnusedOperandsAndResults patterns): the unused index of a max and
@@ -142,6 +160,9 @@ def PropagateSharding : Pass<"mesh-propagate-sharding", "::mlir::ModuleOp"> {
            "A static dim an annotation splits over devices that do not "
            "divide it is an error instead of being padded">
   ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def Partition : Pass<"mesh-partition", "::mlir::ModuleOp"> {
