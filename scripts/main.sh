@@ -13,8 +13,9 @@
 #     stages on meshes over ranks 0-3 and 4-7, activations sent forward) on
 #     8 CPU ranks, checked exactly against a one-process reference;
 #  7. runs training loops written once on global shapes (the ToyModel under
-#     HSDP with padding, Megatron TP, DDP, FSDP, HSDP), compiled by
-#     mesh-compile on 8 CPU ranks, each checked against one process.
+#     HSDP with padding, Megatron TP, DDP, FSDP, HSDP, Megatron-SP,
+#     DeepSpeed-Ulysses attention trained through its backward), compiled
+#     by mesh-compile on 8 CPU ranks, each checked against one process.
 # RANKS=n changes the number of ranks (default 8).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -79,12 +80,14 @@ echo
 echo "=== training loops written once on global shapes (issue 30), compiled by mesh-compile, on 8 CPU ranks (MPI)"
 # The DeviceMesh tutorial's ToyModel (Linear(10, 10), ReLU, Linear(10, 5))
 # under HSDP on (2, 4), its dims padded to divide; a Megatron MLP step on
-# (dp = 2, tp = 4); DDP, FSDP and HSDP; 3 steps each in a loop, forward,
-# backward and SGD update, only the arguments annotated. Each program
-# checks itself against the same step in one process (integers: exact).
+# (dp = 2, tp = 4); DDP, FSDP and HSDP; Megatron-SP and DeepSpeed-Ulysses
+# on (dp = 2, sp = 4), with the layouts their plans are made of
+# constrained; 3 steps each in a loop, forward, backward and SGD update.
+# Each program checks itself against the same step in one process
+# (integers: exact).
 traindir=$(mktemp -d)
 python3 "$ROOT/test/Executable/gen_partition.py" "$traindir/train.mlir" \
-  --only 'train_(toy_hsdp_for|toy_tp_while|tp_for|tp_momentum|hsdp_for|fsdp_for|ddp_for)' > /dev/null
+  --only 'train_(toy_hsdp_for|toy_tp_while|tp_for|tp_momentum|hsdp_for|fsdp_for|ddp_for|sp_for|ulysses_for)' > /dev/null
 "$BIN/mesh-opt" "$traindir/train.mlir" --mesh-propagate-sharding --mesh-partition \
   --mesh-optimize-collectives --mesh-report-communication -o /dev/null 2>&1 |
   awk '/^communication of @train_[a-z_]*:$/ && $3 !~ /_ref:$/ {name=$3}
@@ -94,5 +97,5 @@ if ! "$BIN/mesh-compile" "$traindir/train.mlir" -o "$traindir/train" 2> "$traind
   cat "$traindir/log"; exit 1
 fi
 grep -o 'argument [0-9] of @train_toy_hsdp_for: dim [0-9] of size [0-9]* does not divide by the [0-9] devices[^(]*' "$traindir/log" || true
-mpirun -n 8 "$traindir/train" && echo "all 7 training loops match the one-process step on every rank"
+mpirun -n 8 "$traindir/train" && echo "all 9 training loops match the one-process step on every rank"
 rm -rf "$traindir"

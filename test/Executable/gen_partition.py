@@ -753,6 +753,158 @@ def training_suite(seed):
     return cases
 
 
+def einsum(case, spec, a, b, sizes):
+    """An integer contraction as a linalg.generic, written like einsum:
+    "bshd,bthd->bhst" over the loops of the result's letters (parallel) and
+    then the others (reductions), `sizes` giving each letter's extent."""
+    ins, out = spec.split("->")
+    ia, ib = ins.split(",")
+    loops = list(out) + [x for x in dict.fromkeys(ia + ib) if x not in out]
+    dims = ", ".join(f"d{i}" for i in range(len(loops)))
+    def amap(letters):
+        return "affine_map<(" + dims + ") -> (" + \
+            ", ".join(f"d{loops.index(x)}" for x in letters) + ")>"
+    iters = ", ".join('"parallel"' if x in out else '"reduction"' for x in loops)
+    ta, tb, to = (ttype([sizes[x] for x in t]) for t in (ia, ib, out))
+    e, f, r = case.fresh(), case.fresh(), case.fresh()
+    case.body += [
+        f"{e} = tensor.empty() : {to}",
+        f"{f} = linalg.fill ins(%c0_i32 : i32) outs({e} : {to}) -> {to}",
+        f"{r} = linalg.generic {{indexing_maps = [{amap(ia)}, {amap(ib)}, {amap(out)}], "
+        f"iterator_types = [{iters}]}} ins({a}, {b} : {ta}, {tb}) outs({f} : {to}) {{",
+        "^bb0(%x: i32, %y: i32, %acc: i32):",
+        "  %p = arith.muli %x, %y : i32",
+        "  %s = arith.addi %acc, %p : i32",
+        "  linalg.yield %s : i32",
+        f"}} -> {to}"]
+    return r
+
+
+def ulysses_training():
+    """DeepSpeed-Ulysses attention trained, written once on global shapes
+    (the seed scenario 04 as a training loop): x [B, S, E] split by batch
+    over "a" (dp) and by sequence over "b" (sp); q, k, v = x Wq, x Wk, x Wv
+    (each [E, heads, d], replicated), constrained to the heads split over
+    "b" (the constraint Ulysses is); scores = q k^T per (batch, head), o =
+    scores v, constrained back to the sequence split; y = o Wo; the error
+    against a target; the backward written out through the attention (the
+    gradients of o, v, the scores, q and k, each constrained as its forward
+    value is); an SGD step of the four weights; 3 steps in an scf.for. The
+    attention is linear (no softmax) so that integers keep the check exact;
+    a softmax changes no layout. The expert's plan per step: 8 all_to_alls
+    over "b" (q, k, v, o forward; o's gradient, then q's, k's and v's
+    backward) and the four weights' gradients all_reduced over both axes,
+    in one bucket."""
+    B, S, E, H, D = 2, 16, 8, 4, 4
+    sizes = {"b": B, "s": S, "t": S, "e": E, "h": H, "d": D, "f": E}
+    c = Case("train_ulysses_for", "m24")
+    c.tags.add("training")
+    seq = [["a"], ["b"], [], []]
+    heads = [["a"], [], ["b"], []]
+    tx, tw, to = ttype([B, S, E]), ttype([E, H, D]), ttype([H, D, E])
+    t4 = ttype([B, S, H, D])
+    c.args = [([B, S, E], [["a"], ["b"], []]), ([B, S, E], [["a"], ["b"], []]),
+              ([E, H, D], [[], [], []]), ([E, H, D], [[], [], []]),
+              ([E, H, D], [[], [], []]), ([H, D, E], [[], [], []])]
+    loop = c.fresh()
+    names = [c.fresh() for _ in range(4)]
+    types = ", ".join([tw, tw, tw, to])
+    c.body.append(
+        f"{loop}:4 = scf.for %it = %c0 to %c3 step %c1 iter_args(" +
+        ", ".join(f"{n} = %arg{2 + i}" for i, n in enumerate(names)) +
+        f") -> ({types}) {{")
+    wq, wk, wv, wo = names
+    def constrain(v, dims):
+        r = c.fresh()
+        c.body.append(f"SHARD {r} {v} {t4} {dims}")
+        return r
+    q, k, v = (constrain(einsum(c, "bse,ehd->bshd", "%arg0", w, sizes), heads)
+               for w in (wq, wk, wv))
+    sc = einsum(c, "bshd,bthd->bhst", q, k, sizes)
+    o = constrain(einsum(c, "bhst,bthd->bshd", sc, v, sizes), seq)
+    y = einsum(c, "bshd,hdf->bsf", o, wo, sizes)
+    dy = c.fresh()
+    c.body.append(f"{dy} = arith.subi {y}, %arg1 : {tx}")
+    dwo = einsum(c, "bshd,bsf->hdf", o, dy, sizes)
+    do = constrain(einsum(c, "bsf,hdf->bshd", dy, wo, sizes), heads)
+    dsc = einsum(c, "bshd,bthd->bhst", do, v, sizes)
+    dv = constrain(einsum(c, "bhst,bshd->bthd", sc, do, sizes), seq)
+    dq = constrain(einsum(c, "bhst,bthd->bshd", dsc, k, sizes), seq)
+    dk = constrain(einsum(c, "bhst,bshd->bthd", dsc, q, sizes), seq)
+    grads = [einsum(c, "bse,bshd->ehd", "%arg0", g, sizes) for g in (dq, dk, dv)]
+    updated = []
+    for w, g, t in zip(names, grads + [dwo], [tw, tw, tw, to]):
+        nw = c.fresh()
+        c.body.append(f"{nw} = arith.subi {w}, {g} : {t}")
+        updated.append(nw)
+    c.body += [f"scf.yield {', '.join(updated)} : {types}", "}"]
+    # One result: the trained weights, contracted to one replicated value.
+    r = einsum(c, "ehd,hdf->ef", f"{loop}#0", f"{loop}#3", sizes)
+    r2 = einsum(c, "ehd,ehd->e", f"{loop}#1", f"{loop}#2", sizes)
+    e, out = c.fresh(), c.fresh()
+    te = ttype([E, E])
+    c.body += [f"{e} = tensor.empty() : {te}",
+               f"{out} = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, "
+               f"affine_map<(i, j) -> (i)>, affine_map<(i, j) -> (i, j)>], "
+               f"iterator_types = [\"parallel\", \"parallel\"]}} ins({r}, {r2} : {te}, {ttype([E])}) "
+               f"outs({e} : {te}) {{",
+               "^bb0(%x: i32, %y: i32, %o: i32):",
+               "  %s = arith.addi %x, %y : i32",
+               "  linalg.yield %s : i32",
+               f"}} -> {te}"]
+    c.result, c.result_dims = (out, [E, E]), [[], []]
+    return [c]
+
+
+def sp_training():
+    """A Megatron-SP MLP trained, written once on global shapes: x [B, S, H]
+    split by batch over "a" (dp) and by sequence over "b" (tp); the
+    sequence gathered for the MLP by a constraint (Megatron-SP's
+    all_gather), h = x W1 (W1 split by columns over "b"), ReLU, y = h W2
+    (W2 by rows), constrained back to the sequence split (its
+    reduce_scatter); the error against a target; the backward written out
+    (the error gathered again, as the reduce_scatter's backward is; the
+    weights' gradients); an SGD step; 3 steps in an scf.for. The expert's
+    plan per step: 2 all_gathers and 1 reduce_scatter over "b", the two
+    weight shards' gradients all_reduced over "a" in one bucket."""
+    B, S, H, F = 2, 16, 8, 16
+    sizes = {"b": B, "s": S, "h": H, "f": F}
+    c = Case("train_sp_for", "m24")
+    c.tags.add("training")
+    tx, tw1, tw2, th = ttype([B, S, H]), ttype([H, F]), ttype([F, H]), ttype([B, S, F])
+    c.args = [([B, S, H], [["a"], ["b"], []]), ([B, S, H], [["a"], ["b"], []]),
+              ([H, F], [[], ["b"]]), ([F, H], [["b"], []])]
+    loop, w1, w2 = c.fresh(), c.fresh(), c.fresh()
+    types = f"{tw1}, {tw2}"
+    c.body.append(f"{loop}:2 = scf.for %it = %c0 to %c3 step %c1 iter_args("
+                  f"{w1} = %arg2, {w2} = %arg3) -> ({types}) {{")
+    xg = c.fresh()
+    c.body.append(f"SHARD {xg} %arg0 {tx} {[['a'], [], []]}")
+    h = einsum(c, "bsh,hf->bsf", xg, w1, sizes)
+    e, z, act = c.fresh(), c.fresh(), c.fresh()
+    c.body += [f"{e} = tensor.empty() : {th}",
+               f"{z} = linalg.fill ins(%c0_i32 : i32) outs({e} : {th}) -> {th}",
+               f"{act} = arith.maxsi {h}, {z} : {th}"]
+    y0 = einsum(c, "bsf,fh->bsh", act, w2, sizes)
+    y, dy, dyg = c.fresh(), c.fresh(), c.fresh()
+    c.body += [f"SHARD {y} {y0} {tx} {[['a'], ['b'], []]}",
+               f"{dy} = arith.subi {y}, %arg1 : {tx}",
+               f"SHARD {dyg} {dy} {tx} {[['a'], [], []]}"]
+    dw2 = einsum(c, "bsf,bsh->fh", act, dyg, sizes)
+    da = einsum(c, "bsh,fh->bsf", dyg, w2, sizes)
+    pos, dh = c.fresh(), c.fresh()
+    c.body += [f"{pos} = arith.cmpi sgt, {h}, {z} : {th}",
+               f"{dh} = arith.select {pos}, {da}, {z} : tensor<{B}x{S}x{F}xi1>, {th}"]
+    dw1 = einsum(c, "bsh,bsf->hf", xg, dh, sizes)
+    n1, n2 = c.fresh(), c.fresh()
+    c.body += [f"{n1} = arith.subi {w1}, {dw1} : {tw1}",
+               f"{n2} = arith.subi {w2}, {dw2} : {tw2}",
+               f"scf.yield {n1}, {n2} : {types}", "}"]
+    r = matmul(c, f"{loop}#0", f"{loop}#1", H, F, H)
+    c.result, c.result_dims = (r, [H, H]), [[], []]
+    return [c]
+
+
 def pad(case, src, shape, lo, hi, circular=False):
     """tensor.pad of `src` by `lo`/`hi` per dim with zeros; or, `circular`,
     padded with the other end of each dim (a torus): as mesh.circular_pad,
@@ -1598,6 +1750,7 @@ def main():
     rng = random.Random(args.seed)
     kinds = [k for k in KINDS if k not in args.without]
     cases = matmul_suite() + model_suite() + training_suite(args.seed) + \
+        ulysses_training() + sp_training() + \
         halo_suite() + \
         (dynamic_suite() if "dynamic" in kinds else []) + \
         [random_case(rng, i, kinds) for i in range(args.cases)]
