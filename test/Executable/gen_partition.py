@@ -1097,6 +1097,14 @@ def halo_suite():
         c.result = (conv(c, "%arg0", [n, h, 8, ci], [3, 3, ci, co], out, stride, 1), out)
         c.result_dims = out_dims
         cases.append(c)
+    # The user's own zero padding after a valid convolution keeps its zeros
+    # (not the padded loop's rows).
+    c = Case("conv_valid_user_pad", "m24")
+    c.args = [([n, h, 8, ci], [[], ["b"], [], []]), ([3, 3, ci, co], None)]
+    o = conv(c, "%arg0", [n, h, 8, ci], [3, 3, ci, co], [n, h - 2, 6, co], 1, 1)
+    p, padded = pad(c, o, [n, h - 2, 6, co], [0, 0, 0, 0], [0, 2, 0, 0])
+    c.result, c.result_dims = (p, padded), [[], ["b"], [], []]
+    cases.append(c)
     c = Case("conv_valid_stack_sum", "m24")
     c.args = [([n, h, 8, ci], [[], ["b"], [], []]), ([3, 3, ci, ci], None)]
     o1 = conv(c, "%arg0", [n, h, 8, ci], [3, 3, ci, ci], [n, h - 2, 6, ci], 1, 1)

@@ -172,3 +172,23 @@ func.func @scores_returned(%q: tensor<4x8x16x4xf32> {mesh.sharding = #mesh.shard
   %s = linalg.batch_matmul ins(%q2, %k2 : tensor<32x16x4xf32>, tensor<32x4x16xf32>) outs(%f : tensor<32x16x16xf32>) -> tensor<32x16x16xf32>
   return %s : tensor<32x16x16xf32>
 }
+
+// The expand back loses "tp" (2 batch rows per "dp" device), but the
+// matmul before it is also returned merged: it stays as written (computed
+// unmerged, its merged result would be gathered over "tp" to be
+// returned), and nothing is gathered; the expanded rows are sliced.
+// CHECK-LABEL: func.func @producer_escapes
+// CHECK: linalg.matmul
+// PART-LABEL: func.func @producer_escapes
+// PART-NOT: mesh.all_gather
+// PART: return
+func.func @producer_escapes(%x: tensor<32x16xf32> {mesh.sharding = #mesh.sharding<@m, [["dp"], []]>}, %w: tensor<16x16xf32>)
+    -> (tensor<4x8x16xf32> {mesh.sharding = #mesh.sharding<@m, [["dp"], ["tp"], []]>}, tensor<32x16xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<32x16xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<32x16xf32>) -> tensor<32x16xf32>
+  %h = linalg.matmul ins(%x, %w : tensor<32x16xf32>, tensor<16x16xf32>) outs(%f : tensor<32x16xf32>) -> tensor<32x16xf32>
+  %t = math.tanh %h : tensor<32x16xf32>
+  %r = tensor.expand_shape %t [[0, 1], [2]] output_shape [4, 8, 16] : tensor<32x16xf32> into tensor<4x8x16xf32>
+  return %r, %h : tensor<4x8x16xf32>, tensor<32x16xf32>
+}

@@ -134,3 +134,66 @@ func.func @output_divides(%in: tensor<1x18x8x2xf32> {mesh.sharding = #mesh.shard
   %o = linalg.conv_2d_nhwc_hwcf ins(%in, %f : tensor<1x18x8x2xf32>, tensor<3x3x2x2xf32>) outs(%i : tensor<1x16x6x2xf32>) -> tensor<1x16x6x2xf32>
   return %o : tensor<1x16x6x2xf32>
 }
+
+// -----
+
+// Where padding the window would fail, the window is left as it was (the
+// input gathered), never an error: an L1 loss (|x| summed) cannot mask
+// padded rows. A stencil whose other input reads the loop backwards
+// (62 - i) would read before its start. A prefix the user sliced of a
+// larger tensor is not read through (16 rows of 1024 are not padded to
+// 1024 outputs).
+
+mesh.mesh @m(["x" = 4])
+mesh.mesh @m8(["x" = 8])
+
+// CHECK-LABEL: func.func @l1_loss
+// CHECK: mesh.all_gather
+// CHECK: linalg.conv_2d_nhwc_hwcf {{.*}} outs(%{{.*}} : tensor<1x14x6x2xf32>)
+func.func @l1_loss(%in: tensor<1x16x8x2xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["x"], [], []]>}, %f: tensor<3x3x2x2xf32>)
+    -> (tensor<f32> {mesh.sharding = #mesh.sharding<@m, []>}) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x14x6x2xf32>
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<1x14x6x2xf32>) -> tensor<1x14x6x2xf32>
+  %o = linalg.conv_2d_nhwc_hwcf ins(%in, %f : tensor<1x16x8x2xf32>, tensor<3x3x2x2xf32>) outs(%i : tensor<1x14x6x2xf32>) -> tensor<1x14x6x2xf32>
+  %s0 = tensor.empty() : tensor<f32>
+  %s1 = linalg.fill ins(%z : f32) outs(%s0 : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {indexing_maps = [affine_map<(a, b, c, d) -> (a, b, c, d)>, affine_map<(a, b, c, d) -> ()>], iterator_types = ["reduction", "reduction", "reduction", "reduction"]}
+      ins(%o : tensor<1x14x6x2xf32>) outs(%s1 : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %a = math.absf %x : f32
+    %t = arith.addf %acc, %a : f32
+    linalg.yield %t : f32
+  } -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @backwards
+// CHECK: mesh.all_gather
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<63xf32>)
+func.func @backwards(%x: tensor<64xf32> {mesh.sharding = #mesh.sharding<@m8, [["x"]]>}, %y: tensor<63xf32>, %w: tensor<2xf32>) -> tensor<63xf32> {
+  %e = tensor.empty() : tensor<63xf32>
+  %z = arith.constant 0.0 : f32
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<63xf32>) -> tensor<63xf32>
+  %o = linalg.generic {indexing_maps = [affine_map<(i, k) -> (i + k)>, affine_map<(i, k) -> (62 - i)>, affine_map<(i, k) -> (k)>, affine_map<(i, k) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %y, %w : tensor<64xf32>, tensor<63xf32>, tensor<2xf32>) outs(%i : tensor<63xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32, %acc: f32):
+    %p = arith.mulf %a, %c : f32
+    %q = arith.addf %p, %b : f32
+    %s = arith.addf %acc, %q : f32
+    linalg.yield %s : f32
+  } -> tensor<63xf32>
+  return %o : tensor<63xf32>
+}
+
+// CHECK-LABEL: func.func @user_prefix
+// CHECK-NOT: tensor<1x1024x6x2xf32>
+// CHECK: return
+func.func @user_prefix(%in: tensor<1x1024x8x2xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["x"], [], []]>}, %f: tensor<3x3x2x2xf32>) -> tensor<1x14x6x2xf32> {
+  %s = tensor.extract_slice %in[0, 0, 0, 0] [1, 16, 8, 2] [1, 1, 1, 1] : tensor<1x1024x8x2xf32> to tensor<1x16x8x2xf32>
+  %e = tensor.empty() : tensor<1x14x6x2xf32>
+  %z = arith.constant 0.0 : f32
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<1x14x6x2xf32>) -> tensor<1x14x6x2xf32>
+  %o = linalg.conv_2d_nhwc_hwcf ins(%s, %f : tensor<1x16x8x2xf32>, tensor<3x3x2x2xf32>) outs(%i : tensor<1x14x6x2xf32>) -> tensor<1x14x6x2xf32>
+  return %o : tensor<1x14x6x2xf32>
+}

@@ -97,13 +97,23 @@ bool mlir::mesh::expandThroughReshapes(ArrayRef<Operation *> candidates) {
       scopes.insert(fn);
   SmallVector<Operation *> ops;
   llvm::DenseSet<Operation *> original;
+  auto annotated = [&](Operation *op) {
+    return op && op->getDiscardableAttr(name);
+  };
   for (Operation *scope : scopes)
     scope->walk([&](Operation *op) {
       if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(op))
         original.insert(op);
+      // An annotated op (the user's constraint) is never rewritten, folded
+      // or reshaped through: neither it nor a reshape of its result is
+      // listed.
+      if (annotated(op) ||
+          (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(op) &&
+           annotated(op->getOperand(0).getDefiningOp())))
+        return;
       if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp, linalg::LinalgOp,
               tensor::EmptyOp, arith::ConstantOp>(op) ||
-          (isElementwiseOnTensors(op) && !op->getDiscardableAttr(name)))
+          isElementwiseOnTensors(op))
         ops.push_back(op);
     });
   // A reshape folds into the op beside it when propagation found it lossy
@@ -120,6 +130,20 @@ bool mlir::mesh::expandThroughReshapes(ArrayRef<Operation *> candidates) {
             : producer;
     if (!isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(reshape))
       return false;
+    // Folding an expand into the op that makes its operand replaces that
+    // op for all its users: only where they are all this expand (or the
+    // same expand again); else the others would take the merged value
+    // collapsed again, an escape.
+    if (reshape == consumer) {
+      auto expand = dyn_cast<tensor::ExpandShapeOp>(consumer);
+      if (!expand || llvm::any_of(producer->getUsers(), [&](Operation *user) {
+            auto same = dyn_cast<tensor::ExpandShapeOp>(user);
+            return !same || same.getType() != expand.getType() ||
+                   same.getReassociationIndices() !=
+                       expand.getReassociationIndices();
+          }))
+        return false;
+    }
     return lossy.contains(reshape) || !original.contains(reshape);
   };
   MLIRContext *context = reshapes.front()->getContext();
@@ -135,7 +159,19 @@ bool mlir::mesh::expandThroughReshapes(ArrayRef<Operation *> candidates) {
   // unmerged, not reshaped: no op computes a whole merged dim for a reshape.
   linalg::FillOp::getCanonicalizationPatterns(patterns, context);
   tensor::populateFoldTensorEmptyPatterns(patterns);
+  // An op erased may give its address to one the patterns make: forgotten.
+  struct Forget : public RewriterBase::Listener {
+    llvm::DenseSet<Operation *> &lossy, &original;
+    Forget(llvm::DenseSet<Operation *> &lossy,
+           llvm::DenseSet<Operation *> &original)
+        : lossy(lossy), original(original) {}
+    void notifyOperationErased(Operation *op) override {
+      lossy.erase(op);
+      original.erase(op);
+    }
+  } forget(lossy, original);
   GreedyRewriteConfig config;
+  config.setListener(&forget);
   config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps)
       .enableConstantCSE(false)
       .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);

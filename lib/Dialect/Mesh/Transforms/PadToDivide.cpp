@@ -40,7 +40,9 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/Verifier.h"
 
 #include "llvm/ADT/SetVector.h"
 
@@ -48,6 +50,10 @@
 
 using namespace mlir;
 using namespace mlir::mesh;
+
+/// Marks the slices and pads padding makes (until propagation ends): a
+/// later round may read through them, never through the user's own.
+static constexpr llvm::StringLiteral kPaddingMark = "mesh_padding";
 
 namespace {
 
@@ -561,6 +567,7 @@ Value PadToDivide::convert(OpBuilder &b, Location loc, Value v,
     }
     auto op = tensor::ExtractSliceOp::create(b, loc, from.clone(smaller), v,
                                              offsets, sizes, strides);
+    op->setAttr(kPaddingMark, b.getUnitAttr());
     made.insert(op);
     v = op.getResult();
   }
@@ -579,6 +586,7 @@ Value PadToDivide::convert(OpBuilder &b, Location loc, Value v,
     Value zero =
         arith::ConstantOp::create(b, loc, b.getZeroAttr(to.getElementType()));
     auto op = tensor::PadOp::create(b, loc, to, v, low, high, zero);
+    op->setAttr(kPaddingMark, b.getUnitAttr());
     made.insert(op);
     v = op.getResult();
     zeroPadded[v] = std::move(zeros);
@@ -628,8 +636,10 @@ void PadToDivide::requireWindowLoops() {
   }
 }
 
-bool mlir::mesh::isPrefixSlice(tensor::ExtractSliceOp slice) {
-  return slice.getSourceType().getRank() == slice.getType().getRank() &&
+bool mlir::mesh::isPaddingSlice(tensor::ExtractSliceOp slice) {
+  return slice->hasAttr(kPaddingMark) &&
+         slice.getSourceType().getRank() == slice.getType().getRank() &&
+         slice.getSourceType().hasStaticShape() &&
          llvm::all_of(
              slice.getMixedOffsets(),
              [](OpFoldResult o) { return isConstantIntValue(o, 0); }) &&
@@ -649,11 +659,12 @@ void PadToDivide::returnPaddedResults(Operation *op) {
   for (OpResult r : op->getResults())
     for (Operation *user : llvm::make_early_inc_range(r.getUsers())) {
       auto slice = dyn_cast<tensor::ExtractSliceOp>(user);
-      if (!slice || !isPrefixSlice(slice))
+      if (!slice || !isPaddingSlice(slice))
         continue;
       for (Operation *u : llvm::make_early_inc_range(slice->getUsers())) {
         auto pad = dyn_cast<tensor::PadOp>(u);
-        if (!pad || pad.getResultType() != r.getType() || !returnsOnly(pad) ||
+        if (!pad || !pad->hasAttr(kPaddingMark) ||
+            pad.getResultType() != r.getType() || !returnsOnly(pad) ||
             llvm::any_of(pad.getStaticLow(), [](int64_t l) { return l != 0; }))
           continue;
         pad.getResult().replaceAllUsesWith(r);
@@ -708,7 +719,7 @@ void PadToDivide::fitWindowInputs() {
       // this op) is read whole instead of padded again.
       Value source = input->get();
       auto slice = source.getDefiningOp<tensor::ExtractSliceOp>();
-      if (slice && isPrefixSlice(slice))
+      if (slice && isPaddingSlice(slice))
         source = slice.getSource();
       input->set(convert(b, op->getLoc(), source, type.clone(shape)));
       if (source != input->get() && slice && slice->use_empty()) {
@@ -952,6 +963,38 @@ LogicalResult PadToDivide::retype() {
 //===----------------------------------------------------------------------===//
 // The module
 //===----------------------------------------------------------------------===//
+
+void mlir::mesh::stripPaddingMarks(ModuleOp module) {
+  module.walk([](Operation *op) {
+    if (isa<tensor::ExtractSliceOp, tensor::PadOp>(op))
+      op->removeAttr(kPaddingMark);
+  });
+}
+
+SmallVector<UnevenWindow>
+mlir::mesh::paddableWindows(ModuleOp module, ArrayRef<UnevenWindow> windows) {
+  if (windows.empty())
+    return {};
+  // On a copy, silently: a window whose padding reaches a reduction that
+  // cannot be masked, or dims of other sizes, is left as it was (its input
+  // gathered) rather than failing a program that splits nothing unevenly.
+  IRMapping mapping;
+  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone(mapping)));
+  SmallVector<UnevenWindow> mapped;
+  for (UnevenWindow w : windows) {
+    w.op = mapping.lookupOrNull(w.op);
+    if (w.op)
+      mapped.push_back(w);
+  }
+  ScopedDiagnosticHandler quiet(module.getContext(),
+                                [](Diagnostic &) { return success(); });
+  SymbolTableCollection tables;
+  if (mapped.size() != windows.size() ||
+      failed(padNonDividingDims(*copy, tables, mapped)) ||
+      failed(verify(*copy)))
+    return {};
+  return SmallVector<UnevenWindow>(windows);
+}
 
 LogicalResult mlir::mesh::padNonDividingDims(ModuleOp module,
                                              SymbolTableCollection &tables,

@@ -283,6 +283,22 @@ SmallVector<Operation *> Propagation::lossyReshapes() {
   return lossy;
 }
 
+/// Whether every result of `maps` that involves loop `loop` is a plain dim
+/// or an affine sum with a positive coefficient on it.
+static bool readsForward(ArrayRef<AffineMap> maps, int64_t loop) {
+  for (AffineMap map : maps)
+    for (AffineExpr e : map.getResults()) {
+      if (isa<AffineDimExpr>(e) || !e.isFunctionOfDim(loop))
+        continue;
+      SmallVector<int64_t> flat;
+      if (failed(getFlattenedAffineExpr(e, map.getNumDims(),
+                                        map.getNumSymbols(), &flat)) ||
+          flat[loop] <= 0)
+        return false;
+    }
+  return true;
+}
+
 SmallVector<UnevenWindow> Propagation::unevenWindows() {
   SmallVector<UnevenWindow> found;
   for (auto [i, op] : llvm::enumerate(ops)) {
@@ -299,7 +315,7 @@ SmallVector<UnevenWindow> Propagation::unevenWindows() {
       Value input = op->getOperand(o);
       bool afterWindow = false;
       if (auto slice = input.getDefiningOp<tensor::ExtractSliceOp>();
-          slice && isPrefixSlice(slice)) {
+          slice && isPaddingSlice(slice)) {
         input = slice.getSource();
         // The padded output of a window op before this one (a stack of
         // valid convolutions): its blocks are the ones to keep.
@@ -340,10 +356,18 @@ SmallVector<UnevenWindow> Propagation::unevenWindows() {
           continue;
         // Blocks of the loop that read the input's blocks: the input's
         // block over the stride each.
+        // Not a loop that must stay whole, nor one whose blocks would be
+        // shorter than its halo (it would not be split), nor one an operand
+        // reads backwards or otherwise than through a plain window (its
+        // padded range would read before the start).
         int64_t aligned = type.getDimSize(d) / stride;
-        if (aligned <= size || llvm::any_of(found, [&](const UnevenWindow &w) {
-              return w.op == op && w.loop == f;
-            }))
+        if (aligned <= size || rule.factors[f].blocked ||
+            aligned / *n < rule.factors[f].maxHalo || !readsForward(maps, f) ||
+            llvm::any_of(
+                found,
+                [&](const UnevenWindow &w) {
+                  return w.op == op && w.loop == f;
+                }))
           continue;
         found.push_back(
             {op, static_cast<unsigned>(f), aligned, *n, s.getDimAxes(d)});
@@ -942,7 +966,8 @@ struct PropagateShardingPass
       // A valid convolution on a split input: its output rows padded to
       // divide (once; bounded, since each round pads what the last found).
       if (windowRounds < 4 && !exactDivision) {
-        SmallVector<UnevenWindow> windows = propagation.unevenWindows();
+        SmallVector<UnevenWindow> windows =
+            paddableWindows(getOperation(), propagation.unevenWindows());
         if (!windows.empty()) {
           ++windowRounds;
           if (failed(padNonDividingDims(getOperation(), tables, windows)))
@@ -955,6 +980,7 @@ struct PropagateShardingPass
         if (expandThroughReshapes(propagation.lossyReshapes()))
           continue;
       }
+      stripPaddingMarks(getOperation());
       propagation.annotate(explain);
       return;
     }

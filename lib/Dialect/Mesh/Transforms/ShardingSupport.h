@@ -43,10 +43,19 @@ struct UnevenWindow {
   Attribute axes;
 };
 
-/// Whether `slice` takes a prefix of its source (offsets 0, strides 1,
-/// static sizes, no dim dropped): its source holds the same elements and
-/// more after them.
-bool isPrefixSlice(tensor::ExtractSliceOp slice);
+/// Whether `slice` is one padding made to give an op a padded value's size
+/// back: a prefix of a static source (offsets 0, strides 1, no dim
+/// dropped), which holds the same elements and padding after them.
+bool isPaddingSlice(tensor::ExtractSliceOp slice);
+
+/// Removes the marks padding leaves on the slices and pads it makes (for
+/// later rounds of propagation) once propagation is done.
+void stripPaddingMarks(ModuleOp module);
+
+/// `windows`, if padding them succeeds on a copy of `module` (no reduction
+/// it cannot mask, no dims of other sizes, valid IR), else none.
+SmallVector<UnevenWindow> paddableWindows(ModuleOp module,
+                                          ArrayRef<UnevenWindow> windows);
 
 /// Pads each static dim that an annotation of `module` splits over devices
 /// that do not divide it to the next multiple (PadToDivide.cpp says how the
