@@ -164,6 +164,9 @@ private:
   ShardingRuleTable rules;
   /// Per rule: mayBroadcast of its ops (-1: not asked yet).
   SmallVector<int8_t> ruleBroadcasts;
+  /// Whether some rule has windows, some op is a reshape: the scans after
+  /// propagation (unevenWindows, lossyReshapes) run only then.
+  bool sawWindow = false, sawReshape = false;
   DenseMap<int64_t, ShardingAttr> replicatedByRank;
   /// Each sharding written, as the whole attribute dictionary of an op
   /// that has no other attribute.
@@ -257,6 +260,8 @@ SmallVector<Operation *> Propagation::lossyReshapes() {
     return n;
   };
   SmallVector<Operation *> lossy;
+  if (!sawReshape)
+    return lossy;
   for (Operation *op : ops) {
     Value wide, narrow;
     SmallVector<ReassociationIndices> groups;
@@ -301,6 +306,8 @@ static bool readsForward(ArrayRef<AffineMap> maps, int64_t loop) {
 
 SmallVector<UnevenWindow> Propagation::unevenWindows() {
   SmallVector<UnevenWindow> found;
+  if (!sawWindow)
+    return found;
   for (auto [i, op] : llvm::enumerate(ops)) {
     if (entries[i].role != OpRole::Rule || !isa<linalg::LinalgOp>(op) ||
         op->getDiscardableAttr(shardingName))
@@ -379,6 +386,7 @@ SmallVector<UnevenWindow> Propagation::unevenWindows() {
 
 void Propagation::addOp(Operation *op) {
   collectAnnotations(op);
+  sawReshape |= isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(op);
   OpEntry entry;
   entry.role = classifier.classify(op);
   if (entry.role == OpRole::RegionBranch) {
@@ -395,8 +403,10 @@ void Propagation::addOp(Operation *op) {
       // Ops that share a rule share their structure: asked once per rule.
       if (*rule >= ruleBroadcasts.size())
         ruleBroadcasts.resize(*rule + 1, -1);
-      if (ruleBroadcasts[*rule] < 0)
+      if (ruleBroadcasts[*rule] < 0) {
         ruleBroadcasts[*rule] = mayBroadcast(op, rules[*rule]);
+        sawWindow |= !rules[*rule].operandHalos.empty();
+      }
       entry.mayBroadcast = ruleBroadcasts[*rule] == 1;
     } else {
       entry.role = OpRole::NoRule;
@@ -980,7 +990,8 @@ struct PropagateShardingPass
         if (expandThroughReshapes(propagation.lossyReshapes()))
           continue;
       }
-      stripPaddingMarks(getOperation());
+      if (padded || windowRounds != 0)
+        stripPaddingMarks(getOperation());
       propagation.annotate(explain);
       return;
     }
