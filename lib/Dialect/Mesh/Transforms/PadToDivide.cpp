@@ -996,6 +996,51 @@ mlir::mesh::paddableWindows(ModuleOp module, ArrayRef<UnevenWindow> windows) {
   return SmallVector<UnevenWindow>(windows);
 }
 
+/// Remarks on each op result and constraint whose annotation splits a dim
+/// unevenly; whether there is one.
+static bool remarkUnevenOps(ModuleOp module, MeshCache &meshes,
+                            StringAttr name) {
+  bool any = false;
+  module.walk([&](Operation *op) {
+    auto check = [&](Value v, ShardingAttr s) {
+      auto type = dyn_cast<RankedTensorType>(v.getType());
+      for (auto [d, n] :
+           llvm::enumerate(getUnevenSplits(meshes, op, v.getType(), s))) {
+        if (n == 0)
+          continue;
+        op->emitRemark() << "dim " << d << " of size " << type.getDimSize(d)
+                         << " does not divide by the " << n
+                         << " devices of axes " << s.getDims()[d] << ": padded";
+        any = true;
+      }
+    };
+    if (auto shard = dyn_cast<ShardOp>(op))
+      check(shard.getResult(), shard.getSharding());
+    else if (op->getDiscardableAttr(name))
+      for (OpResult r : op->getResults())
+        check(r, getResultAnnotation(op, r.getResultNumber(), name));
+  });
+  return any;
+}
+
+/// Remarks on each window loop padded; whether there is one.
+static bool remarkWindows(ArrayRef<UnevenWindow> windows) {
+  for (const UnevenWindow &w : windows) {
+    auto linalgOp = cast<linalg::LinalgOp>(w.op);
+    int64_t size = linalgOp.getStaticLoopRanges()[w.loop];
+    w.op->emitRemark() << "loop " << w.loop << " of size " << size
+                       << " reads an input through a window whose dim is "
+                          "split over the "
+                       << w.devices << " devices of axes " << w.axes
+                       << ": padded to " << w.size << " (blocks of "
+                       << w.size / w.devices
+                       << "), the input padded after its end to match, so "
+                          "each device computes its block from its own "
+                          "block and a halo";
+  }
+  return !windows.empty();
+}
+
 LogicalResult mlir::mesh::padNonDividingDims(ModuleOp module,
                                              SymbolTableCollection &tables,
                                              ArrayRef<UnevenWindow> windows) {
@@ -1049,40 +1094,9 @@ LogicalResult mlir::mesh::padNonDividingDims(ModuleOp module,
     argTypes[fn] = std::move(args);
     resultTypes[fn] = std::move(results);
   }
-  // Ops and constraints may split unevenly too.
-  module.walk([&](Operation *op) {
-    auto check = [&](Value v, ShardingAttr s) {
-      auto type = dyn_cast<RankedTensorType>(v.getType());
-      for (auto [d, n] :
-           llvm::enumerate(getUnevenSplits(meshes, op, v.getType(), s))) {
-        if (n == 0)
-          continue;
-        op->emitRemark() << "dim " << d << " of size " << type.getDimSize(d)
-                         << " does not divide by the " << n
-                         << " devices of axes " << s.getDims()[d] << ": padded";
-        any = true;
-      }
-    };
-    if (auto shard = dyn_cast<ShardOp>(op))
-      check(shard.getResult(), shard.getSharding());
-    else if (op->getDiscardableAttr(name))
-      for (OpResult r : op->getResults())
-        check(r, getResultAnnotation(op, r.getResultNumber(), name));
-  });
-  for (const UnevenWindow &w : windows) {
-    auto linalgOp = cast<linalg::LinalgOp>(w.op);
-    int64_t size = linalgOp.getStaticLoopRanges()[w.loop];
-    w.op->emitRemark() << "loop " << w.loop << " of size " << size
-                       << " reads an input through a window whose dim is "
-                          "split over the "
-                       << w.devices << " devices of axes " << w.axes
-                       << ": padded to " << w.size << " (blocks of "
-                       << w.size / w.devices
-                       << "), the input padded after its end to match, so "
-                          "each device computes its block from its own "
-                          "block and a halo";
-    any = true;
-  }
+  // Ops and constraints may split unevenly too; and windows are padded.
+  any |= remarkUnevenOps(module, meshes, name);
+  any |= remarkWindows(windows);
   if (!any)
     return success();
   for (auto fn :
