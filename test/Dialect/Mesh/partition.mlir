@@ -102,6 +102,21 @@ func.func @one_row_shard(%x: tensor<1x8xf32> {mesh.sharding = #mesh.sharding<@m,
 
 // -----
 
+mesh.mesh @mdyn4(["d" = ?, "s" = 4])
+
+// A target split over a `?` axis and a known one that does not divide
+// the dim (2 over ["s", "d"]: 4 * ? devices): no plan reaches it, and the
+// error names the dim (before, the planner searched forever: the
+// robustness run's seeds 11 and 23).
+func.func @unreachable_dynamic(%x: tensor<2xf32> {mesh.sharding = #mesh.sharding<@mdyn4, [[]]>})
+    -> (tensor<2xf32> {mesh.sharding = #mesh.sharding<@mdyn4, [["s", "d"]]>}) {
+  %0 = arith.negf %x {mesh.sharding = #mesh.sharding<@mdyn4, [[]]>} : tensor<2xf32>
+  // expected-error @+1 {{cannot reshard result 0: no sequence of collectives reaches the target layout: it splits a dim over devices that do not divide it (dim 0 of size 2 over axes ["s", "d"])}}
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
 mesh.mesh @m(["a" = 2, "b" = 4])
 
 // Turning a full value into a pending reduction is refused.

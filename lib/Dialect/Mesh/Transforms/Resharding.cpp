@@ -250,8 +250,11 @@ public:
   /// or devices to price.
   LogicalResult checkPriceable(std::string &whyNot) const;
   /// The cheapest plan, ties broken by fewer steps, then by the order in
-  /// which forEachMove lists moves.
-  SmallVector<ReshardStep> findPlan() const;
+  /// which forEachMove lists moves; failure (with `whyNot`) when no
+  /// sequence of moves reaches the target (a layout that splits a dim over
+  /// devices that do not divide it, found only here when some of them are
+  /// `?`).
+  FailureOr<SmallVector<ReshardStep>> findPlan(std::string &whyNot) const;
 
 private:
   uint8_t getAxisIndex(StringRef name);
@@ -447,7 +450,8 @@ void PlanSearch::forEachMove(const Layout &from,
   }
 }
 
-SmallVector<ReshardStep> PlanSearch::findPlan() const {
+FailureOr<SmallVector<ReshardStep>>
+PlanSearch::findPlan(std::string &whyNot) const {
   std::vector<Node> nodes{{source, Move(), 0, 0, 0}};
   llvm::StringMap<size_t> best;
   best[source.getKey()] = 0;
@@ -486,7 +490,26 @@ SmallVector<ReshardStep> PlanSearch::findPlan() const {
       queue.push({price, steps + 1, nodes.size() - 1});
     });
   }
-  llvm_unreachable("the target is always reachable: finish, gather, slice");
+  // Finishing, gathering and slicing reach any layout whose dims divide:
+  // the target splits a dim over devices that do not divide it.
+  whyNot = "no sequence of collectives reaches the target layout: it splits "
+           "a dim over devices that do not divide it";
+  for (auto [d, axes] : llvm::enumerate(target.dims)) {
+    // The axes of known size that the dim's size does not divide by.
+    int64_t known = 1;
+    for (uint8_t a : axes)
+      if (!ShapedType::isDynamic(sizes[a]))
+        known *= sizes[a];
+    if (ShapedType::isDynamic(shape[d]) || shape[d] % known == 0)
+      continue;
+    std::string list;
+    for (auto [k, a] : llvm::enumerate(axes))
+      list += (k ? ", \"" : "\"") + names[a] + "\"";
+    whyNot += " (dim " + std::to_string(d) + " of size " +
+              std::to_string(shape[d]) + " over axes [" + list + "])";
+    break;
+  }
+  return failure();
 }
 
 SmallVector<ReshardStep> PlanSearch::getSteps(ArrayRef<Node> nodes,
@@ -516,7 +539,7 @@ mlir::mesh::planResharding(const ShardingLayout &src, const ShardingLayout &dst,
   PlanSearch search(src, dst, shape, axisSize);
   if (failed(search.checkPriceable(whyNot)))
     return failure();
-  return search.findPlan();
+  return search.findPlan(whyNot);
 }
 
 FailureOr<RankedTensorType>
