@@ -338,17 +338,24 @@ SmallVector<UnevenWindow> Propagation::unevenWindows() {
         continue;
       ShardingAttr s = it->second.sharding;
       auto type = cast<RankedTensorType>(input.getType());
+      // Every split windowed dim of the input must be padded for any to
+      // be: one left to the general reshard (its loop divides) would drop
+      // the others' halos again (the input gathered whole along it).
+      size_t before = found.size();
+      bool allPadded = true;
       for (unsigned d = 0, r = rule.getOperandHalos(o).size(); d < r; ++d) {
         int64_t f = rule.operandDims[o][d];
         SmallVector<int64_t> flat;
         if (f < 0 || isa<AffineDimExpr>(maps[o].getResult(d)) ||
-            d >= s.getRank() || s.getDimAxes(d).empty() ||
-            s.getDimHalo(d) != std::pair<int64_t, int64_t>{0, 0} ||
+            d >= s.getRank() || s.getDimAxes(d).empty())
+          continue;
+        allPadded = false; // Until it is, below.
+        if (s.getDimHalo(d) != std::pair<int64_t, int64_t>{0, 0} ||
             type.isDynamicDim(d) ||
             failed(getFlattenedAffineExpr(maps[o].getResult(d),
                                           maps[o].getNumDims(),
                                           maps[o].getNumSymbols(), &flat)))
-          continue;
+          break;
         int64_t size = rule.factors[f].size, stride = flat[f];
         MeshOp mesh = meshCache.get(op, s.getMesh());
         std::optional<int64_t> n =
@@ -360,7 +367,7 @@ SmallVector<UnevenWindow> Propagation::unevenWindows() {
         if (!n || ShapedType::isDynamic(*n) || *n <= 1 ||
             ShapedType::isDynamic(size) || (size % *n == 0 && !afterWindow) ||
             stride < 1 || type.getDimSize(d) % (*n * stride) != 0)
-          continue;
+          break;
         // Blocks of the loop that read the input's blocks: the input's
         // block over the stride each.
         // Not a loop that must stay whole, nor one whose blocks would be
@@ -369,16 +376,17 @@ SmallVector<UnevenWindow> Propagation::unevenWindows() {
         // padded range would read before the start).
         int64_t aligned = type.getDimSize(d) / stride;
         if (aligned <= size || rule.factors[f].blocked ||
-            aligned / *n < rule.factors[f].maxHalo || !readsForward(maps, f) ||
-            llvm::any_of(
-                found,
-                [&](const UnevenWindow &w) {
-                  return w.op == op && w.loop == f;
-                }))
-          continue;
-        found.push_back(
-            {op, static_cast<unsigned>(f), aligned, *n, s.getDimAxes(d)});
+            aligned / *n < rule.factors[f].maxHalo || !readsForward(maps, f))
+          break;
+        allPadded = true;
+        if (llvm::none_of(found, [&](const UnevenWindow &w) {
+              return w.op == op && w.loop == f;
+            }))
+          found.push_back(
+              {op, static_cast<unsigned>(f), aligned, *n, s.getDimAxes(d)});
       }
+      if (!allPadded)
+        found.truncate(before);
     }
   }
   return found;
