@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Linearity.h"
+#include "ShardingSupport.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -113,9 +114,8 @@ bool mlir::mesh::isLinearIn(Operation *op, ArrayRef<bool> linear) {
              .use_empty() ||
         linear[linalgOp.getDpsInitOperand(0)->getOperandNumber()])
       return false;
-    for (AffineMap map : linalgOp.getIndexingMapsArray())
-      if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
-        return false;
+    if (hasWindowedOperand(linalgOp))
+      return false;
     SmallVector<Degree> inputs;
     for (OpOperand *input : linalgOp.getDpsInputOperands())
       inputs.push_back(linear[input->getOperandNumber()] ? 1u : 0u);

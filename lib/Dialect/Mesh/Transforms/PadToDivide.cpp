@@ -34,7 +34,6 @@
 
 #include "mesh/Dialect/Mesh/IR/MeshOps.h"
 
-#include "mlir/Analysis/FlatLinearValueConstraints.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -224,10 +223,7 @@ PadToDivide::Kind PadToDivide::kindOf(Operation *op) {
     // inputs are fitted to the loop after).
     if (windowLoops.contains(op))
       return Kind::Keeps;
-    for (AffineMap map : linalgOp.getIndexingMapsArray())
-      if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
-        return Kind::Boundary;
-    return Kind::Keeps;
+    return hasWindowedOperand(linalgOp) ? Kind::Boundary : Kind::Keeps;
   }
   return Kind::Boundary;
 }
@@ -701,16 +697,15 @@ void PadToDivide::fitWindowInputs() {
       SmallVector<int64_t> shape(type.getShape());
       bool windowed = false;
       for (auto [d, e] : llvm::enumerate(map.getResults())) {
-        SmallVector<int64_t> flat;
-        if (isa<AffineDimExpr>(e) ||
-            failed(getFlattenedAffineExpr(e, map.getNumDims(),
-                                          map.getNumSymbols(), &flat)))
+        if (isa<AffineDimExpr>(e))
           continue;
-        for (auto [loop, size] : loops)
-          if (int64_t grew = growth.lookup(loop); grew > 0 && flat[loop] > 0) {
-            shape[d] = (was ? was : type).getDimSize(d) + flat[loop] * grew;
+        for (auto [loop, size] : loops) {
+          std::optional<int64_t> c = getLoopCoefficient(map, e, loop);
+          if (int64_t grew = growth.lookup(loop); c && grew > 0 && *c > 0) {
+            shape[d] = (was ? was : type).getDimSize(d) + *c * grew;
             windowed = true;
           }
+        }
       }
       if (!windowed)
         continue;

@@ -22,7 +22,6 @@
 #include "mesh/Dialect/Mesh/Transforms/Passes.h"
 #include "mesh/Dialect/Mesh/Transforms/Resharding.h"
 
-#include "mlir/Analysis/FlatLinearValueConstraints.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -295,10 +294,8 @@ static bool readsForward(ArrayRef<AffineMap> maps, int64_t loop) {
     for (AffineExpr e : map.getResults()) {
       if (isa<AffineDimExpr>(e) || !e.isFunctionOfDim(loop))
         continue;
-      SmallVector<int64_t> flat;
-      if (failed(getFlattenedAffineExpr(e, map.getNumDims(),
-                                        map.getNumSymbols(), &flat)) ||
-          flat[loop] <= 0)
+      std::optional<int64_t> c = getLoopCoefficient(map, e, loop);
+      if (!c || *c <= 0)
         return false;
     }
   return true;
@@ -327,11 +324,7 @@ SmallVector<UnevenWindow> Propagation::unevenWindows() {
         // The padded output of a window op before this one (a stack of
         // valid convolutions): its blocks are the ones to keep.
         auto producer = input.getDefiningOp<linalg::LinalgOp>();
-        afterWindow =
-            producer &&
-            llvm::any_of(producer.getIndexingMapsArray(), [](AffineMap m) {
-              return !m.isProjectedPermutation(true);
-            });
+        afterWindow = producer && hasWindowedOperand(producer);
       }
       auto it = info.find(input);
       if (it == info.end())
@@ -345,18 +338,16 @@ SmallVector<UnevenWindow> Propagation::unevenWindows() {
       bool allPadded = true;
       for (unsigned d = 0, r = rule.getOperandHalos(o).size(); d < r; ++d) {
         int64_t f = rule.operandDims[o][d];
-        SmallVector<int64_t> flat;
         if (f < 0 || isa<AffineDimExpr>(maps[o].getResult(d)) ||
             d >= s.getRank() || s.getDimAxes(d).empty())
           continue;
         allPadded = false; // Until it is, below.
+        std::optional<int64_t> stride =
+            getLoopCoefficient(maps[o], maps[o].getResult(d), f);
         if (s.getDimHalo(d) != std::pair<int64_t, int64_t>{0, 0} ||
-            type.isDynamicDim(d) ||
-            failed(getFlattenedAffineExpr(maps[o].getResult(d),
-                                          maps[o].getNumDims(),
-                                          maps[o].getNumSymbols(), &flat)))
+            type.isDynamicDim(d) || !stride)
           break;
-        int64_t size = rule.factors[f].size, stride = flat[f];
+        int64_t size = rule.factors[f].size;
         MeshOp mesh = meshCache.get(op, s.getMesh());
         std::optional<int64_t> n =
             mesh ? meshCache.getGroupSize(mesh, s.getDimAxes(d)) : std::nullopt;
@@ -366,7 +357,7 @@ SmallVector<UnevenWindow> Propagation::unevenWindows() {
         // op before.)
         if (!n || ShapedType::isDynamic(*n) || *n <= 1 ||
             ShapedType::isDynamic(size) || (size % *n == 0 && !afterWindow) ||
-            stride < 1 || type.getDimSize(d) % (*n * stride) != 0)
+            *stride < 1 || type.getDimSize(d) % (*n * *stride) != 0)
           break;
         // Blocks of the loop that read the input's blocks: the input's
         // block over the stride each.
@@ -374,7 +365,7 @@ SmallVector<UnevenWindow> Propagation::unevenWindows() {
         // shorter than its halo (it would not be split), nor one an operand
         // reads backwards or otherwise than through a plain window (its
         // padded range would read before the start).
-        int64_t aligned = type.getDimSize(d) / stride;
+        int64_t aligned = type.getDimSize(d) / *stride;
         if (aligned <= size || rule.factors[f].blocked ||
             aligned / *n < rule.factors[f].maxHalo || !readsForward(maps, f))
           break;

@@ -2,6 +2,7 @@
 
 #include "ShardingSupport.h"
 
+#include "mlir/Analysis/FlatLinearValueConstraints.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/EquivalenceClasses.h"
 
@@ -498,4 +499,19 @@ void FactorAssignment::takePartial(
       assign(f, AxisListAttr::get(op->getContext(), pending));
       return;
     }
+}
+
+bool mlir::mesh::hasWindowedOperand(linalg::LinalgOp op) {
+  return llvm::any_of(op.getIndexingMapsArray(), [](AffineMap map) {
+    return !map.isProjectedPermutation(/*allowZeroInResults=*/true);
+  });
+}
+
+std::optional<int64_t>
+mlir::mesh::getLoopCoefficient(AffineMap map, AffineExpr e, unsigned loop) {
+  SmallVector<int64_t> flat;
+  if (failed(getFlattenedAffineExpr(e, map.getNumDims(), map.getNumSymbols(),
+                                    &flat)))
+    return std::nullopt;
+  return flat[loop];
 }

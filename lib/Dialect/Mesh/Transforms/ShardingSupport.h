@@ -13,6 +13,7 @@
 #include "mesh/Dialect/Mesh/IR/MeshOps.h"
 #include "mesh/Dialect/Mesh/Transforms/ShardingRuleModels.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
@@ -42,6 +43,16 @@ struct UnevenWindow {
   /// The axes that split the input's dim (for the remark).
   Attribute axes;
 };
+
+/// Whether some indexing map of `op` is not a projected permutation: an
+/// operand read through a window (a convolution's `s * oh + kh`) or
+/// otherwise than by plain loop dims.
+bool hasWindowedOperand(linalg::LinalgOp op);
+
+/// The coefficient of loop `loop` in `e`, a result of `map`, when `e` is an
+/// affine sum of loops and a constant (none for a floordiv or a mod).
+std::optional<int64_t> getLoopCoefficient(AffineMap map, AffineExpr e,
+                                          unsigned loop);
 
 /// Whether `slice` is one padding made to give an op a padded value's size
 /// back: a prefix of a static source (offsets 0, strides 1, no dim
