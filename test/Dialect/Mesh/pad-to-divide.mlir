@@ -1,5 +1,6 @@
 // RUN: mesh-opt %s --mesh-propagate-sharding -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: mesh-opt %s --mesh-propagate-sharding --mesh-partition -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=PART
+// RUN: mesh-opt %s --mesh-propagate-sharding --mesh-partition --mesh-optimize-collectives -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=OPT
 
 // Dims that an annotation splits over devices that do not divide them are
 // padded to the next multiple (issue 30), with a remark each; with
@@ -15,6 +16,8 @@
 mesh.mesh @hsdp(["replicate" = 2, "shard" = 4])
 // CHECK-LABEL: func.func @toy
 // CHECK-SAME: (%[[X:.*]]: tensor<8x10xf32> {{.*}}, %[[W1:.*]]: tensor<12x10xf32> {{.*}}, %[[W2:.*]]: tensor<12x5xf32> {{.*}}) -> (tensor<8x5xf32>
+// W2 is read with its padding zeroed by every user, masked where it arrives.
+// CHECK: %[[W2M:.*]] = linalg.generic {{.*}} ins(%[[W2]], %{{.*}} : tensor<12x5xf32>, tensor<12xi1>)
 // CHECK: %[[XP:.*]] = tensor.pad %[[X]] low[0, 0] high[0, 2]
 // CHECK: %[[W1P:.*]] = tensor.pad %[[W1]] low[0, 0] high[0, 2]
 // CHECK: %[[MASK:.*]] = arith.constant {{.*}}dense<[true, true, true, true, true, true, true, true, true, true, false, false]> : tensor<12xi1>
@@ -23,7 +26,6 @@ mesh.mesh @hsdp(["replicate" = 2, "shard" = 4])
 // CHECK: %[[H:.*]] = linalg.matmul {{.*}} ins(%[[XP]], %[[W1M]] : tensor<8x12xf32>, tensor<12x12xf32>)
 // CHECK: %[[A:.*]] = arith.maximumf %[[H]]
 // CHECK: %[[AM:.*]] = linalg.generic {{.*}} ins(%[[A]], %{{.*}} : tensor<8x12xf32>, tensor<12xi1>)
-// CHECK: %[[W2M:.*]] = linalg.generic {{.*}} ins(%[[W2]], %{{.*}} : tensor<12x5xf32>, tensor<12xi1>)
 // CHECK: %[[Y:.*]] = linalg.matmul {{.*}} ins(%[[AM]], %[[W2M]] : tensor<8x12xf32>, tensor<12x5xf32>) {{.*}} -> tensor<8x5xf32>
 // CHECK: return %[[Y]] : tensor<8x5xf32>
 // Each device holds 3 rows of each weight; the gathers move the blocks.
@@ -245,4 +247,34 @@ func.func @successor(%a: tensor<6xf32>) -> tensor<6xf32> {
 func.func @division(%a: tensor<6xi32> {mesh.sharding = #mesh.sharding<@m, [["x"]]>}, %b: tensor<6xi32>) -> tensor<6xi32> {
   %q = arith.divsi %b, %a : tensor<6xi32>
   return %q : tensor<6xi32>
+}
+
+// -----
+
+// A padded weight read plain (a contraction over its padded rows, which
+// needs them zeroed) and transposed (the input's gradient, which does not):
+// both users read it zeroed, so the transposed use gathers nothing of its
+// own (before: a second all_gather of the transposed weight).
+mesh.mesh @hsdp(["replicate" = 2, "shard" = 4])
+// OPT-LABEL: func.func @plain_and_transposed
+// OPT-COUNT-1: mesh.all_gather
+// OPT-NOT: mesh.all_gather
+// OPT: return
+// expected-remark @+1 {{argument 1 of @plain_and_transposed: dim 0 of size 10 does not divide}}
+func.func @plain_and_transposed(
+    %a: tensor<8x10xf32> {mesh.sharding = #mesh.sharding<@hsdp, [["replicate", "shard"], []]>},
+    %w: tensor<10x5xf32> {mesh.sharding = #mesh.sharding<@hsdp, [["shard"], []]>},
+    %g: tensor<8x5xf32> {mesh.sharding = #mesh.sharding<@hsdp, [["replicate", "shard"], []]>})
+    -> (tensor<8x5xf32> {mesh.sharding = #mesh.sharding<@hsdp, [["replicate", "shard"], []]>},
+        tensor<8x10xf32> {mesh.sharding = #mesh.sharding<@hsdp, [["replicate", "shard"], []]>}) {
+  %c0 = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<8x5xf32>
+  %f1 = linalg.fill ins(%c0 : f32) outs(%e1 : tensor<8x5xf32>) -> tensor<8x5xf32>
+  %y = linalg.matmul ins(%a, %w : tensor<8x10xf32>, tensor<10x5xf32>) outs(%f1 : tensor<8x5xf32>) -> tensor<8x5xf32>
+  %et = tensor.empty() : tensor<5x10xf32>
+  %wt = linalg.transpose ins(%w : tensor<10x5xf32>) outs(%et : tensor<5x10xf32>) permutation = [1, 0]
+  %e2 = tensor.empty() : tensor<8x10xf32>
+  %f2 = linalg.fill ins(%c0 : f32) outs(%e2 : tensor<8x10xf32>) -> tensor<8x10xf32>
+  %da = linalg.matmul ins(%g, %wt : tensor<8x5xf32>, tensor<5x10xf32>) outs(%f2 : tensor<8x10xf32>) -> tensor<8x10xf32>
+  return %y, %da : tensor<8x5xf32>, tensor<8x10xf32>
 }

@@ -99,6 +99,9 @@ private:
   /// caller masks padded call results before it reduces over them).
   void returnPaddedResults(Operation *op);
   Value convert(OpBuilder &b, Location loc, Value v, RankedTensorType to);
+  Value mask(OpBuilder &b, Location loc, Value x, unsigned d, int64_t real,
+             TypedAttr neutral);
+  Value zeroPadding(Value v);
   // The rewrite, step by step.
   FunctionOpInterface calleeOf(Operation *op);
   Value convertUses(Value v, RankedTensorType target, OpBuilder &b,
@@ -125,6 +128,8 @@ private:
   DenseMap<Value, RankedTensorType> original;
   /// The dims of values padded here with zeros: no mask needed along them.
   DenseMap<Value, SmallVector<bool>> zeroPadded;
+  /// Values and their padding zeroed, read by all their users.
+  DenseMap<Value, Value> zeroedOf;
   /// Ops made here (converts, masks): not rewritten again.
   DenseSet<Operation *> made;
   /// The region-branch ops whose values all tie up (the others are
@@ -465,6 +470,9 @@ LogicalResult PadToDivide::addMasks(linalg::LinalgOp op) {
               "dim in the program, or pass exact-division";
   OpBuilder b(op);
   Location loc = op.getLoc();
+  bool zeroIsNeutral = *kind == ReductionKind::Sum ||
+                       *kind == ReductionKind::Or ||
+                       *kind == ReductionKind::Xor;
   for (OpOperand *input : op.getDpsInputOperands()) {
     Value v = input->get();
     auto type = dyn_cast<RankedTensorType>(paddedType(v));
@@ -473,9 +481,6 @@ LogicalResult PadToDivide::addMasks(linalg::LinalgOp op) {
     // Padding made here with zeros along every padded reduction dim of
     // this input needs no mask, where zero is the neutral element.
     AffineMap inputMap = op.getMatchingIndexingMap(input);
-    bool zeroIsNeutral = *kind == ReductionKind::Sum ||
-                         *kind == ReductionKind::Or ||
-                         *kind == ReductionKind::Xor;
     auto zeros = zeroIsNeutral ? zeroPadded.find(v) : zeroPadded.end();
     bool needed = false;
     for (unsigned d = 0; d < inputMap.getNumResults(); ++d) {
@@ -486,6 +491,14 @@ LogicalResult PadToDivide::addMasks(linalg::LinalgOp op) {
     }
     if (!needed)
       continue;
+    // Where zero is the neutral element, every user of the value reads it
+    // with its padding zeroed, masked once where it is defined: the padding
+    // matters to no other user, and a weight read plain and transposed stays
+    // one value (one gather).
+    if (zeroIsNeutral) {
+      input->set(zeroPadding(v));
+      continue;
+    }
     TypedAttr neutral = neutralOf(*kind, type.getElementType());
     if (!neutral)
       return op->emitError()
@@ -495,37 +508,79 @@ LogicalResult PadToDivide::addMasks(linalg::LinalgOp op) {
     for (unsigned d = 0; d < map.getNumResults(); ++d) {
       auto dimExpr = dyn_cast<AffineDimExpr>(map.getResult(d));
       auto it = dimExpr ? padded.find(dimExpr.getPosition()) : padded.end();
-      if (it == padded.end())
-        continue;
-      auto [size, real] = it->second;
-      // mask[i] = i < real, along dim d; select(mask, x, neutral).
-      SmallVector<bool> bits(size, false);
-      std::fill(bits.begin(), bits.begin() + real, true);
-      auto maskType = RankedTensorType::get({size}, b.getI1Type());
-      Value mask = arith::ConstantOp::create(
-          b, loc, DenseElementsAttr::get(maskType, ArrayRef<bool>(bits)));
-      Value init = tensor::EmptyOp::create(
-          b, loc, tensor::getMixedSizes(b, loc, masked), type.getElementType());
-      MLIRContext *ctx = b.getContext();
-      unsigned rank = type.getRank();
-      AffineMap id = AffineMap::getMultiDimIdentityMap(rank, ctx);
-      AffineMap along = AffineMap::get(rank, 0, getAffineDimExpr(d, ctx), ctx);
-      SmallVector<utils::IteratorType> parallel(rank,
-                                                utils::IteratorType::parallel);
-      auto generic = linalg::GenericOp::create(
-          b, loc, type, ValueRange{masked, mask}, ValueRange{init},
-          ArrayRef<AffineMap>{id, along, id}, parallel,
-          [&](OpBuilder &nb, Location nloc, ValueRange args) {
-            Value n = arith::ConstantOp::create(nb, nloc, neutral);
-            Value s = arith::SelectOp::create(nb, nloc, args[1], args[0], n);
-            linalg::YieldOp::create(nb, nloc, s);
-          });
-      made.insert(generic);
-      masked = generic.getResult(0);
+      if (it != padded.end())
+        masked = mask(b, loc, masked, d, it->second.second, neutral);
     }
     input->set(masked);
   }
   return success();
+}
+
+/// select(i < real, x, neutral) along dim `d` of `x`, at `b`'s point.
+Value PadToDivide::mask(OpBuilder &b, Location loc, Value x, unsigned d,
+                        int64_t real, TypedAttr neutral) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t size = type.getDimSize(d);
+  SmallVector<bool> bits(size, false);
+  std::fill(bits.begin(), bits.begin() + real, true);
+  auto maskType = RankedTensorType::get({size}, b.getI1Type());
+  Value mask = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(maskType, ArrayRef<bool>(bits)));
+  Value init = tensor::EmptyOp::create(b, loc, tensor::getMixedSizes(b, loc, x),
+                                       type.getElementType());
+  MLIRContext *ctx = b.getContext();
+  unsigned rank = type.getRank();
+  AffineMap id = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  AffineMap along = AffineMap::get(rank, 0, getAffineDimExpr(d, ctx), ctx);
+  SmallVector<utils::IteratorType> parallel(rank,
+                                            utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, type, ValueRange{x, mask}, ValueRange{init},
+      ArrayRef<AffineMap>{id, along, id}, parallel,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value n = arith::ConstantOp::create(nb, nloc, neutral);
+        Value s = arith::SelectOp::create(nb, nloc, args[1], args[0], n);
+        linalg::YieldOp::create(nb, nloc, s);
+      });
+  made.insert(generic);
+  return generic.getResult(0);
+}
+
+/// `v` with zeros in its padding, made once where `v` is defined, and read
+/// by every user of `v` from then on; `v` itself where its padding is known
+/// to be zeros. The result's padding is zeros along every dim.
+Value PadToDivide::zeroPadding(Value v) {
+  if (auto it = zeroedOf.find(v); it != zeroedOf.end())
+    return it->second;
+  RankedTensorType real = original.lookup(v);
+  auto type = cast<RankedTensorType>(v.getType());
+  auto known = zeroPadded.find(v);
+  OpBuilder b(v.getContext());
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    b.setInsertionPointToStart(arg.getOwner());
+  else
+    b.setInsertionPointAfter(v.getDefiningOp());
+  // The users to move, before the masks add their own.
+  SmallVector<OpOperand *> uses;
+  for (OpOperand &use : v.getUses())
+    uses.push_back(&use);
+  Value zeroed = v;
+  TypedAttr zero = b.getZeroAttr(type.getElementType());
+  for (unsigned d = 0; real && d < type.getRank(); ++d) {
+    if (type.isDynamicDim(d) || real.getDimSize(d) >= type.getDimSize(d) ||
+        (known != zeroPadded.end() && known->second[d]))
+      continue;
+    zeroed = mask(b, v.getLoc(), zeroed, d, real.getDimSize(d), zero);
+  }
+  zeroedOf[v] = zeroed;
+  if (zeroed == v)
+    return v;
+  zeroedOf[zeroed] = zeroed;
+  original[zeroed] = real;
+  zeroPadded[zeroed] = SmallVector<bool>(type.getRank(), true);
+  for (OpOperand *use : uses)
+    use->set(zeroed);
+  return zeroed;
 }
 
 /// `v` converted to `to`: sliced where it is larger, padded with zeros
