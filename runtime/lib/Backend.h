@@ -41,6 +41,13 @@ public:
   /// See meshrt_reduce_scatter.
   virtual void reduceScatter(const void *Send, void *Recv, int64_t Count,
                              meshrt_dtype Type, meshrt_reduce_op Op) = 0;
+  /// See meshrt_all_gather_padded (0 < Valid < size() * Count).
+  virtual void allGatherPadded(const void *Send, void *Recv, int64_t Count,
+                               int64_t Valid, meshrt_dtype Type) = 0;
+  /// See meshrt_reduce_scatter_padded (0 < Valid < size() * Count).
+  virtual void reduceScatterPadded(const void *Send, void *Recv, int64_t Count,
+                                   int64_t Valid, meshrt_dtype Type,
+                                   meshrt_reduce_op Op) = 0;
   /// See meshrt_all_to_all.
   virtual void allToAll(const void *Send, void *Recv, int64_t Count,
                         meshrt_dtype Type) = 0;
@@ -76,6 +83,13 @@ public:
   void endStreamCalls() {
     CallStream = nullptr;
     OnStream = false;
+  }
+
+  /// The data elements of member `J`'s block of `Count` when the first
+  /// `Valid` elements of the blocks hold data (the padded collectives).
+  static int64_t validIn(int64_t J, int64_t Count, int64_t Valid) {
+    int64_t Left = Valid - J * Count;
+    return Left <= 0 ? 0 : (Left < Count ? Left : Count);
   }
 
 protected:

@@ -497,6 +497,23 @@ meshrt_status meshrt_reduce_scatter(meshrt_comm_t C, const void *Send,
                  [&] { comm(C).reduceScatter(Send, Recv, Count, T, Op); });
 }
 
+meshrt_status meshrt_all_gather_padded(meshrt_comm_t C, const void *Send,
+                                       void *Recv, int64_t Count, int64_t Valid,
+                                       meshrt_dtype T) {
+  return guarded("meshrt_all_gather_padded", [&] {
+    comm(C).allGatherPadded(Send, Recv, Count, Valid, T);
+  });
+}
+
+meshrt_status meshrt_reduce_scatter_padded(meshrt_comm_t C, const void *Send,
+                                           void *Recv, int64_t Count,
+                                           int64_t Valid, meshrt_dtype T,
+                                           meshrt_reduce_op Op) {
+  return guarded("meshrt_reduce_scatter_padded", [&] {
+    comm(C).reduceScatterPadded(Send, Recv, Count, Valid, T, Op);
+  });
+}
+
 meshrt_status meshrt_all_to_all(meshrt_comm_t C, const void *Send, void *Recv,
                                 int64_t Count, meshrt_dtype T) {
   return guarded("meshrt_all_to_all",
@@ -584,6 +601,28 @@ meshrt_status meshrt_reduce_scatter_on_stream(meshrt_comm_t C, const void *Send,
     Comm &R = comm(C);
     R.onStream("reduce_scatter", Stream,
                [&] { R.reduceScatter(Send, Recv, Count, T, Op); });
+  });
+}
+
+meshrt_status meshrt_all_gather_padded_on_stream(meshrt_comm_t C,
+                                                 const void *Send, void *Recv,
+                                                 int64_t Count, int64_t Valid,
+                                                 meshrt_dtype T, void *Stream) {
+  return guarded("meshrt_all_gather_padded_on_stream", [&] {
+    Comm &R = comm(C);
+    R.onStream("all_gather_padded", Stream,
+               [&] { R.allGatherPadded(Send, Recv, Count, Valid, T); });
+  });
+}
+
+meshrt_status meshrt_reduce_scatter_padded_on_stream(
+    meshrt_comm_t C, const void *Send, void *Recv, int64_t Count, int64_t Valid,
+    meshrt_dtype T, meshrt_reduce_op Op, void *Stream) {
+  return guarded("meshrt_reduce_scatter_padded_on_stream", [&] {
+    Comm &R = comm(C);
+    R.onStream("reduce_scatter_padded", Stream, [&] {
+      R.reduceScatterPadded(Send, Recv, Count, Valid, T, Op);
+    });
   });
 }
 

@@ -47,6 +47,10 @@ const char *kindName(CollectiveKind K) {
     return "all_gather";
   case CollectiveKind::ReduceScatter:
     return "reduce_scatter";
+  case CollectiveKind::AllGatherPadded:
+    return "all_gather_padded";
+  case CollectiveKind::ReduceScatterPadded:
+    return "reduce_scatter_padded";
   case CollectiveKind::AllToAll:
     return "all_to_all";
   case CollectiveKind::Broadcast:
@@ -73,6 +77,9 @@ std::string describe(const Record &R) {
     D += std::string(" op=") + reduceOpName(meshrt_reduce_op(S.RedOp));
   if (S.Kind == CollectiveKind::Broadcast)
     D += " root=" + std::to_string(S.Root);
+  if (S.Kind == CollectiveKind::AllGatherPadded ||
+      S.Kind == CollectiveKind::ReduceScatterPadded)
+    D += " valid=" + std::to_string(S.Offset);
   if (S.Kind == CollectiveKind::Permute)
     D += " offset=" + std::to_string(S.Offset) +
          " flags=" + std::to_string(S.Flags);

@@ -35,6 +35,8 @@ enum class CollectiveKind : int32_t {
   AllReduce,
   AllGather,
   ReduceScatter,
+  AllGatherPadded,     ///< Offset holds `valid`.
+  ReduceScatterPadded, ///< Offset holds `valid`.
   AllToAll,
   Broadcast,
   Permute,

@@ -196,6 +196,60 @@ void Comm::reduceScatter(const void *Send, void *Recv, int64_t Count,
   Fast->reduceScatter(Send, Recv, Count, T, Op);
 }
 
+/// The padded collectives' complaint about `Valid`, empty where it lies in
+/// [0, n * Count].
+static std::string invalidValid(int64_t Count, int64_t N, int64_t Valid) {
+  if (Valid >= 0 && Valid <= Count * N)
+    return {};
+  return "valid " + std::to_string(Valid) + " is outside [0, " +
+         std::to_string(Count * N) + "], the " + std::to_string(N) +
+         " blocks of " + std::to_string(Count) + " elements";
+}
+
+void Comm::allGatherPadded(const void *Send, void *Recv, int64_t Count,
+                           int64_t Valid, meshrt_dtype T) {
+  const char *Op = "all_gather_padded";
+  checkBuffers(Op, Send, Recv, Count, T, size(), false);
+  if (std::string E = invalidValid(Count, size(), Valid); !E.empty())
+    fail(MESHRT_ERROR_INVALID_ARGUMENT, Op, E);
+  if (__builtin_expect(Check != nullptr, 0))
+    verify(Op, {CollectiveKind::AllGatherPadded, T, -1, 0, Count, -1, Valid});
+  if (Count == 0)
+    return;
+  ++Collectives;
+  if (__builtin_expect(Trace != nullptr, 0))
+    traceCall("all_gather_padded %s count=%lld valid=%lld", dtypeName(T),
+              (long long)Count, (long long)Valid);
+  WatchScope W(*Dog, Op, this, Count, T);
+  if (Valid == Count * size())
+    return Fast->allGather(Send, Recv, Count, T);
+  Fast->allGatherPadded(Send, Recv, Count, Valid, T);
+}
+
+void Comm::reduceScatterPadded(const void *Send, void *Recv, int64_t Count,
+                               int64_t Valid, meshrt_dtype T,
+                               meshrt_reduce_op Op) {
+  const char *Name = "reduce_scatter_padded";
+  checkBuffers(Name, Send, Recv, Count, T, size(), false);
+  checkReduction(Name, T, Op);
+  if (std::string E = invalidValid(Count, size(), Valid); !E.empty())
+    fail(MESHRT_ERROR_INVALID_ARGUMENT, Name, E);
+  if (__builtin_expect(Check != nullptr, 0))
+    verify(Name,
+           {CollectiveKind::ReduceScatterPadded, T, Op, 0, Count, -1, Valid});
+  if (Count == 0)
+    return;
+  ++Collectives;
+  if (__builtin_expect(Trace != nullptr, 0))
+    traceCall("reduce_scatter_padded %s count=%lld valid=%lld op=%s",
+              dtypeName(T), (long long)Count, (long long)Valid,
+              reduceOpName(Op));
+  WatchScope W(*Dog, Name, this, Count, T, Op);
+  if (Valid == Count * size())
+    return Fast->reduceScatter(Send, Recv, Count, T, Op);
+  Fast->reduceScatterPadded(Send, Recv, Count, Valid, T, Op);
+}
+
 void Comm::allToAll(const void *Send, void *Recv, int64_t Count,
                     meshrt_dtype T) {
   checkBuffers("all_to_all", Send, Recv, Count, T, size(), false);

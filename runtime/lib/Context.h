@@ -113,6 +113,12 @@ public:
   /// meshrt_reduce_scatter.
   void reduceScatter(const void *Send, void *Recv, int64_t Count,
                      meshrt_dtype T, meshrt_reduce_op Op);
+  /// See meshrt_all_gather_padded.
+  void allGatherPadded(const void *Send, void *Recv, int64_t Count,
+                       int64_t Valid, meshrt_dtype T);
+  /// See meshrt_reduce_scatter_padded.
+  void reduceScatterPadded(const void *Send, void *Recv, int64_t Count,
+                           int64_t Valid, meshrt_dtype T, meshrt_reduce_op Op);
   /// meshrt_all_to_all.
   void allToAll(const void *Send, void *Recv, int64_t Count, meshrt_dtype T);
   /// meshrt_broadcast.

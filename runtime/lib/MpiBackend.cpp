@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -196,6 +197,29 @@ public:
     }
     reduceScatterHost(Send, Recv, Count, T, Op);
   }
+  void allGatherPadded(const void *Send, void *Recv, int64_t Count,
+                       int64_t Valid, meshrt_dtype T) override {
+    if (__builtin_expect(OnStream, 0)) {
+      int64_t Bytes = Count * dtypeSize(T);
+      return staged("all_gather_padded", Send, Bytes, Recv, Bytes * Size,
+                    [&](const void *S, void *R) {
+                      allGatherPaddedHost(S, R, Count, Valid, T);
+                    });
+    }
+    allGatherPaddedHost(Send, Recv, Count, Valid, T);
+  }
+  void reduceScatterPadded(const void *Send, void *Recv, int64_t Count,
+                           int64_t Valid, meshrt_dtype T,
+                           meshrt_reduce_op Op) override {
+    if (__builtin_expect(OnStream, 0)) {
+      int64_t Bytes = Count * dtypeSize(T);
+      return staged("reduce_scatter_padded", Send, Bytes * Size, Recv, Bytes,
+                    [&](const void *S, void *R) {
+                      reduceScatterPaddedHost(S, R, Count, Valid, T, Op);
+                    });
+    }
+    reduceScatterPaddedHost(Send, Recv, Count, Valid, T, Op);
+  }
   void allToAll(const void *Send, void *Recv, int64_t Count,
                 meshrt_dtype T) override {
     if (__builtin_expect(OnStream, 0)) {
@@ -252,6 +276,11 @@ private:
 
   void allReduceHost(const void *Send, void *Recv, int64_t Count,
                      meshrt_dtype T, meshrt_reduce_op Op);
+  void allGatherPaddedHost(const void *Send, void *Recv, int64_t Count,
+                           int64_t Valid, meshrt_dtype T);
+  void reduceScatterPaddedHost(const void *Send, void *Recv, int64_t Count,
+                               int64_t Valid, meshrt_dtype T,
+                               meshrt_reduce_op Op);
   void allGatherHost(const void *Send, void *Recv, int64_t Count,
                      meshrt_dtype T);
   void reduceScatterHost(const void *Send, void *Recv, int64_t Count,
@@ -542,6 +571,45 @@ void MpiComm::reduceScatterHost(const void *Send, void *Recv, int64_t Count,
            "MPI_Reduce_scatter_block");
   if (Op == MESHRT_AVG)
     divideBy(Recv, Count, T, Size);
+}
+
+/// MPI_Allgatherv of each member's data elements, at its block; the
+/// padding after `Valid` zeroed.
+void MpiComm::allGatherPaddedHost(const void *Send, void *Recv, int64_t Count,
+                                  int64_t Valid, meshrt_dtype T) {
+  requireIntCount(Count, Size, "all_gather_padded");
+  std::vector<int> Counts(static_cast<size_t>(Size)),
+      Displs(static_cast<size_t>(Size));
+  for (int64_t J = 0; J < Size; ++J) {
+    Counts[size_t(J)] = int(validIn(J, Count, Valid));
+    Displs[size_t(J)] = int(J * Count);
+  }
+  MPI_Datatype Type = B.type(T);
+  checkMpi(MPI_Allgatherv(Send, Counts[size_t(Rank)], Type, Recv,
+                          Counts.data(), Displs.data(), Type, C),
+           "MPI_Allgatherv");
+  int64_t Elem = dtypeSize(T);
+  std::memset(static_cast<char *>(Recv) + Valid * Elem, 0,
+              size_t((Size * Count - Valid) * Elem));
+}
+
+/// MPI_Reduce_scatter of the first `Valid` elements, each member's data
+/// elements of its block; the rest of its block zeroed.
+void MpiComm::reduceScatterPaddedHost(const void *Send, void *Recv,
+                                      int64_t Count, int64_t Valid,
+                                      meshrt_dtype T, meshrt_reduce_op Op) {
+  requireIntCount(Count, Size, "reduce_scatter_padded");
+  std::vector<int> Counts(static_cast<size_t>(Size));
+  for (int64_t J = 0; J < Size; ++J)
+    Counts[size_t(J)] = int(validIn(J, Count, Valid));
+  checkMpi(MPI_Reduce_scatter(Send, Recv, Counts.data(), B.type(T),
+                              B.op(T, Op), C),
+           "MPI_Reduce_scatter");
+  int64_t Mine = Counts[size_t(Rank)], Elem = dtypeSize(T);
+  if (Op == MESHRT_AVG)
+    divideBy(Recv, Mine, T, Size);
+  std::memset(static_cast<char *>(Recv) + Mine * Elem, 0,
+              size_t((Count - Mine) * Elem));
 }
 
 void MpiComm::allToAllHost(const void *Send, void *Recv, int64_t Count,

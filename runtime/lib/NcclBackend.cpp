@@ -246,6 +246,11 @@ public:
                  meshrt_dtype T) override;
   void reduceScatter(const void *Send, void *Recv, int64_t Count,
                      meshrt_dtype T, meshrt_reduce_op Op) override;
+  void allGatherPadded(const void *Send, void *Recv, int64_t Count,
+                       int64_t Valid, meshrt_dtype T) override;
+  void reduceScatterPadded(const void *Send, void *Recv, int64_t Count,
+                           int64_t Valid, meshrt_dtype T,
+                           meshrt_reduce_op Op) override;
   void allToAll(const void *Send, void *Recv, int64_t Count,
                 meshrt_dtype T) override;
   void broadcast(void *Buf, int64_t Count, meshrt_dtype T,
@@ -551,6 +556,63 @@ void NcclComm::reduceScatter(const void *Send, void *Recv, int64_t Count,
                                        ncclOp(Op), C, stream()),
         "ncclReduceScatter");
   finish("reduce_scatter");
+}
+
+/// NCCL has no all-gather of unequal blocks: each member's data elements go
+/// to every other member by grouped send/receive (as all_to_all), its own
+/// block by a copy; the padding after `Valid` is zeroed on the stream.
+void NcclComm::allGatherPadded(const void *Send, void *Recv, int64_t Count,
+                               int64_t Valid, meshrt_dtype T) {
+  checkDevice(Send, "send", "all_gather_padded");
+  checkDevice(Recv, "recv", "all_gather_padded");
+  const Libraries &L = libraries();
+  size_t Elem = size_t(dtypeSize(T));
+  char *Out = static_cast<char *>(Recv);
+  checkCuda(L.Cuda.MemsetAsync(Out + size_t(Valid) * Elem, 0,
+                               size_t(Size * Count - Valid) * Elem, stream()),
+            "cudaMemsetAsync");
+  size_t Mine = size_t(validIn(Rank, Count, Valid));
+  if (Mine != 0)
+    checkCuda(L.Cuda.MemcpyAsync(Out + size_t(Rank * Count) * Elem, Send,
+                                 Mine * Elem, cudaMemcpyDeviceToDevice,
+                                 stream()),
+              "cudaMemcpyAsync");
+  check(L.Nccl.GroupStart(), "ncclGroupStart");
+  ncclResult_t R = ncclSuccess;
+  for (int64_t J = 0; J < Size && R == ncclSuccess; ++J) {
+    if (J == Rank)
+      continue;
+    if (Mine != 0)
+      R = L.Nccl.Send(Send, Mine, ncclType(T), int(J), C, stream());
+    size_t Theirs = size_t(validIn(J, Count, Valid));
+    if (R == ncclSuccess && Theirs != 0)
+      R = L.Nccl.Recv(Out + size_t(J * Count) * Elem, Theirs, ncclType(T),
+                      int(J), C, stream());
+  }
+  ncclResult_t End = L.Nccl.GroupEnd();
+  check(R, "ncclSend/ncclRecv (all_gather_padded)");
+  check(End, "ncclGroupEnd (all_gather_padded)");
+  finish("all_gather_padded");
+}
+
+/// NCCL has no reduce-scatter of unequal blocks: the blocks are reduced
+/// whole, padding included, and this member's padding zeroed after.
+void NcclComm::reduceScatterPadded(const void *Send, void *Recv, int64_t Count,
+                                   int64_t Valid, meshrt_dtype T,
+                                   meshrt_reduce_op Op) {
+  checkDevice(Send, "send", "reduce_scatter_padded");
+  checkDevice(Recv, "recv", "reduce_scatter_padded");
+  const Libraries &L = libraries();
+  check(L.Nccl.ReduceScatter(Send, Recv, size_t(Count), ncclType(T),
+                             ncclOp(Op), C, stream()),
+        "ncclReduceScatter");
+  size_t Elem = size_t(dtypeSize(T));
+  size_t Mine = size_t(validIn(Rank, Count, Valid));
+  if (Mine != size_t(Count))
+    checkCuda(L.Cuda.MemsetAsync(static_cast<char *>(Recv) + Mine * Elem, 0,
+                                 (size_t(Count) - Mine) * Elem, stream()),
+              "cudaMemsetAsync");
+  finish("reduce_scatter_padded");
 }
 
 void NcclComm::allToAll(const void *Send, void *Recv, int64_t Count,

@@ -400,6 +400,29 @@ MESHRT_API meshrt_status meshrt_reduce_scatter(meshrt_comm_t comm,
                                                meshrt_dtype dtype,
                                                meshrt_reduce_op op);
 
+/// meshrt_all_gather of data with trailing padding: recv's n blocks of count
+/// elements hold, in order, the first `valid` elements of the gathered data
+/// (0 <= valid <= n * count), so member j sends only the first
+/// min(count, max(0, valid - j * count)) elements of its send, and recv's
+/// elements from `valid` on (the padding) are set to zero. A padded dim split
+/// over the group (ceil(10 / 4) = 3 rows per member, the last holding one)
+/// is gathered without moving its padding.
+MESHRT_API meshrt_status meshrt_all_gather_padded(meshrt_comm_t comm,
+                                                  const void *send, void *recv,
+                                                  int64_t count, int64_t valid,
+                                                  meshrt_dtype dtype);
+
+/// meshrt_reduce_scatter of data with trailing padding: only the first
+/// `valid` elements of send's n blocks of count elements hold data
+/// (0 <= valid <= n * count); recv is the reduction over the group of the
+/// data of block g, min(count, max(0, valid - g * count)) elements, and its
+/// other elements are set to zero. The padding is not reduced; on the NCCL
+/// backend, which has no reduce-scatter of unequal blocks, it is moved with
+/// the data and then zeroed.
+MESHRT_API meshrt_status meshrt_reduce_scatter_padded(
+    meshrt_comm_t comm, const void *send, void *recv, int64_t count,
+    int64_t valid, meshrt_dtype dtype, meshrt_reduce_op op);
+
 /// send and recv have n blocks of count elements; block j of send goes to
 /// group rank j, where it lands in block g of recv.
 MESHRT_API meshrt_status meshrt_all_to_all(meshrt_comm_t comm, const void *send,
@@ -512,6 +535,16 @@ MESHRT_API meshrt_status meshrt_all_gather_on_stream(meshrt_comm_t comm,
 MESHRT_API meshrt_status meshrt_reduce_scatter_on_stream(
     meshrt_comm_t comm, const void *send, void *recv, int64_t count,
     meshrt_dtype dtype, meshrt_reduce_op op, void *stream);
+
+/// meshrt_all_gather_padded, enqueued on `stream`.
+MESHRT_API meshrt_status meshrt_all_gather_padded_on_stream(
+    meshrt_comm_t comm, const void *send, void *recv, int64_t count,
+    int64_t valid, meshrt_dtype dtype, void *stream);
+
+/// meshrt_reduce_scatter_padded, enqueued on `stream`.
+MESHRT_API meshrt_status meshrt_reduce_scatter_padded_on_stream(
+    meshrt_comm_t comm, const void *send, void *recv, int64_t count,
+    int64_t valid, meshrt_dtype dtype, meshrt_reduce_op op, void *stream);
 
 /// meshrt_all_to_all, enqueued on `stream`.
 MESHRT_API meshrt_status meshrt_all_to_all_on_stream(meshrt_comm_t comm,
