@@ -468,8 +468,20 @@ Value lowerAllReduce(CollectiveLowering &l, AllReduceOp op) {
   return result;
 }
 
+/// The data elements of a padded collective: `valid` rows of `dim` of
+/// `whole` (static, the dims before `dim` of size 1), so a prefix of the
+/// blocks.
+Value validElements(CollectiveLowering &l, int64_t valid, MemRefType whole,
+                    int64_t dim) {
+  int64_t row = 1;
+  for (int64_t d = dim + 1; d < whole.getRank(); ++d)
+    row *= whole.getDimSize(d);
+  return arith::ConstantIntOp::create(l.b, l.loc, l.rt.i64Type, valid * row);
+}
+
 /// all_gather: the runtime concatenates along the leading dim; on another
-/// dim the blocks land in a staging buffer and are unpacked.
+/// dim the blocks land in a staging buffer and are unpacked. With `valid`,
+/// only the data is gathered (meshrt_all_gather_padded).
 Value lowerAllGather(CollectiveLowering &l, AllGatherOp op) {
   int64_t dim = op.getGatherDim();
   Value g = l.groupSize(l.outType, l.inType, dim);
@@ -478,9 +490,14 @@ Value lowerAllGather(CollectiveLowering &l, AllGatherOp op) {
   Value staging;
   Value recv = l.blocksBuffer(result, l.inType, l.inShape, dim, g, staging,
                               /*pack=*/false);
-  l.callCollective<RuntimeEntry::meshrt_all_gather>(
-      {l.comm, l.pointer(l.in), l.pointer(recv), l.numElements(l.in),
-       l.dtype(l.elementType)});
+  if (std::optional<int64_t> valid = op.getValid())
+    l.callCollective<RuntimeEntry::meshrt_all_gather_padded>(
+        {l.comm, l.pointer(l.in), l.pointer(recv), l.numElements(l.in),
+         validElements(l, *valid, l.outType, dim), l.dtype(l.elementType)});
+  else
+    l.callCollective<RuntimeEntry::meshrt_all_gather>(
+        {l.comm, l.pointer(l.in), l.pointer(recv), l.numElements(l.in),
+         l.dtype(l.elementType)});
   l.unpackReceived(result, staging, l.inShape, dim, g);
   return result;
 }
@@ -496,9 +513,15 @@ Value lowerReduceScatter(CollectiveLowering &l, ReduceScatterOp op) {
   Value staging;
   Value send = l.blocksBuffer(l.in, l.inType, blockShape, dim, g, staging,
                               /*pack=*/true);
-  l.callCollective<RuntimeEntry::meshrt_reduce_scatter>(
-      {l.comm, l.pointer(send), l.pointer(result), l.numElements(result),
-       l.dtype(l.elementType), l.reduction(op.getReduction())});
+  if (std::optional<int64_t> valid = op.getValid())
+    l.callCollective<RuntimeEntry::meshrt_reduce_scatter_padded>(
+        {l.comm, l.pointer(send), l.pointer(result), l.numElements(result),
+         validElements(l, *valid, l.inType, dim), l.dtype(l.elementType),
+         l.reduction(op.getReduction())});
+  else
+    l.callCollective<RuntimeEntry::meshrt_reduce_scatter>(
+        {l.comm, l.pointer(send), l.pointer(result), l.numElements(result),
+         l.dtype(l.elementType), l.reduction(op.getReduction())});
   if (staging)
     memref::DeallocOp::create(l.b, l.loc, staging);
   return result;

@@ -90,7 +90,8 @@ mesh.mesh @m(["x" = 4])
 // CHECK-LABEL: func.func @stencil_1d
 // CHECK: mesh.permute %{{.*}} on @m2 axes = ["a", "x"] offset = -1 : tensor<1xf32> -> tensor<1xf32>
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<9xf32>, tensor<2xf32>) outs(%{{.*}} : tensor<8xf32>)
-// CHECK: mesh.all_gather %{{.*}} on @m2 axes = ["a", "x"] gather_dim = 0 : tensor<8xf32> -> tensor<64xf32>
+// The result's 63 rows are gathered, not its padding.
+// CHECK: mesh.all_gather %{{.*}} on @m2 axes = ["a", "x"] gather_dim = 0 valid = 63 : tensor<8xf32> -> tensor<64xf32>
 func.func @stencil_1d(%x: tensor<64xf32> {mesh.sharding = #mesh.sharding<@m2, [["a", "x"]]>}, %w: tensor<2xf32>) -> tensor<63xf32> {
   %e = tensor.empty() : tensor<63xf32>
   %z = arith.constant 0.0 : f32

@@ -432,13 +432,41 @@ LogicalResult AllReduceOp::verify() {
     return failure();
   return verifyInPlace(*this, getInPlace());
 }
+/// `valid` of a padded all_gather or reduce_scatter along `dim` of `whole`
+/// (the gathered result, the scattered input) `(C12)`.
+static LogicalResult verifyValid(Operation *op, std::optional<int64_t> valid,
+                                 int64_t dim, Type whole) {
+  if (!valid)
+    return success();
+  auto type = cast<ShapedType>(whole);
+  if (!type.hasStaticShape())
+    return op->emitOpError() << "with 'valid' needs static shapes (C12)";
+  if (*valid < 0 || *valid > type.getDimSize(dim))
+    return op->emitOpError()
+           << "'valid' " << *valid << " is outside [0, "
+           << type.getDimSize(dim) << "], the size of dim " << dim << " (C12)";
+  for (int64_t d = 0; d < dim; ++d)
+    if (type.getDimSize(d) != 1)
+      return op->emitOpError()
+             << "with 'valid' needs dims of size 1 before dim " << dim
+             << ", so that each member's data is a prefix of its block; dim "
+             << d << " has size " << type.getDimSize(d) << " (C12)";
+  return success();
+}
+
 LogicalResult AllGatherOp::verify() {
-  return verifyCollectiveLocal(*this, getAxes(), std::nullopt,
-                               {{"gather_dim", getGatherDim()}});
+  if (failed(verifyCollectiveLocal(*this, getAxes(), std::nullopt,
+                                   {{"gather_dim", getGatherDim()}})))
+    return failure();
+  return verifyValid(*this, getValid(), getGatherDim(),
+                     getResult().getType());
 }
 LogicalResult ReduceScatterOp::verify() {
-  return verifyCollectiveLocal(*this, getAxes(), getReduction(),
-                               {{"scatter_dim", getScatterDim()}});
+  if (failed(verifyCollectiveLocal(*this, getAxes(), getReduction(),
+                                   {{"scatter_dim", getScatterDim()}})))
+    return failure();
+  return verifyValid(*this, getValid(), getScatterDim(),
+                     getInput().getType());
 }
 LogicalResult AllToAllOp::verify() {
   return verifyCollectiveLocal(

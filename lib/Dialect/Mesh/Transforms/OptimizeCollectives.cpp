@@ -142,7 +142,7 @@ private:
                      return ReduceScatterOp::create(
                          rewriter, def->getLoc(), type, input, mesh, axes,
                          rewriter.getI64IntegerAttr(dim),
-                         reduce.getReductionAttr());
+                         reduce.getReductionAttr(), IntegerAttr());
                    });
       }
       OperandSlices slices = *getOperandSlices(def, s);

@@ -102,6 +102,7 @@ private:
   Value mask(OpBuilder &b, Location loc, Value x, unsigned d, int64_t real,
              TypedAttr neutral);
   Value zeroPadding(Value v);
+  void recordDataSizes();
   // The rewrite, step by step.
   FunctionOpInterface calleeOf(Operation *op);
   Value convertUses(Value v, RankedTensorType target, OpBuilder &b,
@@ -828,7 +829,38 @@ LogicalResult PadToDivide::run() {
   for (linalg::LinalgOp op : reductions)
     if (failed(addMasks(op)))
       return failure();
+  recordDataSizes();
   return success();
+}
+
+/// The sizes of each padded value's data (its type before padding), for
+/// partitioning's collectives to move only the data.
+void PadToDivide::recordDataSizes() {
+  auto sizesOf = [&](Value v) -> DenseI64ArrayAttr {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    auto it = original.find(v);
+    if (!type || it == original.end() || it->second == type ||
+        it->second.getRank() != type.getRank())
+      return {};
+    return DenseI64ArrayAttr::get(v.getContext(), it->second.getShape());
+  };
+  Builder b(fn.getContext());
+  auto record = [&](Operation *op, ValueRange values) {
+    SmallVector<Attribute> sizes;
+    bool any = false;
+    for (Value v : values) {
+      DenseI64ArrayAttr s = sizesOf(v);
+      any |= bool(s);
+      sizes.push_back(s ? s : b.getDenseI64ArrayAttr({}));
+    }
+    if (any)
+      op->setDiscardableAttr(kDataSizesName, b.getArrayAttr(sizes));
+  };
+  fn.walk([&](Operation *op) {
+    if (op != fn.getOperation())
+      record(op, op->getResults());
+  });
+  record(fn, fn.getArguments());
 }
 
 FunctionOpInterface PadToDivide::calleeOf(Operation *op) {

@@ -116,6 +116,7 @@ LogicalResult FunctionPartitioner::run() {
   auto drop = [&](unsigned, NamedAttrList &attrs) { attrs.erase(name); };
   editArgAttrs(fn, drop);
   editResultAttrs(fn, drop);
+  stripDataSizes(fn);
   return success();
 }
 
@@ -250,7 +251,12 @@ FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
     return failure();
   Value source = cheapestSource(v, from, target, global, meshOp, at, plan);
   OpBuilder b(at);
-  Value out = emitResharding(b, where->getLoc(), meshOp, source, *plan);
+  // A padded value's gathers and scatters move only its data.
+  SmallVector<int64_t> dataSizes = getDataSizes(v);
+  if (dataSizes.size() != rank)
+    dataSizes.clear();
+  Value out = emitResharding(b, where->getLoc(), meshOp, source, *plan,
+                             placedOf(source), dataSizes);
   // A `?` axis leaves dims dynamic that the target's layout knows: cast
   // back, and remember the global type of what stays dynamic (a static
   // value sliced over a `?` axis), so that its later gathers cast back too.

@@ -101,7 +101,8 @@ FailureOr<Value> FunctionPartitioner::reshardHalos(Value v, ShardingAttr from,
       Value blocks =
           Slab(b, loc, cur, d, b.getIndexAttr(0), block).extract(b, loc, cur);
       Value whole = AllGatherOp::create(b, loc, type.clone(shape), blocks, ref,
-                                        axes, b.getI64IntegerAttr(d));
+                                        axes, b.getI64IntegerAttr(d),
+                                        IntegerAttr());
       Value tail = Slab(b, loc, cur, d, b.getIndexAttr(block), lo + hi)
                        .extract(b, loc, cur);
       tail = BroadcastOp::create(b, loc, tail.getType(), tail, ref, axes,

@@ -48,6 +48,18 @@ int64_t bytesSentPerDevice(Operation *op, int64_t bytes, int64_t n) {
   return getStepBytesPerDevice(kind, bytes, n);
 }
 
+/// The data rows of a padded all_gather or reduce_scatter and the rows of
+/// the dim they are in (0, 0 for any other collective).
+std::pair<int64_t, int64_t> paddedShare(Operation *op) {
+  if (auto gather = dyn_cast<AllGatherOp>(op); gather && gather.getValid())
+    return {*gather.getValid(), cast<ShapedType>(gather.getResult().getType())
+                                    .getDimSize(gather.getGatherDim())};
+  if (auto scatter = dyn_cast<ReduceScatterOp>(op); scatter && scatter.getValid())
+    return {*scatter.getValid(), cast<ShapedType>(scatter.getInput().getType())
+                                     .getDimSize(scatter.getScatterDim())};
+  return {0, 0};
+}
+
 Traffic measure(CollectiveOpInterface op) {
   Traffic t;
   auto type = dyn_cast<ShapedType>(op->getOperand(0).getType());
@@ -58,6 +70,10 @@ Traffic measure(CollectiveOpInterface op) {
   t.bytes = *t.elements * ((bits + 7) / 8);
   if (std::optional<int64_t> n = getStaticGroupSize(op))
     t.bytesPerDevice = bytesSentPerDevice(op, *t.bytes, *n);
+  // A padded gather or scatter sends its data only: on average over the
+  // group, that share of the blocks.
+  if (auto [valid, size] = paddedShare(op); t.bytesPerDevice && size > 0)
+    t.bytesPerDevice = *t.bytesPerDevice * valid / size;
   return t;
 }
 
@@ -86,7 +102,10 @@ void report(FunctionOpInterface fn, raw_ostream &os) {
     printCount(os, t.bytes);
     os << " bytes), ";
     printCount(os, t.bytesPerDevice);
-    os << " bytes per device\n";
+    os << " bytes per device";
+    if (auto [valid, size] = paddedShare(op); size > 0)
+      os << " (data in " << valid << " of " << size << " rows)";
+    os << "\n";
     if (t.bytesPerDevice)
       total += *t.bytesPerDevice;
     else

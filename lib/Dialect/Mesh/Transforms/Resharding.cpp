@@ -591,9 +591,41 @@ mlir::mesh::getLocalType(MeshOp mesh, RankedTensorType global,
   return RankedTensorType::get(shape, global.getElementType());
 }
 
+/// The `valid` of a gather that makes dim `dim` of `whole` (its static
+/// per-device type, the gather's result or the scatter's input) whole, where
+/// the dim holds padding; null otherwise, or where the data is not a prefix
+/// of each device's block.
+static IntegerAttr validOf(OpBuilder &b, RankedTensorType whole, int64_t dim,
+                           ArrayRef<SmallVector<std::string>> axesAfter,
+                           ArrayRef<int64_t> dataSizes) {
+  if (dataSizes.empty() || !axesAfter[dim].empty() || !whole.hasStaticShape() ||
+      dataSizes[dim] < 0 || dataSizes[dim] >= whole.getDimSize(dim))
+    return {};
+  for (int64_t d = 0; d < dim; ++d)
+    if (whole.getDimSize(d) != 1)
+      return {};
+  return b.getI64IntegerAttr(dataSizes[dim]);
+}
+
 Value mlir::mesh::emitResharding(OpBuilder &b, Location loc, MeshOp mesh,
-                                 Value local, ArrayRef<ReshardStep> steps) {
+                                 Value local, ArrayRef<ReshardStep> steps,
+                                 ShardingAttr from,
+                                 ArrayRef<int64_t> dataSizes) {
   FlatSymbolRefAttr meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+  // The axes of each dim as the steps go (for `valid`).
+  unsigned rank = cast<RankedTensorType>(local.getType()).getRank();
+  SmallVector<SmallVector<std::string>> dimAxes =
+      from ? ShardingLayout::get(from).dims
+           : ShardingLayout::replicated(rank).dims;
+  if (dimAxes.size() != rank)
+    dataSizes = {};
+  auto drop = [&](int64_t dim, ArrayRef<std::string> axes) {
+    SmallVector<std::string> &list = dimAxes[dim];
+    list.resize(list.size() >= axes.size() ? list.size() - axes.size() : 0);
+  };
+  auto append = [&](int64_t dim, ArrayRef<std::string> axes) {
+    dimAxes[dim].append(axes.begin(), axes.end());
+  };
   for (const ReshardStep &step : steps) {
     auto type = cast<RankedTensorType>(local.getType());
     SmallVector<StringRef> refs(step.axes.begin(), step.axes.end());
@@ -612,25 +644,34 @@ Value mlir::mesh::emitResharding(OpBuilder &b, Location loc, MeshOp mesh,
       local =
           AllReduceOp::create(b, loc, type, local, meshRef, axes, reduction);
       break;
-    case ReshardStep::Kind::ReduceScatter:
+    case ReshardStep::Kind::ReduceScatter: {
+      IntegerAttr valid = validOf(b, type, step.dim, dimAxes, dataSizes);
       scale(step.dim, false);
       local = ReduceScatterOp::create(
           b, loc, RankedTensorType::get(shape, type.getElementType()), local,
-          meshRef, axes, b.getI64IntegerAttr(step.dim), reduction);
+          meshRef, axes, b.getI64IntegerAttr(step.dim), reduction, valid);
+      append(step.dim, step.axes);
       break;
-    case ReshardStep::Kind::AllGather:
+    }
+    case ReshardStep::Kind::AllGather: {
       scale(step.dim, true);
+      drop(step.dim, step.axes);
+      auto result = RankedTensorType::get(shape, type.getElementType());
       local = AllGatherOp::create(
-          b, loc, RankedTensorType::get(shape, type.getElementType()), local,
-          meshRef, axes, b.getI64IntegerAttr(step.dim));
+          b, loc, result, local, meshRef, axes, b.getI64IntegerAttr(step.dim),
+          validOf(b, result, step.dim, dimAxes, dataSizes));
       break;
+    }
     case ReshardStep::Kind::AllSlice:
+      append(step.dim, step.axes);
       scale(step.dim, false);
       local = AllSliceOp::create(
           b, loc, RankedTensorType::get(shape, type.getElementType()), local,
           meshRef, axes, b.getI64IntegerAttr(step.dim));
       break;
     case ReshardStep::Kind::AllToAll:
+      drop(step.concatDim, step.axes);
+      append(step.dim, step.axes);
       scale(step.dim, false);
       scale(step.concatDim, true);
       local = AllToAllOp::create(

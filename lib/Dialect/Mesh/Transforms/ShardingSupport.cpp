@@ -3,6 +3,8 @@
 #include "ShardingSupport.h"
 
 #include "mlir/Analysis/FlatLinearValueConstraints.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/EquivalenceClasses.h"
 
@@ -514,4 +516,44 @@ mlir::mesh::getLoopCoefficient(AffineMap map, AffineExpr e, unsigned loop) {
                                     &flat)))
     return std::nullopt;
   return flat[loop];
+}
+
+//===----------------------------------------------------------------------===//
+// The sizes of padded values' data
+//===----------------------------------------------------------------------===//
+
+SmallVector<int64_t> mlir::mesh::getDataSizes(Value v) {
+  auto fromArray = [](Attribute a) -> SmallVector<int64_t> {
+    if (auto sizes = dyn_cast_or_null<DenseI64ArrayAttr>(a))
+      return SmallVector<int64_t>(sizes.asArrayRef());
+    return {};
+  };
+  auto entry = [&](Operation *op, unsigned i) -> SmallVector<int64_t> {
+    auto all = dyn_cast_or_null<ArrayAttr>(op->getDiscardableAttr(kDataSizesName));
+    if (!all || i >= all.size())
+      return {};
+    return fromArray(all[i]);
+  };
+  if (auto r = dyn_cast<OpResult>(v))
+    return entry(r.getOwner(), r.getResultNumber());
+  auto arg = cast<BlockArgument>(v);
+  Operation *parent = arg.getOwner()->getParentOp();
+  if (auto fn = dyn_cast_or_null<FunctionOpInterface>(parent)) {
+    if (arg.getOwner() != &fn.getFunctionBody().front())
+      return {};
+    return entry(fn, arg.getArgNumber());
+  }
+  // A loop's region argument is its result, padded alike.
+  if (auto loop = dyn_cast_or_null<LoopLikeOpInterface>(parent))
+    if (OpResult r = loop.getTiedLoopResult(arg))
+      return getDataSizes(r);
+  if (auto loop = dyn_cast_or_null<scf::WhileOp>(parent))
+    if (arg.getOwner() == loop.getAfterBody() &&
+        arg.getArgNumber() < loop->getNumResults())
+      return getDataSizes(loop->getResult(arg.getArgNumber()));
+  return {};
+}
+
+void mlir::mesh::stripDataSizes(FunctionOpInterface fn) {
+  fn.walk([](Operation *op) { op->removeDiscardableAttr(kDataSizesName); });
 }

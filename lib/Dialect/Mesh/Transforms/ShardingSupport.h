@@ -63,6 +63,21 @@ bool isPaddingSlice(tensor::ExtractSliceOp slice);
 /// later rounds of propagation) once propagation is done.
 void stripPaddingMarks(ModuleOp module);
 
+/// The attribute with which padding tells partitioning the sizes of a padded
+/// value's data: on an op, an array with one `array<i64>` for each result
+/// (empty where the result holds no padding); on a function, the same for
+/// its arguments (arguments take dialect attributes only). A dim of 10
+/// padded to 12 has 10.
+inline constexpr llvm::StringLiteral kDataSizesName = "mesh_data_sizes";
+
+/// The sizes of `v`'s data without its padding (see kDataSizesName), for a
+/// value padding made or retyped: an op's result, a function's argument, a
+/// loop's region argument (its result's); empty where none is known.
+SmallVector<int64_t> getDataSizes(Value v);
+
+/// Removes kDataSizesName from `fn`'s ops and arguments.
+void stripDataSizes(FunctionOpInterface fn);
+
 /// `windows`, if padding them succeeds on a copy of `module` (no reduction
 /// it cannot mask, no dims of other sizes, valid IR), else none.
 SmallVector<UnevenWindow> paddableWindows(ModuleOp module,

@@ -199,7 +199,8 @@ def Mesh_AllReduceOp : Mesh_CollectiveOp<"all_reduce", (ins Mesh_ReductionKindAt
   }];
 }
 
-def Mesh_AllGatherOp : Mesh_CollectiveOp<"all_gather", (ins I64Attr:$gather_dim)> {
+def Mesh_AllGatherOp : Mesh_CollectiveOp<"all_gather", (ins I64Attr:$gather_dim,
+                                     OptionalAttr<I64Attr>:$valid)> {
   let summary = "Concatenates the members' tensors along a dimension";
   let description = [{
     Concatenates the `input` of every member of the group along `gather_dim`,
@@ -207,19 +208,30 @@ def Mesh_AllGatherOp : Mesh_CollectiveOp<"all_gather", (ins I64Attr:$gather_dim)
     `gather_dim` is the input's times the group size; other dimensions are
     equal `(C5)`.
 
+    An optional `valid = v` says that only the first `v` elements of the
+    result's `gather_dim` hold data, the rest being padding (a dim of 10
+    split over 4 devices in blocks of 3): only the data is sent, and the
+    result's padding is zeros. It needs static shapes, dimensions of size 1
+    before `gather_dim` (so that each member's data is a prefix of its
+    block), and `0 <= v <=` the result's `gather_dim` `(C12)`.
+
     ```mlir
     %g = mesh.all_gather %x on @world axes = ["shard"] gather_dim = 0
         : tensor<16x128xf32> -> tensor<64x128xf32>
+    // Rows 10 and 11 are padding: the last member sends one row.
+    %p = mesh.all_gather %w on @world axes = ["shard"] gather_dim = 0
+        valid = 10 : tensor<3x5xf32> -> tensor<12x5xf32>
     ```
   }];
   let assemblyFormat = [{
-    $input `on` $mesh `axes` `=` $axes `gather_dim` `=` $gather_dim attr-dict
-    `:` type($input) `->` type($result)
+    $input `on` $mesh `axes` `=` $axes `gather_dim` `=` $gather_dim
+    (`valid` `=` $valid^)? attr-dict `:` type($input) `->` type($result)
   }];
 }
 
 def Mesh_ReduceScatterOp : Mesh_CollectiveOp<"reduce_scatter", (ins I64Attr:$scatter_dim,
-                                 Mesh_ReductionKindAttr:$reduction)> {
+                                 Mesh_ReductionKindAttr:$reduction,
+                                 OptionalAttr<I64Attr>:$valid)> {
   let summary = "Reduces over the group, then gives each member one slice";
   let description = [{
     Combines `input` elementwise over the group with `reduction`, then splits
@@ -228,6 +240,11 @@ def Mesh_ReduceScatterOp : Mesh_CollectiveOp<"reduce_scatter", (ins I64Attr:$sca
     by the group size where both are static `(C7)`; the reduction is a known
     kind `(C10)` and valid for the element type `(C6)`.
 
+    An optional `valid = v` says that only the first `v` elements of the
+    input's `scatter_dim` hold data, the rest being padding: only the data is
+    reduced, and each member's slice past the data is zeros. The conditions
+    are all_gather's, on the input `(C12)`.
+
     ```mlir
     %s = mesh.reduce_scatter %x on @world axes = ["shard"] scatter_dim = 0
         reduction = sum : tensor<64x128xf32> -> tensor<16x128xf32>
@@ -235,7 +252,8 @@ def Mesh_ReduceScatterOp : Mesh_CollectiveOp<"reduce_scatter", (ins I64Attr:$sca
   }];
   let assemblyFormat = [{
     $input `on` $mesh `axes` `=` $axes `scatter_dim` `=` $scatter_dim
-    `reduction` `=` `` $reduction attr-dict `:` type($input) `->` type($result)
+    `reduction` `=` `` $reduction (`valid` `=` $valid^)? attr-dict `:`
+    type($input) `->` type($result)
   }];
 }
 

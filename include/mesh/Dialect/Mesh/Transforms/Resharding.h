@@ -104,10 +104,14 @@ FailureOr<RankedTensorType> getLocalType(MeshOp mesh, RankedTensorType global,
                                          const ShardingLayout &layout,
                                          std::string &whyNot);
 
-/// Emits `steps` on `local`, a per-device value; returns the resharded
-/// per-device value.
+/// Emits `steps` on `local`, a per-device value laid out as `from`; returns
+/// the resharded per-device value. `dataSizes`, where given, are the sizes of
+/// the global value's dims without their padding (a dim of 10 padded to 12
+/// to split over 4 devices): a gather that makes such a dim whole, and a
+/// reduce-scatter that splits a whole one, move only the data (`valid`).
 Value emitResharding(OpBuilder &builder, Location loc, MeshOp mesh, Value local,
-                     ArrayRef<ReshardStep> steps);
+                     ArrayRef<ReshardStep> steps, ShardingAttr from = {},
+                     ArrayRef<int64_t> dataSizes = {});
 
 } // namespace mesh
 } // namespace mlir
