@@ -87,6 +87,19 @@ func.func @all_gather(%x: memref<2x3xf32>) -> (memref<8x3xf32>, memref<2x12xf32>
   return %0, %1 : memref<8x3xf32>, memref<2x12xf32>
 }
 
+// Padded: only the data goes to the runtime's count, 10 rows of 5 (a
+// leading dim of size 1 keeps the data a prefix of each block).
+// CHECK-LABEL: func.func @padded
+func.func @padded(%x: memref<3x5xf32>, %y: memref<1x12x5xf32>) -> (memref<12x5xf32>, memref<1x3x5xf32>) {
+  // CHECK: %[[VALID:.*]] = arith.constant 50 : i64
+  // CHECK: llvm.call @meshrt_all_gather_padded({{.*}}, %[[VALID]], %{{.*}})
+  %0 = mesh.all_gather %x on @world axes = ["shard"] gather_dim = 0 valid = 10 : memref<3x5xf32> -> memref<12x5xf32>
+  // CHECK: %[[VALID2:.*]] = arith.constant 45 : i64
+  // CHECK: llvm.call @meshrt_reduce_scatter_padded({{.*}}, %[[VALID2]], %{{.*}}, %{{.*}})
+  %1 = mesh.reduce_scatter %y on @world axes = ["shard"] scatter_dim = 1 reduction = sum valid = 9 : memref<1x12x5xf32> -> memref<1x3x5xf32>
+  return %0, %1 : memref<12x5xf32>, memref<1x3x5xf32>
+}
+
 // CHECK-LABEL: func.func @reduce_scatter
 func.func @reduce_scatter(%x: memref<8x8xi32>) -> (memref<2x8xi32>, memref<8x2xi32>) {
   // CHECK: memref.alloc() : memref<2x8xi32>

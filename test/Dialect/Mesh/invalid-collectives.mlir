@@ -234,3 +234,39 @@ func.func @in_place_other_space(%x: memref<4xf32, 1>) -> memref<4xf32> {
   %0 = mesh.all_reduce %x on @world axes = ["shard"] reduction = sum in_place : memref<4xf32, 1> -> memref<4xf32>
   return %0 : memref<4xf32>
 }
+
+// -----
+
+mesh.mesh @m(["a" = 4])
+func.func @valid_too_large(%x: tensor<3x5xf32>) -> tensor<12x5xf32> {
+  // expected-error @+1 {{'mesh.all_gather' op 'valid' 13 is outside [0, 12], the size of dim 0 (C12)}}
+  %0 = mesh.all_gather %x on @m axes = ["a"] gather_dim = 0 valid = 13 : tensor<3x5xf32> -> tensor<12x5xf32>
+  return %0 : tensor<12x5xf32>
+}
+
+// -----
+
+mesh.mesh @m(["a" = 4])
+func.func @valid_not_a_prefix(%x: tensor<2x3xf32>) -> tensor<2x12xf32> {
+  // expected-error @+1 {{'mesh.all_gather' op with 'valid' needs dims of size 1 before dim 1, so that each member's data is a prefix of its block; dim 0 has size 2 (C12)}}
+  %0 = mesh.all_gather %x on @m axes = ["a"] gather_dim = 1 valid = 10 : tensor<2x3xf32> -> tensor<2x12xf32>
+  return %0 : tensor<2x12xf32>
+}
+
+// -----
+
+mesh.mesh @m(["a" = 4])
+func.func @valid_dynamic(%x: tensor<?x5xf32>) -> tensor<?x5xf32> {
+  // expected-error @+1 {{'mesh.reduce_scatter' op with 'valid' needs static shapes (C12)}}
+  %0 = mesh.reduce_scatter %x on @m axes = ["a"] scatter_dim = 0 reduction = sum valid = 10 : tensor<?x5xf32> -> tensor<?x5xf32>
+  return %0 : tensor<?x5xf32>
+}
+
+// -----
+
+mesh.mesh @m(["a" = 4])
+func.func @valid_negative(%x: tensor<12x5xf32>) -> tensor<3x5xf32> {
+  // expected-error @+1 {{'mesh.reduce_scatter' op 'valid' -1 is outside [0, 12], the size of dim 0 (C12)}}
+  %0 = mesh.reduce_scatter %x on @m axes = ["a"] scatter_dim = 0 reduction = sum valid = -1 : tensor<12x5xf32> -> tensor<3x5xf32>
+  return %0 : tensor<3x5xf32>
+}

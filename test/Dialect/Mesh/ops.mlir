@@ -81,6 +81,11 @@ func.func @collectives(%v: tensor<16x128xf32>, %w: tensor<8x64xf32>, %i: tensor<
   %9 = mesh.all_gather %v on @world axes = ["replicate", "shard"] gather_dim = 1 : tensor<16x128xf32> -> tensor<16x1024xf32>
   // CHECK: mesh.reduce_scatter %{{.*}} on @world axes = ["shard"] scatter_dim = 0 reduction = sum : tensor<16x128xf32> -> tensor<4x128xf32>
   %10 = mesh.reduce_scatter %v on @world axes = ["shard"] scatter_dim = 0 reduction = sum : tensor<16x128xf32> -> tensor<4x128xf32>
+  // Padded: 10 of the 16 rows hold data.
+  // CHECK: mesh.all_gather %{{.*}} on @world axes = ["shard"] gather_dim = 0 valid = 10 : tensor<4x128xf32> -> tensor<16x128xf32>
+  %pg = mesh.all_gather %10 on @world axes = ["shard"] gather_dim = 0 valid = 10 : tensor<4x128xf32> -> tensor<16x128xf32>
+  // CHECK: mesh.reduce_scatter %{{.*}} on @world axes = ["shard"] scatter_dim = 0 reduction = sum valid = 10 : tensor<16x128xf32> -> tensor<4x128xf32>
+  %ps = mesh.reduce_scatter %v on @world axes = ["shard"] scatter_dim = 0 reduction = sum valid = 10 : tensor<16x128xf32> -> tensor<4x128xf32>
   // CHECK: mesh.all_to_all %{{.*}} on @dpsp axes = ["sequence_parallel"] split_dim = 1 concat_dim = 0 : tensor<8x64xf32> -> tensor<32x16xf32>
   %11 = mesh.all_to_all %w on @dpsp axes = ["sequence_parallel"] split_dim = 1 concat_dim = 0 : tensor<8x64xf32> -> tensor<32x16xf32>
   // CHECK: mesh.all_to_all %{{.*}} on @world axes = ["shard"] split_dim = 1 concat_dim = 1 : tensor<8x64xf32> -> tensor<8x64xf32>

@@ -28,11 +28,12 @@ mesh.mesh @hsdp(["replicate" = 2, "shard" = 4])
 // CHECK: %[[AM:.*]] = linalg.generic {{.*}} ins(%[[A]], %{{.*}} : tensor<8x12xf32>, tensor<12xi1>)
 // CHECK: %[[Y:.*]] = linalg.matmul {{.*}} ins(%[[AM]], %[[W2M]] : tensor<8x12xf32>, tensor<12x5xf32>) {{.*}} -> tensor<8x5xf32>
 // CHECK: return %[[Y]] : tensor<8x5xf32>
-// Each device holds 3 rows of each weight; the gathers move the blocks.
+// Each device holds 3 rows of each weight; the gathers move the 10 rows of
+// data (the last device sends one row).
 // PART-LABEL: func.func @toy
 // PART-SAME: (%{{.*}}: tensor<1x10xf32>, %{{.*}}: tensor<3x10xf32>, %{{.*}}: tensor<3x5xf32>) -> tensor<1x5xf32>
-// PART: mesh.all_gather {{.*}} : tensor<3x12xf32> -> tensor<12x12xf32>
-// PART: mesh.all_gather {{.*}} : tensor<3x5xf32> -> tensor<12x5xf32>
+// PART: mesh.all_gather {{.*}} gather_dim = 0 valid = 10 : tensor<3x12xf32> -> tensor<12x12xf32>
+// PART: mesh.all_gather {{.*}} gather_dim = 0 valid = 10 : tensor<3x5xf32> -> tensor<12x5xf32>
 // expected-remark @+2 {{argument 1 of @toy: dim 0 of size 10 does not divide by the 4 devices of axes #mesh<axes["shard"]>: padded to 12 (blocks of 3, 2 elements of padding; pass exact-division to make this an error)}}
 // expected-remark @+1 {{argument 2 of @toy: dim 0 of size 10 does not divide by the 4 devices of axes #mesh<axes["shard"]>: padded to 12}}
 func.func @toy(%x: tensor<8x10xf32> {mesh.sharding = #mesh.sharding<@hsdp, [["replicate", "shard"], []]>},
