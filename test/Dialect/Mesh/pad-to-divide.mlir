@@ -29,10 +29,13 @@ mesh.mesh @hsdp(["replicate" = 2, "shard" = 4])
 // CHECK: %[[Y:.*]] = linalg.matmul {{.*}} ins(%[[AM]], %[[W2M]] : tensor<8x12xf32>, tensor<12x5xf32>) {{.*}} -> tensor<8x5xf32>
 // CHECK: return %[[Y]] : tensor<8x5xf32>
 // Each device holds 3 rows of each weight; the gathers move the 10 rows of
-// data (the last device sends one row).
+// data (the last device sends one row), and W1's 10 columns of data: its
+// columns' padding (W2's rows) is cut before the gather and put back after.
 // PART-LABEL: func.func @toy
 // PART-SAME: (%{{.*}}: tensor<1x10xf32>, %{{.*}}: tensor<3x10xf32>, %{{.*}}: tensor<3x5xf32>) -> tensor<1x5xf32>
-// PART: mesh.all_gather {{.*}} gather_dim = 0 valid = 10 : tensor<3x12xf32> -> tensor<12x12xf32>
+// PART: %[[CUT:.*]] = tensor.extract_slice %{{.*}}[0, 0] [3, 10] [1, 1] : tensor<3x12xf32> to tensor<3x10xf32>
+// PART: %[[W1G:.*]] = mesh.all_gather %[[CUT]] {{.*}} gather_dim = 0 valid = 10 : tensor<3x10xf32> -> tensor<12x10xf32>
+// PART: tensor.pad %[[W1G]] low[0, 0] high[0, 2]
 // PART: mesh.all_gather {{.*}} gather_dim = 0 valid = 10 : tensor<3x5xf32> -> tensor<12x5xf32>
 // expected-remark @+2 {{argument 1 of @toy: dim 0 of size 10 does not divide by the 4 devices of axes #mesh<axes["shard"]>: padded to 12 (blocks of 3, 2 elements of padding; pass exact-division to make this an error)}}
 // expected-remark @+1 {{argument 2 of @toy: dim 0 of size 10 does not divide by the 4 devices of axes #mesh<axes["shard"]>: padded to 12}}

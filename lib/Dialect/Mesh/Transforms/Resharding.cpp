@@ -24,6 +24,9 @@
 
 #include "mesh/Dialect/Mesh/Transforms/Resharding.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 
@@ -607,26 +610,89 @@ static IntegerAttr validOf(OpBuilder &b, RankedTensorType whole, int64_t dim,
   return b.getI64IntegerAttr(dataSizes[dim]);
 }
 
-Value mlir::mesh::emitResharding(OpBuilder &b, Location loc, MeshOp mesh,
-                                 Value local, ArrayRef<ReshardStep> steps,
-                                 ShardingAttr from,
-                                 ArrayRef<int64_t> dataSizes) {
-  FlatSymbolRefAttr meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
-  // The axes of each dim as the steps go (for `valid`).
-  unsigned rank = cast<RankedTensorType>(local.getType()).getRank();
-  SmallVector<SmallVector<std::string>> dimAxes =
-      from ? ShardingLayout::get(from).dims
-           : ShardingLayout::replicated(rank).dims;
-  if (dimAxes.size() != rank)
-    dataSizes = {};
-  auto drop = [&](int64_t dim, ArrayRef<std::string> axes) {
+namespace {
+/// Emits the steps of a plan one by one, following the axes of each dim (for
+/// the padded collectives).
+struct StepEmitter {
+  OpBuilder &b;
+  Location loc;
+  MeshOp mesh;
+  FlatSymbolRefAttr meshRef;
+  SmallVector<SmallVector<std::string>> dimAxes;
+  ArrayRef<int64_t> dataSizes;
+
+  void drop(int64_t dim, ArrayRef<std::string> axes) {
     SmallVector<std::string> &list = dimAxes[dim];
     list.resize(list.size() >= axes.size() ? list.size() - axes.size() : 0);
-  };
-  auto append = [&](int64_t dim, ArrayRef<std::string> axes) {
+  }
+  void append(int64_t dim, ArrayRef<std::string> axes) {
     dimAxes[dim].append(axes.begin(), axes.end());
-  };
-  for (const ReshardStep &step : steps) {
+  }
+
+  /// The dims of `type` other than `except` that hold padding and are whole
+  /// on every device: a collective need not move their padding.
+  SmallVector<int64_t> paddedWholeDims(RankedTensorType type, int64_t except) {
+    SmallVector<int64_t> dims;
+    if (dataSizes.empty() || !type.hasStaticShape())
+      return dims;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (d != except && dimAxes[d].empty() && dataSizes[d] >= 0 &&
+          dataSizes[d] < type.getDimSize(d))
+        dims.push_back(d);
+    return dims;
+  }
+
+  /// `v` without the padding of `dims`, or with it back (zeros) at the
+  /// sizes of `full`.
+  Value trim(Value v, ArrayRef<int64_t> dims) {
+    auto type = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    for (int64_t d : dims)
+      shape[d] = dataSizes[d];
+    SmallVector<OpFoldResult> zeros(shape.size(), b.getIndexAttr(0)),
+        ones(shape.size(), b.getIndexAttr(1)),
+        sizes = getAsIndexOpFoldResult(b.getContext(), shape);
+    return tensor::ExtractSliceOp::create(b, loc, type.clone(shape), v, zeros,
+                                          sizes, ones);
+  }
+  Value restore(Value v, ArrayRef<int64_t> dims, RankedTensorType full) {
+    auto type = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    SmallVector<OpFoldResult> low(shape.size(), b.getIndexAttr(0)),
+        high(shape.size(), b.getIndexAttr(0));
+    for (int64_t d : dims) {
+      high[d] = b.getIndexAttr(full.getDimSize(d) - shape[d]);
+      shape[d] = full.getDimSize(d);
+    }
+    Value zero = arith::ConstantOp::create(
+        b, loc, b.getZeroAttr(type.getElementType()));
+    return tensor::PadOp::create(b, loc, type.clone(shape), v, low, high, zero);
+  }
+
+  Value emit(Value local, const ReshardStep &step) {
+    // Padding of whole dims beside the collective's stays where it is.
+    bool moves = step.kind == ReshardStep::Kind::AllReduce ||
+                 step.kind == ReshardStep::Kind::ReduceScatter ||
+                 step.kind == ReshardStep::Kind::AllGather;
+    auto before = cast<RankedTensorType>(local.getType());
+    SmallVector<int64_t> trimmed;
+    if (moves)
+      trimmed = paddedWholeDims(before, step.kind == ReshardStep::Kind::AllReduce
+                                            ? -1
+                                            : step.dim);
+    if (!trimmed.empty())
+      local = trim(local, trimmed);
+    local = emitCollective(local, step);
+    if (trimmed.empty())
+      return local;
+    auto after = cast<RankedTensorType>(local.getType());
+    SmallVector<int64_t> full(after.getShape());
+    for (int64_t d : trimmed)
+      full[d] = before.getDimSize(d);
+    return restore(local, trimmed, after.clone(full));
+  }
+
+  Value emitCollective(Value local, const ReshardStep &step) {
     auto type = cast<RankedTensorType>(local.getType());
     SmallVector<StringRef> refs(step.axes.begin(), step.axes.end());
     ArrayAttr axes = b.getStrArrayAttr(refs);
@@ -639,47 +705,58 @@ Value mlir::mesh::emitResharding(OpBuilder &b, Location loc, MeshOp mesh,
         shape[dim] = multiply ? shape[dim] * n : shape[dim] / n;
     };
     auto reduction = ReductionKindAttr::get(b.getContext(), step.reduction);
+    auto dimAttr = b.getI64IntegerAttr(step.dim);
     switch (step.kind) {
     case ReshardStep::Kind::AllReduce:
-      local =
-          AllReduceOp::create(b, loc, type, local, meshRef, axes, reduction);
-      break;
+      return AllReduceOp::create(b, loc, type, local, meshRef, axes, reduction);
     case ReshardStep::Kind::ReduceScatter: {
       IntegerAttr valid = validOf(b, type, step.dim, dimAxes, dataSizes);
       scale(step.dim, false);
-      local = ReduceScatterOp::create(
-          b, loc, RankedTensorType::get(shape, type.getElementType()), local,
-          meshRef, axes, b.getI64IntegerAttr(step.dim), reduction, valid);
       append(step.dim, step.axes);
-      break;
+      return ReduceScatterOp::create(b, loc, type.clone(shape), local, meshRef,
+                                     axes, dimAttr, reduction, valid);
     }
     case ReshardStep::Kind::AllGather: {
       scale(step.dim, true);
       drop(step.dim, step.axes);
-      auto result = RankedTensorType::get(shape, type.getElementType());
-      local = AllGatherOp::create(
-          b, loc, result, local, meshRef, axes, b.getI64IntegerAttr(step.dim),
+      RankedTensorType result = type.clone(shape);
+      return AllGatherOp::create(
+          b, loc, result, local, meshRef, axes, dimAttr,
           validOf(b, result, step.dim, dimAxes, dataSizes));
-      break;
     }
     case ReshardStep::Kind::AllSlice:
       append(step.dim, step.axes);
       scale(step.dim, false);
-      local = AllSliceOp::create(
-          b, loc, RankedTensorType::get(shape, type.getElementType()), local,
-          meshRef, axes, b.getI64IntegerAttr(step.dim));
-      break;
+      return AllSliceOp::create(b, loc, type.clone(shape), local, meshRef, axes,
+                                dimAttr);
     case ReshardStep::Kind::AllToAll:
       drop(step.concatDim, step.axes);
       append(step.dim, step.axes);
       scale(step.dim, false);
       scale(step.concatDim, true);
-      local = AllToAllOp::create(
-          b, loc, RankedTensorType::get(shape, type.getElementType()), local,
-          meshRef, axes, b.getI64IntegerAttr(step.dim),
-          b.getI64IntegerAttr(step.concatDim));
-      break;
+      return AllToAllOp::create(b, loc, type.clone(shape), local, meshRef, axes,
+                                dimAttr, b.getI64IntegerAttr(step.concatDim));
     }
+    llvm_unreachable("unknown resharding step");
   }
+};
+} // namespace
+
+Value mlir::mesh::emitResharding(OpBuilder &b, Location loc, MeshOp mesh,
+                                 Value local, ArrayRef<ReshardStep> steps,
+                                 ShardingAttr from,
+                                 ArrayRef<int64_t> dataSizes) {
+  unsigned rank = cast<RankedTensorType>(local.getType()).getRank();
+  StepEmitter emitter{b,
+                      loc,
+                      mesh,
+                      FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
+                      from ? ShardingLayout::get(from).dims
+                           : ShardingLayout::replicated(rank).dims,
+                      dataSizes};
+  if (emitter.dimAxes.size() != rank)
+    emitter.dataSizes = {};
+  for (const ReshardStep &step : steps)
+    local = emitter.emit(local, step);
   return local;
 }
