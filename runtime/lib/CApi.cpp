@@ -500,9 +500,8 @@ meshrt_status meshrt_reduce_scatter(meshrt_comm_t C, const void *Send,
 meshrt_status meshrt_all_gather_padded(meshrt_comm_t C, const void *Send,
                                        void *Recv, int64_t Count, int64_t Valid,
                                        meshrt_dtype T) {
-  return guarded("meshrt_all_gather_padded", [&] {
-    comm(C).allGatherPadded(Send, Recv, Count, Valid, T);
-  });
+  return guarded("meshrt_all_gather_padded",
+                 [&] { comm(C).allGatherPadded(Send, Recv, Count, Valid, T); });
 }
 
 meshrt_status meshrt_reduce_scatter_padded(meshrt_comm_t C, const void *Send,
@@ -620,9 +619,8 @@ meshrt_status meshrt_reduce_scatter_padded_on_stream(
     meshrt_dtype T, meshrt_reduce_op Op, void *Stream) {
   return guarded("meshrt_reduce_scatter_padded_on_stream", [&] {
     Comm &R = comm(C);
-    R.onStream("reduce_scatter_padded", Stream, [&] {
-      R.reduceScatterPadded(Send, Recv, Count, Valid, T, Op);
-    });
+    R.onStream("reduce_scatter_padded", Stream,
+               [&] { R.reduceScatterPadded(Send, Recv, Count, Valid, T, Op); });
   });
 }
 

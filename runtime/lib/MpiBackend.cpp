@@ -585,8 +585,8 @@ void MpiComm::allGatherPaddedHost(const void *Send, void *Recv, int64_t Count,
     Displs[size_t(J)] = int(J * Count);
   }
   MPI_Datatype Type = B.type(T);
-  checkMpi(MPI_Allgatherv(Send, Counts[size_t(Rank)], Type, Recv,
-                          Counts.data(), Displs.data(), Type, C),
+  checkMpi(MPI_Allgatherv(Send, Counts[size_t(Rank)], Type, Recv, Counts.data(),
+                          Displs.data(), Type, C),
            "MPI_Allgatherv");
   int64_t Elem = dtypeSize(T);
   std::memset(static_cast<char *>(Recv) + Valid * Elem, 0,
@@ -602,9 +602,9 @@ void MpiComm::reduceScatterPaddedHost(const void *Send, void *Recv,
   std::vector<int> Counts(static_cast<size_t>(Size));
   for (int64_t J = 0; J < Size; ++J)
     Counts[size_t(J)] = int(validIn(J, Count, Valid));
-  checkMpi(MPI_Reduce_scatter(Send, Recv, Counts.data(), B.type(T),
-                              B.op(T, Op), C),
-           "MPI_Reduce_scatter");
+  checkMpi(
+      MPI_Reduce_scatter(Send, Recv, Counts.data(), B.type(T), B.op(T, Op), C),
+      "MPI_Reduce_scatter");
   int64_t Mine = Counts[size_t(Rank)], Elem = dtypeSize(T);
   if (Op == MESHRT_AVG)
     divideBy(Recv, Mine, T, Size);

@@ -603,8 +603,8 @@ void NcclComm::reduceScatterPadded(const void *Send, void *Recv, int64_t Count,
   checkDevice(Send, "send", "reduce_scatter_padded");
   checkDevice(Recv, "recv", "reduce_scatter_padded");
   const Libraries &L = libraries();
-  check(L.Nccl.ReduceScatter(Send, Recv, size_t(Count), ncclType(T),
-                             ncclOp(Op), C, stream()),
+  check(L.Nccl.ReduceScatter(Send, Recv, size_t(Count), ncclType(T), ncclOp(Op),
+                             C, stream()),
         "ncclReduceScatter");
   size_t Elem = size_t(dtypeSize(T));
   size_t Mine = size_t(validIn(Rank, Count, Valid));

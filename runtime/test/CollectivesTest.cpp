@@ -533,9 +533,8 @@ TEST(Collectives, ReduceScatterPaddedReducesTheData) {
             Buffer Send(size_t(Count * C.N * E)), Recv(size_t(Count * E));
             Send.upload(encode(T, In).data());
             Recv.upload(encode(T, Junk).data());
-            ASSERT_EQ(meshrt_reduce_scatter_padded(C.Comm, Send.get(),
-                                                   Recv.get(), Count, Valid, T,
-                                                   Op),
+            ASSERT_EQ(meshrt_reduce_scatter_padded(
+                          C.Comm, Send.get(), Recv.get(), Count, Valid, T, Op),
                       MESHRT_SUCCESS)
                 << What << ": " << meshrt_last_error();
             expectSame(Recv.download(), Want, T, What);
@@ -549,8 +548,7 @@ TEST(Collectives, PaddedValidOutOfRangeIsAnError) {
     float Y[64] = {};
     EXPECT_EQ(meshrt_all_gather_padded(C.Comm, X, Y, 1, C.N + 1, MESHRT_F32),
               MESHRT_ERROR_INVALID_ARGUMENT);
-    EXPECT_NE(std::string(meshrt_last_error()).find("valid"),
-              std::string::npos)
+    EXPECT_NE(std::string(meshrt_last_error()).find("valid"), std::string::npos)
         << meshrt_last_error();
     EXPECT_EQ(meshrt_reduce_scatter_padded(C.Comm, Y, X, 1, -1, MESHRT_F32,
                                            MESHRT_SUM),

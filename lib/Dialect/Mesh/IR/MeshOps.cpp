@@ -443,8 +443,8 @@ static LogicalResult verifyValid(Operation *op, std::optional<int64_t> valid,
     return op->emitOpError() << "with 'valid' needs static shapes (C12)";
   if (*valid < 0 || *valid > type.getDimSize(dim))
     return op->emitOpError()
-           << "'valid' " << *valid << " is outside [0, "
-           << type.getDimSize(dim) << "], the size of dim " << dim << " (C12)";
+           << "'valid' " << *valid << " is outside [0, " << type.getDimSize(dim)
+           << "], the size of dim " << dim << " (C12)";
   for (int64_t d = 0; d < dim; ++d)
     if (type.getDimSize(d) != 1)
       return op->emitOpError()
@@ -458,15 +458,13 @@ LogicalResult AllGatherOp::verify() {
   if (failed(verifyCollectiveLocal(*this, getAxes(), std::nullopt,
                                    {{"gather_dim", getGatherDim()}})))
     return failure();
-  return verifyValid(*this, getValid(), getGatherDim(),
-                     getResult().getType());
+  return verifyValid(*this, getValid(), getGatherDim(), getResult().getType());
 }
 LogicalResult ReduceScatterOp::verify() {
   if (failed(verifyCollectiveLocal(*this, getAxes(), getReduction(),
                                    {{"scatter_dim", getScatterDim()}})))
     return failure();
-  return verifyValid(*this, getValid(), getScatterDim(),
-                     getInput().getType());
+  return verifyValid(*this, getValid(), getScatterDim(), getInput().getType());
 }
 LogicalResult AllToAllOp::verify() {
   return verifyCollectiveLocal(

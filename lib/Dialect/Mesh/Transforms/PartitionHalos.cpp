@@ -100,9 +100,9 @@ FailureOr<Value> FunctionPartitioner::reshardHalos(Value v, ShardingAttr from,
       shape[d] = block * *n;
       Value blocks =
           Slab(b, loc, cur, d, b.getIndexAttr(0), block).extract(b, loc, cur);
-      Value whole = AllGatherOp::create(b, loc, type.clone(shape), blocks, ref,
-                                        axes, b.getI64IntegerAttr(d),
-                                        IntegerAttr());
+      Value whole =
+          AllGatherOp::create(b, loc, type.clone(shape), blocks, ref, axes,
+                              b.getI64IntegerAttr(d), IntegerAttr());
       Value tail = Slab(b, loc, cur, d, b.getIndexAttr(block), lo + hi)
                        .extract(b, loc, cur);
       tail = BroadcastOp::create(b, loc, tail.getType(), tail, ref, axes,

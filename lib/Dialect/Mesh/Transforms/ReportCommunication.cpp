@@ -54,7 +54,8 @@ std::pair<int64_t, int64_t> paddedShare(Operation *op) {
   if (auto gather = dyn_cast<AllGatherOp>(op); gather && gather.getValid())
     return {*gather.getValid(), cast<ShapedType>(gather.getResult().getType())
                                     .getDimSize(gather.getGatherDim())};
-  if (auto scatter = dyn_cast<ReduceScatterOp>(op); scatter && scatter.getValid())
+  if (auto scatter = dyn_cast<ReduceScatterOp>(op);
+      scatter && scatter.getValid())
     return {*scatter.getValid(), cast<ShapedType>(scatter.getInput().getType())
                                      .getDimSize(scatter.getScatterDim())};
   return {0, 0};

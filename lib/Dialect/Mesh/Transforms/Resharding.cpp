@@ -664,8 +664,8 @@ struct StepEmitter {
       high[d] = b.getIndexAttr(full.getDimSize(d) - shape[d]);
       shape[d] = full.getDimSize(d);
     }
-    Value zero = arith::ConstantOp::create(
-        b, loc, b.getZeroAttr(type.getElementType()));
+    Value zero =
+        arith::ConstantOp::create(b, loc, b.getZeroAttr(type.getElementType()));
     return tensor::PadOp::create(b, loc, type.clone(shape), v, low, high, zero);
   }
 
@@ -677,9 +677,8 @@ struct StepEmitter {
     auto before = cast<RankedTensorType>(local.getType());
     SmallVector<int64_t> trimmed;
     if (moves)
-      trimmed = paddedWholeDims(before, step.kind == ReshardStep::Kind::AllReduce
-                                            ? -1
-                                            : step.dim);
+      trimmed = paddedWholeDims(
+          before, step.kind == ReshardStep::Kind::AllReduce ? -1 : step.dim);
     if (!trimmed.empty())
       local = trim(local, trimmed);
     local = emitCollective(local, step);

@@ -4,8 +4,8 @@
 
 #include "mlir/Analysis/FlatLinearValueConstraints.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "llvm/ADT/EquivalenceClasses.h"
 
 using namespace mlir;
@@ -529,7 +529,8 @@ SmallVector<int64_t> mlir::mesh::getDataSizes(Value v) {
     return {};
   };
   auto entry = [&](Operation *op, unsigned i) -> SmallVector<int64_t> {
-    auto all = dyn_cast_or_null<ArrayAttr>(op->getDiscardableAttr(kDataSizesName));
+    auto all =
+        dyn_cast_or_null<ArrayAttr>(op->getDiscardableAttr(kDataSizesName));
     if (!all || i >= all.size())
       return {};
     return fromArray(all[i]);
