@@ -577,7 +577,8 @@ void MpiComm::reduceScatterHost(const void *Send, void *Recv, int64_t Count,
 /// padding after `Valid` zeroed.
 void MpiComm::allGatherPaddedHost(const void *Send, void *Recv, int64_t Count,
                                   int64_t Valid, meshrt_dtype T) {
-  requireIntCount(Count, Size, "all_gather_padded");
+  // MPI_Allgatherv's displacements are ints too.
+  requireIntCount(Count * Size, 1, "all_gather_padded");
   std::vector<int> Counts(static_cast<size_t>(Size)),
       Displs(static_cast<size_t>(Size));
   for (int64_t J = 0; J < Size; ++J) {
@@ -598,7 +599,7 @@ void MpiComm::allGatherPaddedHost(const void *Send, void *Recv, int64_t Count,
 void MpiComm::reduceScatterPaddedHost(const void *Send, void *Recv,
                                       int64_t Count, int64_t Valid,
                                       meshrt_dtype T, meshrt_reduce_op Op) {
-  requireIntCount(Count, Size, "reduce_scatter_padded");
+  requireIntCount(Count * Size, 1, "reduce_scatter_padded");
   std::vector<int> Counts(static_cast<size_t>(Size));
   for (int64_t J = 0; J < Size; ++J)
     Counts[size_t(J)] = int(validIn(J, Count, Valid));

@@ -18,7 +18,10 @@ the four trained weights on every rank (f32; the largest difference must
 stay within 1e-4); --corrupt adds 1 to the difference (a negative control).
 Without it, the annotated function alone (for --mesh-report-communication).
 
-  gen_ulysses_softmax.py [--check [--corrupt]] > out.mlir
+With --scenario04, the hand-written scenario 04's forward and Wo gradient on
+global shapes instead, for comparing its plan with the hand-written one.
+
+  gen_ulysses_softmax.py [--check [--corrupt] | --scenario04] > out.mlir
 """
 
 import argparse
@@ -206,6 +209,64 @@ def function(name, annotated):
     return "\n".join([head] + em.lines + ["}"])
 
 
+def scenario04():
+    """The hand-written scenario 04 (examples/scenarios/04_ulysses) on global
+    shapes: q, k, v [B, S, H, D] split by replica over "a" and by sequence
+    over "b"; softmax attention with the heads split (the constraint Ulysses
+    is), o back to the sequence split, y = o Wo, loss = 0.5 * sum(y^2)
+    averaged over the replicas, and Wo's gradient o^T y averaged likewise
+    (DeepSpeed's averaging of non-attention gradients)."""
+    SIZES.update({"b": 2, "s": 16, "t": 16, "h": 4, "d": 8, "f": 8})
+    em = Emitter(True)
+    t4, to = tt(shape_of("bshd")), tt(shape_of("hdf"))
+    seq = '[["a"], ["b"], [], []]'
+    head = (f"func.func @ulysses(%q: {t4} {{mesh.sharding = #mesh.sharding<@m24, {seq}>}}, "
+            f"%k: {t4} {{mesh.sharding = #mesh.sharding<@m24, {seq}>}}, "
+            f"%v: {t4} {{mesh.sharding = #mesh.sharding<@m24, {seq}>}}, "
+            f"%wo: {to}) -> ({t4} {{mesh.sharding = #mesh.sharding<@m24, {seq}>}}, "
+            f"{to}, tensor<f32>) {{")
+    for line in ("%zero = arith.constant 0.0 : f32",
+                 "%ninf = arith.constant 0xFF800000 : f32",
+                 "%scale = arith.constant 0.35355339 : f32",
+                 "%half = arith.constant 0.25 : f32"):
+        em.emit(line)
+    q, k, v = (em.constrain(x, "bshd", HEADS) for x in ("%q", "%k", "%v"))
+    sc = em.einsum("bshd,bthd->bhst", q, k)
+    sc = em.elementwise("bhst", [sc], ["%r = arith.mulf %a0, %scale : f32",
+                                       "linalg.yield %r : f32"])
+    m = em.reduce("bhst", "t", sc, "arith.maximumf", "%ninf")
+    ex = em.elementwise("bhst", [sc, m], ["%d = arith.subf %a0, %a1 : f32",
+                                          "%e = math.exp %d : f32",
+                                          "linalg.yield %e : f32"],
+                        bcast={1: "bhs"})
+    z = em.reduce("bhst", "t", ex, "arith.addf", "%zero")
+    p = em.elementwise("bhst", [ex, z], ["%r = arith.divf %a0, %a1 : f32",
+                                         "linalg.yield %r : f32"],
+                       bcast={1: "bhs"})
+    o = em.constrain(em.einsum("bhst,bthd->bshd", p, v), "bshd", SEQ)
+    y = em.einsum("bshd,hdf->bsf", o, "%wo")
+    # Averaged over the 2 replicas: the gradient of mean_replicas(0.5 y^2).
+    dwo = em.einsum("bshd,bsf->hdf", o, y)
+    dwo = em.elementwise("hdf", [dwo], ["%r = arith.mulf %a0, %half : f32",
+                                        "%r2 = arith.addf %r, %r : f32",
+                                        "linalg.yield %r2 : f32"])
+    sq = em.elementwise("bsf", [y], ["%r = arith.mulf %a0, %a0 : f32",
+                                     "%r2 = arith.mulf %r, %half : f32",
+                                     "linalg.yield %r2 : f32"])
+    e0 = em.fresh()
+    f0 = em.fresh()
+    loss = em.fresh()
+    em.emit(f"{e0} = tensor.empty() : tensor<f32>")
+    em.emit(f"{f0} = linalg.fill ins(%zero : f32) outs({e0} : tensor<f32>) -> tensor<f32>")
+    em.emit(f"{loss} = linalg.reduce ins({sq} : {tt(shape_of('bsf'))}) outs({f0} : tensor<f32>) dimensions = [0, 1, 2]")
+    em.emit("  (%in: f32, %acc: f32) {")
+    em.emit("    %c = arith.addf %in, %acc : f32")
+    em.emit("    linalg.yield %c : f32")
+    em.emit("  }")
+    em.emit(f"return {o}, {dwo}, {loss} : {t4}, {to}, tensor<f32>")
+    return "\n".join([head] + em.lines + ["}"])
+
+
 def dense(shape, salt):
     n = 1
     for d in shape:
@@ -275,7 +336,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--corrupt", action="store_true")
+    ap.add_argument("--scenario04", action="store_true",
+                    help="the hand-written scenario 04's program on global "
+                         "shapes instead (for comparing their plans)")
     a = ap.parse_args()
+    if a.scenario04:
+        print('mesh.mesh @m24(["a" = 2, "b" = 4])\n' + scenario04())
+        return
     out = ['mesh.mesh @m24(["a" = 2, "b" = 4])',
            function("ulysses_train", True)]
     if a.check:

@@ -16,9 +16,26 @@ func.func @kred(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [["a"],
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
   // CHECK: %[[M:.*]] = linalg.matmul ins(%[[X]], %[[W]] : tensor<4x4xf32>, tensor<4x8xf32>) outs(%[[F]] : tensor<4x8xf32>)
   %m = linalg.matmul ins(%x, %w : tensor<8x16xf32>, tensor<16x8xf32>) outs(%f : tensor<8x8xf32>) -> tensor<8x8xf32>
-  // The result keeps the matmul's sharding, including the pending reduction,
-  // until someone needs it reduced.
-  // CHECK: return %[[M]] : tensor<4x8xf32>
+  // The result keeps the matmul's layout, but complete: the pending
+  // reduction is finished before the return, so a caller (host code above
+  // all) gets the sum, not per-device pieces of it. A result annotated with
+  // `partial = sum[...]` would keep it pending (@kred_pending).
+  // CHECK: %[[R:.*]] = mesh.all_reduce %[[M]] on @m axes = ["b"] reduction = sum
+  // CHECK: return %[[R]] : tensor<4x8xf32>
+  return %m : tensor<8x8xf32>
+}
+
+// CHECK-LABEL: func.func @kred_pending
+// CHECK: %[[M:.*]] = linalg.matmul
+// CHECK-NOT: mesh.all_reduce
+// CHECK: return %[[M]] : tensor<4x8xf32>
+func.func @kred_pending(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [["a"], ["b"]]>},
+                        %w: tensor<16x8xf32>)
+    -> (tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["a"], []], partial = sum["b"]>}) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x8xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %m = linalg.matmul ins(%x, %w : tensor<8x16xf32>, tensor<16x8xf32>) outs(%f : tensor<8x8xf32>) -> tensor<8x8xf32>
   return %m : tensor<8x8xf32>
 }
 

@@ -30,10 +30,16 @@ static OpFoldResult foldSingletonGroup(CollectiveOpInterface op) {
 OpFoldResult AllReduceOp::fold(FoldAdaptor) {
   return foldSingletonGroup(*this);
 }
+// With `valid`, the result's padding is zeros, which the input's need not
+// be: no identity.
 OpFoldResult AllGatherOp::fold(FoldAdaptor) {
+  if (getValid())
+    return {};
   return foldSingletonGroup(*this);
 }
 OpFoldResult ReduceScatterOp::fold(FoldAdaptor) {
+  if (getValid())
+    return {};
   return foldSingletonGroup(*this);
 }
 OpFoldResult AllToAllOp::fold(FoldAdaptor) { return foldSingletonGroup(*this); }
@@ -58,7 +64,7 @@ OpFoldResult AllSliceOp::fold(FoldAdaptor) {
   if (!isa<TensorType>(getType()))
     return {};
   auto gather = getInput().getDefiningOp<AllGatherOp>();
-  if (!gather || gather.getMeshAttr() != getMeshAttr() ||
+  if (!gather || gather.getValid() || gather.getMeshAttr() != getMeshAttr() ||
       gather.getAxes() != getAxes() || gather.getGatherDim() != getSliceDim() ||
       gather.getInput().getType() != getType())
     return {};

@@ -495,8 +495,9 @@ LogicalResult PadToDivide::addMasks(linalg::LinalgOp op) {
     // Where zero is the neutral element, every user of the value reads it
     // with its padding zeroed, masked once where it is defined: the padding
     // matters to no other user, and a weight read plain and transposed stays
-    // one value (one gather).
-    if (zeroIsNeutral) {
+    // one value (one gather). A value made here (a window input's pad) has
+    // no record of its sizes: masked for this op only, below.
+    if (zeroIsNeutral && original.count(v)) {
       input->set(zeroPadding(v));
       continue;
     }

@@ -252,8 +252,13 @@ FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
   Value source = cheapestSource(v, from, target, global, meshOp, at, plan);
   OpBuilder b(at);
   // A padded value's gathers and scatters move only its data.
+  // (Sizes that do not fit the value's global type are stale: none.)
   SmallVector<int64_t> dataSizes = getDataSizes(v);
-  if (dataSizes.size() != rank)
+  if (dataSizes.size() != rank ||
+      llvm::any_of(llvm::seq<unsigned>(0, rank), [&](unsigned d) {
+        return dataSizes[d] < 0 || global.isDynamicDim(d) ||
+               dataSizes[d] > global.getDimSize(d);
+      }))
     dataSizes.clear();
   Value out = emitResharding(b, where->getLoc(), meshOp, source, *plan,
                              placedOf(source), dataSizes);

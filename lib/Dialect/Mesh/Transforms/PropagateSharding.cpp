@@ -844,13 +844,16 @@ void Propagation::annotateFunction(FunctionOpInterface fn, bool explain) {
       ret = block.getTerminator();
   if (!ret || ret->getNumOperands() != fn.getNumResults())
     return;
+  // An unannotated result takes its value's layout, but complete: a caller
+  // (host code above all) gets the value the program computes, not
+  // per-device pieces of a sum still to be reduced.
   editResultAttrs(fn, [&](unsigned i, NamedAttrList &attrs) {
     Value v = ret->getOperand(i);
     if (!isRankedTensor(v) || attrs.get(name))
       return;
     const ValueInfo *vi;
     if (ShardingAttr s = layoutFor(v, vi))
-      attrs.set(name, s);
+      attrs.set(name, withoutPartial(s));
   });
 }
 

@@ -528,21 +528,26 @@ SmallVector<int64_t> mlir::mesh::getDataSizes(Value v) {
       return SmallVector<int64_t>(sizes.asArrayRef());
     return {};
   };
-  auto entry = [&](Operation *op, unsigned i) -> SmallVector<int64_t> {
+  // One entry for each value, or none: an op rewritten with fewer results
+  // (a canonicalization that drops dead ones keeps its attributes) has
+  // entries that no longer match.
+  auto entry = [&](Operation *op, unsigned i,
+                   unsigned count) -> SmallVector<int64_t> {
     auto all =
         dyn_cast_or_null<ArrayAttr>(op->getDiscardableAttr(kDataSizesName));
-    if (!all || i >= all.size())
+    if (!all || all.size() != count)
       return {};
     return fromArray(all[i]);
   };
   if (auto r = dyn_cast<OpResult>(v))
-    return entry(r.getOwner(), r.getResultNumber());
+    return entry(r.getOwner(), r.getResultNumber(),
+                 r.getOwner()->getNumResults());
   auto arg = cast<BlockArgument>(v);
   Operation *parent = arg.getOwner()->getParentOp();
   if (auto fn = dyn_cast_or_null<FunctionOpInterface>(parent)) {
     if (arg.getOwner() != &fn.getFunctionBody().front())
       return {};
-    return entry(fn, arg.getArgNumber());
+    return entry(fn, arg.getArgNumber(), fn.getNumArguments());
   }
   // A loop's region argument is its result, padded alike.
   if (auto loop = dyn_cast_or_null<LoopLikeOpInterface>(parent))
