@@ -1100,6 +1100,22 @@ def halo_suite():
         c.result = (conv(c, "%arg0", [n, h, 8, ci], [3, 3, ci, co], out, stride, 1), out)
         c.result_dims = out_dims
         cases.append(c)
+    # Valid convolutions whose output rows divide but whose blocks do not
+    # line up with the input's (16 rows over 2, 14 outputs in blocks of 7;
+    # a 5x5 kernel, or 3x3 with dilation 2, on 16 rows over 4: 12 outputs
+    # in blocks of 3): each device takes the rows its window reaches from
+    # its neighbours' blocks (two permutes), nothing gathered.
+    for name, k, dil, in_dims in [
+            ("conv_valid_h2", 3, 1, [[], ["a"], [], []]),
+            ("conv_valid_k5", 5, 1, [[], ["b"], [], []]),
+            ("conv_valid_dil2", 3, 2, [[], ["b"], [], []])]:
+        c = Case(name, "m24")
+        reach = dil * (k - 1) + 1
+        c.args = [([n, h, 8, ci], in_dims), ([k, k, ci, co], None)]
+        out = [n, h - reach + 1, 8 - reach + 1, co]
+        c.result = (conv(c, "%arg0", [n, h, 8, ci], [k, k, ci, co], out, 1, dil), out)
+        c.result_dims = in_dims
+        cases.append(c)
     # The user's own zero padding after a valid convolution keeps its zeros
     # (not the padded loop's rows).
     c = Case("conv_valid_user_pad", "m24")

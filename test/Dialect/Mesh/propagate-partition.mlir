@@ -42,18 +42,26 @@ func.func @kred_pending(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m,
 // A convolution without padding whose spatial dim is sharded: the output
 // rows split over "a" (4 each), and each device needs its 4 * 1 input rows
 // and the 2 its window reaches past them. Blocks of 5 input rows do not line
-// up with that, so the input is gathered and each device slices rows
-// [4k, 4k + 6) (halo.mlir has the padded case, exchanged with neighbours).
+// up with that: device 0 needs rows [0, 6), one of device 1's; device 1
+// needs [4, 10), one of device 0's. Each sends its last row to the next
+// device and its first to the previous (two permutes of one row), puts them
+// around its block, [-1, 6) or [4, 11), and slices its window at 1 - k
+// (halo.mlir has the padded case).
 // CHECK-LABEL: func.func @conv
 func.func @conv(%in: tensor<1x10x10x3xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["a"], [], []]>},
                 %k: tensor<3x3x3x8xf32>) -> tensor<1x8x8x8xf32> {
   %z = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<1x8x8x8xf32>
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
-  // CHECK: %[[G:.*]] = mesh.all_gather %{{.*}} on @m axes = ["a"] gather_dim = 1 : tensor<1x5x10x3xf32> -> tensor<1x10x10x3xf32>
+  // CHECK-NOT: mesh.all_gather
+  // CHECK: %[[LAST:.*]] = tensor.extract_slice %[[IN:.*]][0, 4, 0, 0] [1, 1, 10, 3]
+  // CHECK: %[[PREV:.*]] = mesh.permute %[[LAST]] on @m axes = ["a"] offset = 1 : tensor<1x1x10x3xf32>
+  // CHECK: %[[FIRST:.*]] = tensor.extract_slice %[[IN]][0, 0, 0, 0] [1, 1, 10, 3]
+  // CHECK: %[[NEXT:.*]] = mesh.permute %[[FIRST]] on @m axes = ["a"] offset = -1 : tensor<1x1x10x3xf32>
+  // CHECK: %[[ALL:.*]] = tensor.concat dim(1) %[[PREV]], %[[IN]], %[[NEXT]] : {{.*}} -> tensor<1x7x10x3xf32>
   // CHECK: %[[K:.*]] = mesh.axis_index @m "a"
-  // CHECK: %[[OFF:.*]] = arith.muli %[[K]], %{{.*}} : index
-  // CHECK: %[[S:.*]] = tensor.extract_slice %[[G]][0, %[[OFF]], 0, 0] [1, 6, 10, 3] [1, 1, 1, 1]
+  // CHECK: %[[OFF:.*]] = arith.subi %{{.*}}, %{{.*}} : index
+  // CHECK: %[[S:.*]] = tensor.extract_slice %[[ALL]][0, %[[OFF]], 0, 0] [1, 6, 10, 3] [1, 1, 1, 1]
   // CHECK: linalg.conv_2d_nhwc_hwcf ins(%[[S]], %{{.*}} : tensor<1x6x10x3xf32>, tensor<3x3x3x8xf32>) outs(%{{.*}} : tensor<1x4x8x8xf32>)
   %c = linalg.conv_2d_nhwc_hwcf ins(%in, %k : tensor<1x10x10x3xf32>, tensor<3x3x3x8xf32>) outs(%f : tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
   return %c : tensor<1x8x8x8xf32>

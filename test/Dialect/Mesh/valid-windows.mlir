@@ -120,13 +120,17 @@ func.func @strided(%in: tensor<1x16x8x2xf32> {mesh.sharding = #mesh.sharding<@m,
 
 // The output rows divide (16 of 18 over 2): the loop is split as it is, in
 // its own blocks of 8, which the result's annotation asks for; the input,
-// in blocks of 9, is resharded to them (as before).
+// in blocks of 9, is shifted to them: each device sends one row to its
+// neighbour each way, nothing gathered.
 
 mesh.mesh @m(["x" = 2])
 
 // REMARK-NOT: loop 1 of size 16 reads
 // CHECK-LABEL: func.func @output_divides
-// CHECK: linalg.conv_2d_nhwc_hwcf {{.*}} outs(%{{.*}} : tensor<1x8x6x2xf32>)
+// CHECK-NOT: mesh.all_gather
+// CHECK: mesh.permute %{{.*}} offset = 1 : tensor<1x1x8x2xf32>
+// CHECK: mesh.permute %{{.*}} offset = -1 : tensor<1x1x8x2xf32>
+// CHECK: linalg.conv_2d_nhwc_hwcf {{.*}}ins(%{{.*}}, %{{.*}} : tensor<1x10x8x2xf32>, {{.*}}) outs(%{{.*}} : tensor<1x8x6x2xf32>)
 func.func @output_divides(%in: tensor<1x18x8x2xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["x"], [], []]>}, %f: tensor<3x3x2x2xf32>)
     -> (tensor<1x16x6x2xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["x"], [], []]>}) {
   %e = tensor.empty() : tensor<1x16x6x2xf32>

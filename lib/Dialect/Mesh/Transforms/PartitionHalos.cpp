@@ -59,6 +59,77 @@ static FailureOr<int64_t> haloGroupSize(MeshOp mesh, ShardingAttr s,
   return n;
 }
 
+/// `v`, split in plain blocks as `from`, moved to `target`, the same split
+/// with halos on some dims (a window's reach past blocks that do not line up
+/// with the window's: a valid convolution's 16 input rows over 2 devices in
+/// blocks of 8, read by 14 output rows in blocks of 7, each device needing
+/// rows [7k, 7k + 9)). Device k along such a dim holds [kB, kB + B) and needs
+/// [kb, kb + W), W = b + lo + hi, where n (B - b) = lo + hi: its window
+/// starts k (B - b) before its block and ends (n - 1 - k) (B - b) after it, so
+/// it needs at most C = (n - 1)(B - b) rows of each neighbour. Each device
+/// sends the last C rows of its block to the next device and the first C to
+/// the previous (two permutes), puts them around its block and slices its
+/// window at C - k (B - b). Null where the layouts differ otherwise, a size
+/// is not static, or a window reaches past a neighbour (C > B).
+Value FunctionPartitioner::shiftToHalos(OpBuilder &b, Location loc,
+                                        MeshOp mesh, Value v, ShardingAttr from,
+                                        ShardingAttr target) {
+  if (!from || !target || from.hasHalo() || from.getRank() != target.getRank() ||
+      from.getPartialAxes() != target.getPartialAxes() ||
+      from.getPartialKind() != target.getPartialKind())
+    return {};
+  auto type = cast<RankedTensorType>(v.getType());
+  for (unsigned d = 0; d < target.getRank(); ++d) {
+    if (from.getDimAxes(d) != target.getDimAxes(d))
+      return {};
+    auto [lo, hi] = target.getDimHalo(d);
+    if (!lo && !hi)
+      continue;
+    int64_t n = mesh.getGroupSize(target.getDimAxes(d).getNames());
+    if (ShapedType::isDynamic(n) || n < 2 || type.isDynamicDim(d))
+      return {};
+    int64_t block = type.getDimSize(d), whole = block * n;
+    if ((whole - lo - hi) % n != 0)
+      return {};
+    int64_t shift = block - (whole - lo - hi) / n;
+    if (shift <= 0 || (n - 1) * shift > block)
+      return {};
+  }
+  FlatSymbolRefAttr ref = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+  Value cur = v;
+  for (unsigned d = 0; d < target.getRank(); ++d) {
+    auto [lo, hi] = target.getDimHalo(d);
+    if (!lo && !hi)
+      continue;
+    SmallVector<StringRef> axisNames = target.getDimAxes(d).getNames();
+    int64_t n = mesh.getGroupSize(axisNames);
+    int64_t block = type.getDimSize(d);
+    int64_t shift = block - (block * n - lo - hi) / n;
+    int64_t reach = (n - 1) * shift;
+    ArrayAttr axes = b.getStrArrayAttr(axisNames);
+    auto neighbours = [&](int64_t from, int64_t offset) {
+      Value slab = Slab(b, loc, cur, d, b.getIndexAttr(from), reach)
+                       .extract(b, loc, cur);
+      return PermuteOp::create(b, loc, slab.getType(), slab, ref, axes,
+                               b.getI64IntegerAttr(offset), UnitAttr())
+          .getResult();
+    };
+    // The previous device's last rows, this block, the next one's first.
+    Value before = neighbours(block - reach, 1);
+    Value after = neighbours(0, -1);
+    Value around =
+        tensor::ConcatOp::create(b, loc, d, ValueRange{before, cur, after});
+    Value index = groupIndex(b, loc, mesh, axisNames);
+    Value start = arith::SubIOp::create(
+        b, loc, arith::ConstantIndexOp::create(b, loc, reach),
+        arith::MulIOp::create(b, loc, index,
+                              arith::ConstantIndexOp::create(b, loc, shift)));
+    int64_t window = block - shift + lo + hi;
+    cur = Slab(b, loc, around, d, start, window).extract(b, loc, around);
+  }
+  return cur;
+}
+
 /// `v` resharded from `from` to `target` when either has halos: the halos of
 /// `from` are dropped by gathering their dims (each device's block, then the
 /// last device's trailing halo), the plan takes the rest to `target` with
@@ -73,6 +144,8 @@ FailureOr<Value> FunctionPartitioner::reshardHalos(Value v, ShardingAttr from,
                                                    const Twine &what) {
   OpBuilder b(where);
   Location loc = where->getLoc();
+  if (Value shifted = shiftToHalos(b, loc, mesh, v, from, target))
+    return shifted;
   FlatSymbolRefAttr ref = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
   AxisListAttr none = AxisListAttr::get(b.getContext(), ArrayRef<StringAttr>());
   // `s` with its halo dims whole and no halos.

@@ -112,6 +112,8 @@ private:
                                             ShardingAttr target, unsigned rank,
                                             RankedTensorType global,
                                             std::string &whyNot);
+  static Value shiftToHalos(OpBuilder &b, Location loc, MeshOp mesh, Value v,
+                            ShardingAttr from, ShardingAttr target);
   FailureOr<Value> reshardHalos(Value v, ShardingAttr from, ShardingAttr target,
                                 MeshOp mesh, Operation *where,
                                 const Twine &what);
