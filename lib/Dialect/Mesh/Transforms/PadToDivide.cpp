@@ -856,12 +856,20 @@ void PadToDivide::recordDataSizes() {
     }
     if (any)
       op->setDiscardableAttr(kDataSizesName, b.getArrayAttr(sizes));
+    return any;
   };
+  bool anyOp = false;
   fn.walk([&](Operation *op) {
     if (op != fn.getOperation())
-      record(op, op->getResults());
+      anyOp |= record(op, op->getResults());
   });
-  record(fn, fn.getArguments());
+  // The function carries the attribute whenever an op of it does (for its
+  // arguments, or empty), so partitioning strips only where padding was.
+  if (!record(fn, fn.getArguments()) && anyOp)
+    fn->setDiscardableAttr(
+        kDataSizesName,
+        b.getArrayAttr(SmallVector<Attribute>(fn.getNumArguments(),
+                                              b.getDenseI64ArrayAttr({}))));
 }
 
 FunctionOpInterface PadToDivide::calleeOf(Operation *op) {

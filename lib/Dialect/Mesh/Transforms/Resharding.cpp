@@ -621,12 +621,16 @@ struct StepEmitter {
   SmallVector<SmallVector<std::string>> dimAxes;
   ArrayRef<int64_t> dataSizes;
 
+  // (Followed only for a padded value: the common case builds no strings.)
   void drop(int64_t dim, ArrayRef<std::string> axes) {
+    if (dataSizes.empty())
+      return;
     SmallVector<std::string> &list = dimAxes[dim];
     list.resize(list.size() >= axes.size() ? list.size() - axes.size() : 0);
   }
   void append(int64_t dim, ArrayRef<std::string> axes) {
-    dimAxes[dim].append(axes.begin(), axes.end());
+    if (!dataSizes.empty())
+      dimAxes[dim].append(axes.begin(), axes.end());
   }
 
   /// The dims of `type` other than `except` that hold padding and are whole
@@ -746,15 +750,14 @@ Value mlir::mesh::emitResharding(OpBuilder &b, Location loc, MeshOp mesh,
                                  ShardingAttr from,
                                  ArrayRef<int64_t> dataSizes) {
   unsigned rank = cast<RankedTensorType>(local.getType()).getRank();
-  StepEmitter emitter{b,
-                      loc,
-                      mesh,
-                      FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
-                      from ? ShardingLayout::get(from).dims
-                           : ShardingLayout::replicated(rank).dims,
-                      dataSizes};
-  if (emitter.dimAxes.size() != rank)
-    emitter.dataSizes = {};
+  StepEmitter emitter{b,     loc, mesh, FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
+                      {},    dataSizes};
+  if (!dataSizes.empty()) {
+    emitter.dimAxes = from ? ShardingLayout::get(from).dims
+                           : ShardingLayout::replicated(rank).dims;
+    if (emitter.dimAxes.size() != rank)
+      emitter.dataSizes = {};
+  }
   for (const ReshardStep &step : steps)
     local = emitter.emit(local, step);
   return local;

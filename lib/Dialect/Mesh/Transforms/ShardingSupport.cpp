@@ -561,5 +561,12 @@ SmallVector<int64_t> mlir::mesh::getDataSizes(Value v) {
 }
 
 void mlir::mesh::stripDataSizes(FunctionOpInterface fn) {
-  fn.walk([](Operation *op) { op->removeDiscardableAttr(kDataSizesName); });
+  // Only where padding recorded sizes (it marks the function then); a lookup
+  // first: removing rebuilds the op's attribute list.
+  if (!fn->getDiscardableAttr(kDataSizesName))
+    return;
+  fn.walk([](Operation *op) {
+    if (op->getDiscardableAttr(kDataSizesName))
+      op->removeDiscardableAttr(kDataSizesName);
+  });
 }

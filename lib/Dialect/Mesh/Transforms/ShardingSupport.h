@@ -75,7 +75,8 @@ inline constexpr llvm::StringLiteral kDataSizesName = "mesh_data_sizes";
 /// loop's region argument (its result's); empty where none is known.
 SmallVector<int64_t> getDataSizes(Value v);
 
-/// Removes kDataSizesName from `fn`'s ops and arguments.
+/// Removes kDataSizesName from `fn` and its ops (nothing to do unless `fn`
+/// has it: padding marks the function whenever it records sizes in it).
 void stripDataSizes(FunctionOpInterface fn);
 
 /// `windows`, if padding them succeeds on a copy of `module` (no reduction
