@@ -867,9 +867,8 @@ void PadToDivide::recordDataSizes() {
   // arguments, or empty), so partitioning strips only where padding was.
   if (!record(fn, fn.getArguments()) && anyOp)
     fn->setDiscardableAttr(
-        kDataSizesName,
-        b.getArrayAttr(SmallVector<Attribute>(fn.getNumArguments(),
-                                              b.getDenseI64ArrayAttr({}))));
+        kDataSizesName, b.getArrayAttr(SmallVector<Attribute>(
+                            fn.getNumArguments(), b.getDenseI64ArrayAttr({}))));
 }
 
 FunctionOpInterface PadToDivide::calleeOf(Operation *op) {

@@ -71,10 +71,11 @@ static FailureOr<int64_t> haloGroupSize(MeshOp mesh, ShardingAttr s,
 /// the previous (two permutes), puts them around its block and slices its
 /// window at C - k (B - b). Null where the layouts differ otherwise, a size
 /// is not static, or a window reaches past a neighbour (C > B).
-Value FunctionPartitioner::shiftToHalos(OpBuilder &b, Location loc,
-                                        MeshOp mesh, Value v, ShardingAttr from,
+Value FunctionPartitioner::shiftToHalos(OpBuilder &b, Location loc, MeshOp mesh,
+                                        Value v, ShardingAttr from,
                                         ShardingAttr target) {
-  if (!from || !target || from.hasHalo() || from.getRank() != target.getRank() ||
+  if (!from || !target || from.hasHalo() ||
+      from.getRank() != target.getRank() ||
       from.getPartialAxes() != target.getPartialAxes() ||
       from.getPartialKind() != target.getPartialKind())
     return {};

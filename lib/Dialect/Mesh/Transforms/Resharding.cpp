@@ -750,8 +750,9 @@ Value mlir::mesh::emitResharding(OpBuilder &b, Location loc, MeshOp mesh,
                                  ShardingAttr from,
                                  ArrayRef<int64_t> dataSizes) {
   unsigned rank = cast<RankedTensorType>(local.getType()).getRank();
-  StepEmitter emitter{b,     loc, mesh, FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
-                      {},    dataSizes};
+  StepEmitter emitter{b,    loc,
+                      mesh, FlatSymbolRefAttr::get(mesh.getSymNameAttr()),
+                      {},   dataSizes};
   if (!dataSizes.empty()) {
     emitter.dimAxes = from ? ShardingLayout::get(from).dims
                            : ShardingLayout::replicated(rank).dims;
