@@ -135,10 +135,10 @@ class Emitter:
         return r
 
 
-def step(em, x, target, wq, wk, wv, wo):
-    """One training step; returns the four updated weights."""
-    q, k, v = (em.constrain(em.einsum("bse,ehd->bshd", x, w), "bshd", HEADS)
-               for w in (wq, wk, wv))
+def attention(em, q, k, v):
+    """Softmax attention of q, k, v (on the heads split): the probabilities
+    (scores scaled by %scale, their maximum over the keys subtracted) and o,
+    constrained back to the sequence split."""
     s = em.einsum("bshd,bthd->bhst", q, k)
     s = em.elementwise("bhst", [s], ["%r = arith.mulf %a0, %scale : f32",
                                      "linalg.yield %r : f32"])
@@ -151,7 +151,14 @@ def step(em, x, target, wq, wk, wv, wo):
     p = em.elementwise("bhst", [ex, z], ["%r = arith.divf %a0, %a1 : f32",
                                          "linalg.yield %r : f32"],
                        bcast={1: "bhs"})
-    o = em.constrain(em.einsum("bhst,bthd->bshd", p, v), "bshd", SEQ)
+    return p, em.constrain(em.einsum("bhst,bthd->bshd", p, v), "bshd", SEQ)
+
+
+def step(em, x, target, wq, wk, wv, wo):
+    """One training step; returns the four updated weights."""
+    q, k, v = (em.constrain(em.einsum("bse,ehd->bshd", x, w), "bshd", HEADS)
+               for w in (wq, wk, wv))
+    p, o = attention(em, q, k, v)
     y = em.einsum("bshd,hdf->bsf", o, wo)
     dy = em.elementwise("bsf", [y, target], ["%r = arith.subf %a0, %a1 : f32",
                                              "linalg.yield %r : f32"])
@@ -231,19 +238,7 @@ def scenario04():
                  "%half = arith.constant 0.25 : f32"):
         em.emit(line)
     q, k, v = (em.constrain(x, "bshd", HEADS) for x in ("%q", "%k", "%v"))
-    sc = em.einsum("bshd,bthd->bhst", q, k)
-    sc = em.elementwise("bhst", [sc], ["%r = arith.mulf %a0, %scale : f32",
-                                       "linalg.yield %r : f32"])
-    m = em.reduce("bhst", "t", sc, "arith.maximumf", "%ninf")
-    ex = em.elementwise("bhst", [sc, m], ["%d = arith.subf %a0, %a1 : f32",
-                                          "%e = math.exp %d : f32",
-                                          "linalg.yield %e : f32"],
-                        bcast={1: "bhs"})
-    z = em.reduce("bhst", "t", ex, "arith.addf", "%zero")
-    p = em.elementwise("bhst", [ex, z], ["%r = arith.divf %a0, %a1 : f32",
-                                         "linalg.yield %r : f32"],
-                       bcast={1: "bhs"})
-    o = em.constrain(em.einsum("bhst,bthd->bshd", p, v), "bshd", SEQ)
+    _, o = attention(em, q, k, v)
     y = em.einsum("bshd,hdf->bsf", o, "%wo")
     # Averaged over the 2 replicas: the gradient of mean_replicas(0.5 y^2).
     dwo = em.einsum("bshd,bsf->hdf", o, y)
