@@ -1091,8 +1091,8 @@ def halo_suite():
             ("conv_valid_h14", 1, [[], ["b"], [], []], [[], ["b"], [], []]),
             ("conv_valid_s2", 2, [[], ["b"], [], []], [[], [], [], []]),
             ("conv_valid_ab", 1, [[], ["a", "b"], [], []], [[], [], [], []]),
-            # H over 2 (its 14 outputs divide: resharded as before), W over
-            # 4 (6 outputs of 8: padded, a halo).
+            # H over 2 (its 14 outputs divide: the input's rows shifted to
+            # their blocks), W over 4 (6 outputs of 8: padded, a halo).
             ("conv_valid_hw", 1, [[], ["a"], ["b"], []], [[], ["a"], ["b"], []])]:
         c = Case(name, "m24")
         c.args = [([n, h, 8, ci], in_dims), ([3, 3, ci, co], None)]

@@ -202,3 +202,26 @@ func.func @user_prefix(%in: tensor<1x1024x8x2xf32> {mesh.sharding = #mesh.shardi
   %o = linalg.conv_2d_nhwc_hwcf ins(%s, %f : tensor<1x16x8x2xf32>, tensor<3x3x2x2xf32>) outs(%i : tensor<1x14x6x2xf32>) -> tensor<1x14x6x2xf32>
   return %o : tensor<1x14x6x2xf32>
 }
+
+// -----
+
+// H over 2 (14 outputs: blocks of 7, the input's rows shifted to them) beside
+// W over 4 (6 outputs of 8: padded, a halo): one permute for W's halo, two of
+// one row for H's shift, nothing gathered (before: both dims gathered).
+
+mesh.mesh @m24(["a" = 2, "b" = 4])
+
+// CHECK-LABEL: func.func @shift_beside_padded
+// CHECK-NOT: mesh.all_gather
+// CHECK-COUNT-3: mesh.permute
+// CHECK-NOT: mesh.all_gather
+// CHECK: linalg.conv_2d_nhwc_hwcf {{.*}}ins(%{{.*}}, %{{.*}} : tensor<1x9x4x2xf32>, {{.*}}) outs(%{{.*}} : tensor<1x7x2x2xf32>)
+// REMARK: remark: result 0 of @shift_beside_padded: dim 2 of size 6 does not divide by the 4 devices
+func.func @shift_beside_padded(%in: tensor<1x16x8x2xf32> {mesh.sharding = #mesh.sharding<@m24, [[], ["a"], ["b"], []]>}, %f: tensor<3x3x2x2xf32>)
+    -> (tensor<1x14x6x2xf32> {mesh.sharding = #mesh.sharding<@m24, [[], ["a"], ["b"], []]>}) {
+  %e = tensor.empty() : tensor<1x14x6x2xf32>
+  %z = arith.constant 0.0 : f32
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<1x14x6x2xf32>) -> tensor<1x14x6x2xf32>
+  %o = linalg.conv_2d_nhwc_hwcf ins(%in, %f : tensor<1x16x8x2xf32>, tensor<3x3x2x2xf32>) outs(%i : tensor<1x14x6x2xf32>) -> tensor<1x14x6x2xf32>
+  return %o : tensor<1x14x6x2xf32>
+}

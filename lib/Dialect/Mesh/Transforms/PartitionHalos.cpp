@@ -74,18 +74,33 @@ static FailureOr<int64_t> haloGroupSize(MeshOp mesh, ShardingAttr s,
 Value FunctionPartitioner::shiftToHalos(OpBuilder &b, Location loc, MeshOp mesh,
                                         Value v, ShardingAttr from,
                                         ShardingAttr target) {
-  if (!from || !target || from.hasHalo() ||
-      from.getRank() != target.getRank() ||
+  if (!from || !target || from.getRank() != target.getRank() ||
       from.getPartialAxes() != target.getPartialAxes() ||
       from.getPartialKind() != target.getPartialKind())
     return {};
   auto type = cast<RankedTensorType>(v.getType());
+  // The dims to shift: plain in `from`, with a halo in `target`; every
+  // other dim is laid out alike in both (its halo, if any, kept: the slabs
+  // moved are whole along it, so corners come along).
+  auto shifts = [&](unsigned d) {
+    return from.getDimHalo(d) == std::pair<int64_t, int64_t>{0, 0} &&
+           target.getDimHalo(d) != std::pair<int64_t, int64_t>{0, 0};
+  };
+  bool any = false;
   for (unsigned d = 0; d < target.getRank(); ++d) {
     if (from.getDimAxes(d) != target.getDimAxes(d))
       return {};
-    auto [lo, hi] = target.getDimHalo(d);
-    if (!lo && !hi)
+    if (!shifts(d)) {
+      // (Halos that differ only in how lo + hi is split hold the same
+      // elements.)
+      auto [flo, fhi] = from.getDimHalo(d);
+      auto [tlo, thi] = target.getDimHalo(d);
+      if (flo + fhi != tlo + thi)
+        return {};
       continue;
+    }
+    any = true;
+    auto [lo, hi] = target.getDimHalo(d);
     int64_t n = mesh.getGroupSize(target.getDimAxes(d).getNames());
     if (ShapedType::isDynamic(n) || n < 2 || type.isDynamicDim(d))
       return {};
@@ -96,12 +111,14 @@ Value FunctionPartitioner::shiftToHalos(OpBuilder &b, Location loc, MeshOp mesh,
     if (shift <= 0 || (n - 1) * shift > block)
       return {};
   }
+  if (!any)
+    return {};
   FlatSymbolRefAttr ref = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
   Value cur = v;
   for (unsigned d = 0; d < target.getRank(); ++d) {
-    auto [lo, hi] = target.getDimHalo(d);
-    if (!lo && !hi)
+    if (!shifts(d))
       continue;
+    auto [lo, hi] = target.getDimHalo(d);
     SmallVector<StringRef> axisNames = target.getDimAxes(d).getNames();
     int64_t n = mesh.getGroupSize(axisNames);
     int64_t block = type.getDimSize(d);

@@ -354,7 +354,19 @@ SmallVector<UnevenWindow> Propagation::unevenWindows() {
         // (A loop the devices divide is split as it is, the input
         // resharded to its blocks and halos: the result's layout may ask
         // for those blocks; unless the input comes padded from a window
-        // op before.)
+        // op before. Where the input's rows only shift to those blocks, a
+        // neighbour's rows each way (stride 1, the reach within a block),
+        // the other dims may still be padded.)
+        if (n && !ShapedType::isDynamic(*n) && *n > 1 &&
+            !ShapedType::isDynamic(size) && size % *n == 0 && !afterWindow &&
+            *stride == 1 && type.getDimSize(d) % *n == 0) {
+          int64_t block = type.getDimSize(d) / *n;
+          int64_t shift = block - size / *n;
+          if (shift > 0 && (*n - 1) * shift <= block) {
+            allPadded = true;
+            continue;
+          }
+        }
         if (!n || ShapedType::isDynamic(*n) || *n <= 1 ||
             ShapedType::isDynamic(size) || (size % *n == 0 && !afterWindow) ||
             *stride < 1 || type.getDimSize(d) % (*n * *stride) != 0)
