@@ -51,6 +51,11 @@ public:
   /// See meshrt_all_to_all.
   virtual void allToAll(const void *Send, void *Recv, int64_t Count,
                         meshrt_dtype Type) = 0;
+  /// See meshrt_all_to_all_padded (0 <= Valid < size() * Count; Side is
+  /// MESHRT_PADDED_SPLIT or MESHRT_PADDED_CONCAT).
+  virtual void allToAllPadded(const void *Send, void *Recv, int64_t Count,
+                              int64_t Valid, meshrt_dtype Type,
+                              int32_t Side) = 0;
   /// See meshrt_broadcast.
   virtual void broadcast(void *Buf, int64_t Count, meshrt_dtype Type,
                          int64_t Root) = 0;

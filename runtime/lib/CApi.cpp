@@ -519,6 +519,14 @@ meshrt_status meshrt_all_to_all(meshrt_comm_t C, const void *Send, void *Recv,
                  [&] { comm(C).allToAll(Send, Recv, Count, T); });
 }
 
+meshrt_status meshrt_all_to_all_padded(meshrt_comm_t C, const void *Send,
+                                       void *Recv, int64_t Count, int64_t Valid,
+                                       meshrt_dtype T, int32_t Side) {
+  return guarded("meshrt_all_to_all_padded", [&] {
+    comm(C).allToAllPadded(Send, Recv, Count, Valid, T, Side);
+  });
+}
+
 meshrt_status meshrt_broadcast(meshrt_comm_t C, void *Buf, int64_t Count,
                                meshrt_dtype T, int64_t Root) {
   return guarded("meshrt_broadcast",
@@ -630,6 +638,18 @@ meshrt_status meshrt_all_to_all_on_stream(meshrt_comm_t C, const void *Send,
   return guarded("meshrt_all_to_all_on_stream", [&] {
     Comm &R = comm(C);
     R.onStream("all_to_all", Stream, [&] { R.allToAll(Send, Recv, Count, T); });
+  });
+}
+
+meshrt_status meshrt_all_to_all_padded_on_stream(meshrt_comm_t C,
+                                                 const void *Send, void *Recv,
+                                                 int64_t Count, int64_t Valid,
+                                                 meshrt_dtype T, int32_t Side,
+                                                 void *Stream) {
+  return guarded("meshrt_all_to_all_padded_on_stream", [&] {
+    Comm &R = comm(C);
+    R.onStream("all_to_all_padded", Stream,
+               [&] { R.allToAllPadded(Send, Recv, Count, Valid, T, Side); });
   });
 }
 

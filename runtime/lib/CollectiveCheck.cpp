@@ -53,6 +53,8 @@ const char *kindName(CollectiveKind K) {
     return "reduce_scatter_padded";
   case CollectiveKind::AllToAll:
     return "all_to_all";
+  case CollectiveKind::AllToAllPadded:
+    return "all_to_all_padded";
   case CollectiveKind::Broadcast:
     return "broadcast";
   case CollectiveKind::Permute:
@@ -80,6 +82,9 @@ std::string describe(const Record &R) {
   if (S.Kind == CollectiveKind::AllGatherPadded ||
       S.Kind == CollectiveKind::ReduceScatterPadded)
     D += " valid=" + std::to_string(S.Offset);
+  if (S.Kind == CollectiveKind::AllToAllPadded)
+    D += " valid=" + std::to_string(S.Offset) +
+         " side=" + std::to_string(S.Flags);
   if (S.Kind == CollectiveKind::Permute)
     D += " offset=" + std::to_string(S.Offset) +
          " flags=" + std::to_string(S.Flags);
@@ -90,6 +95,12 @@ std::string describe(const Record &R) {
 /// "the root", "the count and the dtype", ...
 std::string differences(const Record &A, const Record &B) {
   std::vector<const char *> D;
+  // The padded forms keep `valid` in Offset and all_to_all_padded its side
+  // in Flags.
+  bool Padded = A.Sig.Kind == B.Sig.Kind &&
+                (A.Sig.Kind == CollectiveKind::AllGatherPadded ||
+                 A.Sig.Kind == CollectiveKind::ReduceScatterPadded ||
+                 A.Sig.Kind == CollectiveKind::AllToAllPadded);
   if (A.Sig.Kind != B.Sig.Kind)
     D.push_back("the collective");
   if (A.Sig.Count != B.Sig.Count)
@@ -101,9 +112,9 @@ std::string differences(const Record &A, const Record &B) {
   if (A.Sig.Root != B.Sig.Root)
     D.push_back("the root");
   if (A.Sig.Offset != B.Sig.Offset)
-    D.push_back("the offset");
+    D.push_back(Padded ? "valid" : "the offset");
   if (A.Sig.Flags != B.Sig.Flags)
-    D.push_back("the flags");
+    D.push_back(Padded ? "the side" : "the flags");
   if (A.Sig.CommId != B.Sig.CommId || std::strcmp(A.Label, B.Label))
     D.push_back("the communicator");
   std::string S;

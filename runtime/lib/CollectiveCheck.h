@@ -38,6 +38,7 @@ enum class CollectiveKind : int32_t {
   AllGatherPadded,     ///< Offset holds `valid`.
   ReduceScatterPadded, ///< Offset holds `valid`.
   AllToAll,
+  AllToAllPadded, ///< Offset holds `valid`, Flags the side.
   Broadcast,
   Permute,
   Barrier,

@@ -264,6 +264,31 @@ void Comm::allToAll(const void *Send, void *Recv, int64_t Count,
   Fast->allToAll(Send, Recv, Count, T);
 }
 
+void Comm::allToAllPadded(const void *Send, void *Recv, int64_t Count,
+                          int64_t Valid, meshrt_dtype T, int32_t Side) {
+  const char *Op = "all_to_all_padded";
+  checkBuffers(Op, Send, Recv, Count, T, size(), false);
+  if (std::string E = invalidValid(Count, size(), Valid); !E.empty())
+    fail(MESHRT_ERROR_INVALID_ARGUMENT, Op, E);
+  if (Side != MESHRT_PADDED_SPLIT && Side != MESHRT_PADDED_CONCAT)
+    fail(MESHRT_ERROR_INVALID_ARGUMENT, Op,
+         "side " + std::to_string(Side) +
+             " is neither MESHRT_PADDED_SPLIT (0) nor MESHRT_PADDED_CONCAT "
+             "(1)");
+  if (__builtin_expect(Check != nullptr, 0))
+    verify(Op, {CollectiveKind::AllToAllPadded, T, -1, Side, Count, -1, Valid});
+  if (Count == 0)
+    return;
+  ++Collectives;
+  if (__builtin_expect(Trace != nullptr, 0))
+    traceCall("all_to_all_padded %s count=%lld valid=%lld side=%d",
+              dtypeName(T), (long long)Count, (long long)Valid, int(Side));
+  WatchScope W(*Dog, Op, this, Count, T);
+  if (Valid == Count * size())
+    return Fast->allToAll(Send, Recv, Count, T);
+  Fast->allToAllPadded(Send, Recv, Count, Valid, T, Side);
+}
+
 void Comm::broadcast(void *Buf, int64_t Count, meshrt_dtype T, int64_t Root) {
   checkBuffers("broadcast", Buf, Buf, Count, T, 1, true);
   if (Root < 0 || Root >= size())

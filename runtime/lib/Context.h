@@ -121,6 +121,9 @@ public:
                            int64_t Valid, meshrt_dtype T, meshrt_reduce_op Op);
   /// meshrt_all_to_all.
   void allToAll(const void *Send, void *Recv, int64_t Count, meshrt_dtype T);
+  /// See meshrt_all_to_all_padded.
+  void allToAllPadded(const void *Send, void *Recv, int64_t Count,
+                      int64_t Valid, meshrt_dtype T, int32_t Side);
   /// meshrt_broadcast.
   void broadcast(void *Buf, int64_t Count, meshrt_dtype T, int64_t Root);
   /// meshrt_permute.

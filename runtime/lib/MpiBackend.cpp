@@ -230,6 +230,17 @@ public:
     }
     allToAllHost(Send, Recv, Count, T);
   }
+  void allToAllPadded(const void *Send, void *Recv, int64_t Count,
+                      int64_t Valid, meshrt_dtype T, int32_t Side) override {
+    if (__builtin_expect(OnStream, 0)) {
+      int64_t Bytes = Count * dtypeSize(T) * Size;
+      return staged("all_to_all_padded", Send, Bytes, Recv, Bytes,
+                    [&](const void *S, void *R) {
+                      allToAllPaddedHost(S, R, Count, Valid, T, Side);
+                    });
+    }
+    allToAllPaddedHost(Send, Recv, Count, Valid, T, Side);
+  }
   void broadcast(void *Buf, int64_t Count, meshrt_dtype T,
                  int64_t Root) override {
     if (__builtin_expect(OnStream, 0)) {
@@ -287,6 +298,8 @@ private:
                          meshrt_dtype T, meshrt_reduce_op Op);
   void allToAllHost(const void *Send, void *Recv, int64_t Count,
                     meshrt_dtype T);
+  void allToAllPaddedHost(const void *Send, void *Recv, int64_t Count,
+                          int64_t Valid, meshrt_dtype T, int32_t Side);
   void broadcastHost(void *Buf, int64_t Count, meshrt_dtype T, int64_t Root);
   void sendRecvHost(const void *Send, int64_t Dest, void *Recv, int64_t Source,
                     int64_t Count, meshrt_dtype T, bool ZeroFill);
@@ -619,6 +632,36 @@ void MpiComm::allToAllHost(const void *Send, void *Recv, int64_t Count,
   MPI_Datatype Type = B.type(T);
   checkMpi(MPI_Alltoall(Send, int(Count), Type, Recv, int(Count), Type, C),
            "MPI_Alltoall");
+}
+
+/// MPI_Alltoallv of the data elements of each block, at its block (see
+/// MESHRT_PADDED_SPLIT / MESHRT_PADDED_CONCAT for which member's share a
+/// block holds); the rest of each recv block zeroed.
+void MpiComm::allToAllPaddedHost(const void *Send, void *Recv, int64_t Count,
+                                 int64_t Valid, meshrt_dtype T, int32_t Side) {
+  // MPI_Alltoallv's displacements are ints too.
+  requireIntCount(Count * Size, 1, "all_to_all_padded");
+  const size_t N = static_cast<size_t>(Size);
+  std::vector<int> SendCounts(N), RecvCounts(N), Displs(N);
+  const int Mine = int(validIn(Rank, Count, Valid));
+  const bool Split = Side == MESHRT_PADDED_SPLIT;
+  for (int64_t J = 0; J < Size; ++J) {
+    int Theirs = int(validIn(J, Count, Valid));
+    SendCounts[size_t(J)] = Split ? Theirs : Mine;
+    RecvCounts[size_t(J)] = Split ? Mine : Theirs;
+    Displs[size_t(J)] = int(J * Count);
+  }
+  MPI_Datatype Type = B.type(T);
+  checkMpi(MPI_Alltoallv(Send, SendCounts.data(), Displs.data(), Type, Recv,
+                         RecvCounts.data(), Displs.data(), Type, C),
+           "MPI_Alltoallv");
+  int64_t Elem = dtypeSize(T);
+  char *Out = static_cast<char *>(Recv);
+  for (int64_t J = 0; J < Size; ++J) {
+    int64_t Got = RecvCounts[size_t(J)];
+    std::memset(Out + (J * Count + Got) * Elem, 0,
+                size_t((Count - Got) * Elem));
+  }
 }
 
 void MpiComm::broadcastHost(void *Buf, int64_t Count, meshrt_dtype T,

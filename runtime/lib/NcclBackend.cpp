@@ -77,6 +77,7 @@ struct NcclApi {
   decltype(&::ncclAllGather) AllGather = nullptr;
   decltype(&::ncclReduceScatter) ReduceScatter = nullptr;
   decltype(&::ncclBroadcast) Broadcast = nullptr;
+  decltype(&::ncclReduce) Reduce = nullptr;
   decltype(&::ncclSend) Send = nullptr;
   decltype(&::ncclRecv) Recv = nullptr;
   decltype(&::ncclGroupStart) GroupStart = nullptr;
@@ -127,6 +128,7 @@ void bindNccl(void *Nccl, NcclApi &N, std::string &Err) {
   bind(Nccl, "ncclAllGather", N.AllGather, Err);
   bind(Nccl, "ncclReduceScatter", N.ReduceScatter, Err);
   bind(Nccl, "ncclBroadcast", N.Broadcast, Err);
+  bind(Nccl, "ncclReduce", N.Reduce, Err);
   bind(Nccl, "ncclSend", N.Send, Err);
   bind(Nccl, "ncclRecv", N.Recv, Err);
   bind(Nccl, "ncclGroupStart", N.GroupStart, Err);
@@ -253,6 +255,8 @@ public:
                            meshrt_reduce_op Op) override;
   void allToAll(const void *Send, void *Recv, int64_t Count,
                 meshrt_dtype T) override;
+  void allToAllPadded(const void *Send, void *Recv, int64_t Count,
+                      int64_t Valid, meshrt_dtype T, int32_t Side) override;
   void broadcast(void *Buf, int64_t Count, meshrt_dtype T,
                  int64_t Root) override;
   void sendRecv(const void *Send, int64_t Dest, void *Recv, int64_t Source,
@@ -595,18 +599,30 @@ void NcclComm::allGatherPadded(const void *Send, void *Recv, int64_t Count,
   finish("all_gather_padded");
 }
 
-/// NCCL has no reduce-scatter of unequal blocks: the blocks are reduced
-/// whole, padding included, and this member's padding zeroed after.
+/// NCCL has no reduce-scatter of unequal blocks: one grouped ncclReduce per
+/// member reduces that member's data to it (as PyTorch's NCCL process group
+/// does for uneven blocks), so the padding is neither sent nor reduced; this
+/// member's padding is zeroed after. A member whose block holds no data has
+/// no reduce.
 void NcclComm::reduceScatterPadded(const void *Send, void *Recv, int64_t Count,
                                    int64_t Valid, meshrt_dtype T,
                                    meshrt_reduce_op Op) {
   checkDevice(Send, "send", "reduce_scatter_padded");
   checkDevice(Recv, "recv", "reduce_scatter_padded");
   const Libraries &L = libraries();
-  check(L.Nccl.ReduceScatter(Send, Recv, size_t(Count), ncclType(T), ncclOp(Op),
-                             C, stream()),
-        "ncclReduceScatter");
   size_t Elem = size_t(dtypeSize(T));
+  check(L.Nccl.GroupStart(), "ncclGroupStart");
+  ncclResult_t R = ncclSuccess;
+  for (int64_t J = 0; J < Size && R == ncclSuccess; ++J) {
+    size_t Theirs = size_t(validIn(J, Count, Valid));
+    if (Theirs != 0)
+      R = L.Nccl.Reduce(
+          static_cast<const char *>(Send) + size_t(J * Count) * Elem, Recv,
+          Theirs, ncclType(T), ncclOp(Op), int(J), C, stream());
+  }
+  ncclResult_t End = L.Nccl.GroupEnd();
+  check(R, "ncclReduce (reduce_scatter_padded)");
+  check(End, "ncclGroupEnd (reduce_scatter_padded)");
   size_t Mine = size_t(validIn(Rank, Count, Valid));
   if (Mine != size_t(Count))
     checkCuda(L.Cuda.MemsetAsync(static_cast<char *>(Recv) + Mine * Elem, 0,
@@ -634,6 +650,69 @@ void NcclComm::allToAll(const void *Send, void *Recv, int64_t Count,
   check(R, "ncclSend/ncclRecv (all_to_all)");
   check(End, "ncclGroupEnd (all_to_all)");
   finish("all_to_all");
+}
+
+/// NCCL has no all-to-all of unequal blocks: the padding of recv's blocks is
+/// zeroed on the stream (runs of it that touch merged into one memset), this
+/// member's own data is copied, and the data of every other block goes by
+/// grouped send/receive (as all_to_all, without the empty ones).
+void NcclComm::allToAllPadded(const void *Send, void *Recv, int64_t Count,
+                              int64_t Valid, meshrt_dtype T, int32_t Side) {
+  checkDevice(Send, "send", "all_to_all_padded");
+  checkDevice(Recv, "recv", "all_to_all_padded");
+  const Libraries &L = libraries();
+  const size_t Elem = size_t(dtypeSize(T));
+  const char *In = static_cast<const char *>(Send);
+  char *Out = static_cast<char *>(Recv);
+  const bool Split = Side == MESHRT_PADDED_SPLIT;
+  const int64_t Mine = validIn(Rank, Count, Valid);
+  // Elements received into block J (from member J).
+  auto RecvCount = [&](int64_t J) {
+    return Split ? Mine : validIn(J, Count, Valid);
+  };
+  auto Zero = [&](int64_t Begin, int64_t End) {
+    checkCuda(L.Cuda.MemsetAsync(Out + size_t(Begin) * Elem, 0,
+                                 size_t(End - Begin) * Elem, stream()),
+              "cudaMemsetAsync");
+  };
+  // The padding of block J is [J * Count + RecvCount(J), (J + 1) * Count);
+  // Pad is where the run of padding that reaches block J began (-1: none).
+  int64_t Pad = -1;
+  for (int64_t J = 0; J < Size; ++J) {
+    int64_t Got = RecvCount(J);
+    if (Got != 0 && Pad >= 0) {
+      Zero(Pad, J * Count);
+      Pad = -1;
+    }
+    if (Got != Count && Pad < 0)
+      Pad = J * Count + Got;
+  }
+  if (Pad >= 0)
+    Zero(Pad, Size * Count);
+  if (Mine != 0)
+    checkCuda(L.Cuda.MemcpyAsync(Out + size_t(Rank * Count) * Elem,
+                                 In + size_t(Rank * Count) * Elem,
+                                 size_t(Mine) * Elem, cudaMemcpyDeviceToDevice,
+                                 stream()),
+              "cudaMemcpyAsync");
+  check(L.Nccl.GroupStart(), "ncclGroupStart");
+  ncclResult_t R = ncclSuccess;
+  for (int64_t J = 0; J < Size && R == ncclSuccess; ++J) {
+    if (J == Rank)
+      continue;
+    size_t SendN = size_t(Split ? validIn(J, Count, Valid) : Mine);
+    size_t RecvN = size_t(RecvCount(J));
+    if (SendN != 0)
+      R = L.Nccl.Send(In + size_t(J * Count) * Elem, SendN, ncclType(T), int(J),
+                      C, stream());
+    if (R == ncclSuccess && RecvN != 0)
+      R = L.Nccl.Recv(Out + size_t(J * Count) * Elem, RecvN, ncclType(T),
+                      int(J), C, stream());
+  }
+  ncclResult_t End = L.Nccl.GroupEnd();
+  check(R, "ncclSend/ncclRecv (all_to_all_padded)");
+  check(End, "ncclGroupEnd (all_to_all_padded)");
+  finish("all_to_all_padded");
 }
 
 void NcclComm::broadcast(void *Buf, int64_t Count, meshrt_dtype T,

@@ -542,6 +542,56 @@ TEST(Collectives, ReduceScatterPaddedReducesTheData) {
   });
 }
 
+// Block j of rank r's send holds Value(r, j, i) at element i, padding
+// included (it must not arrive). Split: block j carries validIn(j) elements
+// to member j, so recv block i holds validIn(g) of member i's block g.
+// Concat: every block of member i holds validIn(i) elements of data, so recv
+// block i holds validIn(i) of member i's block g.
+TEST(Collectives, AllToAllPaddedMovesTheData) {
+  forEachGroup([](const GroupCase &C) {
+    for (int32_t Side :
+         {int32_t(MESHRT_PADDED_SPLIT), int32_t(MESHRT_PADDED_CONCAT)})
+      for (meshrt_dtype T : {MESHRT_F32, MESHRT_I64, MESHRT_BF16})
+        for (int64_t Count : {int64_t(1), int64_t(3)})
+          for (int64_t Valid : {int64_t(0), Count * C.N - Count / 2 - 1,
+                                Count * C.N - 1, Count * C.N}) {
+            if (Valid < 0)
+              continue;
+            std::string What =
+                std::string("all_to_all_padded ") +
+                (Side == MESHRT_PADDED_SPLIT ? "split" : "concat") + " count " +
+                std::to_string(Count) + " valid " + std::to_string(Valid);
+            int64_t E = meshrt_dtype_size(T), M = valueRange(T);
+            // Never 0, so that data is told from zeroed padding.
+            auto Value = [&](int64_t From, int64_t Block, int64_t I) {
+              return double(1 + (From * 64 + Block * 8 + I) % (M - 1));
+            };
+            // The data elements of block J, counted here from Valid.
+            auto DataIn = [&](int64_t J) {
+              return std::min(Count, std::max<int64_t>(0, Valid - J * Count));
+            };
+            std::vector<double> In, Want, Junk;
+            for (int64_t J = 0; J < C.N; ++J)
+              for (int64_t I = 0; I < Count; ++I) {
+                In.push_back(Value(worldRank(), J, I));
+                int64_t Data =
+                    Side == MESHRT_PADDED_SPLIT ? DataIn(C.G) : DataIn(J);
+                Want.push_back(I < Data ? Value(C.Members[size_t(J)], C.G, I)
+                                        : 0.0);
+                Junk.push_back(7.0);
+              }
+            Buffer Send(size_t(Count * C.N * E)), Recv(size_t(Count * C.N * E));
+            Send.upload(encode(T, In).data());
+            Recv.upload(encode(T, Junk).data());
+            ASSERT_EQ(meshrt_all_to_all_padded(C.Comm, Send.get(), Recv.get(),
+                                               Count, Valid, T, Side),
+                      MESHRT_SUCCESS)
+                << What << ": " << meshrt_last_error();
+            expectSame(Recv.download(), Want, T, What);
+          }
+  });
+}
+
 TEST(Collectives, PaddedValidOutOfRangeIsAnError) {
   forEachGroup([](const GroupCase &C) {
     float X[4] = {0, 0, 0, 0};
@@ -553,6 +603,25 @@ TEST(Collectives, PaddedValidOutOfRangeIsAnError) {
     EXPECT_EQ(meshrt_reduce_scatter_padded(C.Comm, Y, X, 1, -1, MESHRT_F32,
                                            MESHRT_SUM),
               MESHRT_ERROR_INVALID_ARGUMENT);
+    float Z[64] = {};
+    for (int64_t Valid : {int64_t(-1), C.N + 1}) {
+      EXPECT_EQ(meshrt_all_to_all_padded(C.Comm, Y, Z, 1, Valid, MESHRT_F32,
+                                         MESHRT_PADDED_SPLIT),
+                MESHRT_ERROR_INVALID_ARGUMENT);
+      EXPECT_NE(std::string(meshrt_last_error())
+                    .find("valid " + std::to_string(Valid)),
+                std::string::npos)
+          << meshrt_last_error();
+    }
+    for (int32_t Side : {-1, 2}) {
+      EXPECT_EQ(
+          meshrt_all_to_all_padded(C.Comm, Y, Z, 1, C.N, MESHRT_F32, Side),
+          MESHRT_ERROR_INVALID_ARGUMENT);
+      EXPECT_NE(
+          std::string(meshrt_last_error()).find("side " + std::to_string(Side)),
+          std::string::npos)
+          << meshrt_last_error();
+    }
   });
 }
 

@@ -10,8 +10,8 @@
 // mpi-backend modes run the same collectives on the MPI backend, which stages
 // device buffers through host memory (trace: check-staging-trace.py).
 //
-//   meshrt-gpu-tests [stream|mpi-backend|mpi-backend-no-driver|host-access|
-//                     no-driver|sync-error]
+//   meshrt-gpu-tests [stream|padded|mpi-backend|mpi-backend-no-driver|
+//                     host-access|no-driver|sync-error]
 //
 // Exit code 0 and "PASS" on success; a failed check prints "FAIL:" and exits
 // 1 (the failure cases are checked by expect-failure.sh).
@@ -20,6 +20,7 @@
 
 #include "meshrt/meshrt.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -638,6 +639,88 @@ int runMpiBackend() {
   return finish(Rank);
 }
 
+/// The padded collectives on the NCCL backend: blocks of 3 elements, data in
+/// the first 3 N - 2 (the last member holds one element of data). Numbers
+/// are checked here; check-padded-trace.py checks from the emulator's trace
+/// that the padding is neither sent nor reduced (one ncclReduce per member
+/// of its data, one grouped send/receive of the data for the gather and for
+/// each all_to_all_padded, split then concat).
+int runPadded() {
+  meshrt_set_error_policy(MESHRT_ERRORS_RETURN);
+  ok(meshrt_init(MESHRT_BACKEND_NCCL), "meshrt_init");
+  meshrt_world_rank(&Rank);
+  meshrt_world_size(&Size);
+  const int64_t N = Size, G = Rank, Block = 3, Valid = 3 * N - 2;
+  void *S = nullptr;
+  ok(meshrt_gpu_stream(&S), "meshrt_gpu_stream");
+  meshrt_comm_t C = worldComm();
+  // Send: element e of rank g is 100 g + e, padding included (it must not
+  // reach a result).
+  std::vector<float> In(size_t(N * Block)), Mine(static_cast<size_t>(Block));
+  for (int64_t E = 0; E < N * Block; ++E)
+    In[size_t(E)] = float(100 * G + E);
+  for (int64_t E = 0; E < Block; ++E)
+    Mine[size_t(E)] = float(100 * G + E);
+  void *DIn = upload(In, S);
+  void *DMine = upload(Mine, S);
+  void *DRs = upload(std::vector<float>(size_t(Block), 7.0f), S);
+  void *DAg = upload(std::vector<float>(size_t(N * Block), 7.0f), S);
+  void *DA2aSplit = upload(std::vector<float>(size_t(N * Block), 7.0f), S);
+  void *DA2aConcat = upload(std::vector<float>(size_t(N * Block), 7.0f), S);
+  ok(meshrt_reduce_scatter_padded_on_stream(C, DIn, DRs, Block, Valid,
+                                            MESHRT_F32, MESHRT_SUM, S),
+     "meshrt_reduce_scatter_padded_on_stream");
+  ok(meshrt_all_gather_padded_on_stream(C, DMine, DAg, Block, Valid, MESHRT_F32,
+                                        S),
+     "meshrt_all_gather_padded_on_stream");
+  // All to all of In (block j element i is 100 g + 3 j + i).
+  ok(meshrt_all_to_all_padded_on_stream(C, DIn, DA2aSplit, Block, Valid,
+                                        MESHRT_F32, MESHRT_PADDED_SPLIT, S),
+     "meshrt_all_to_all_padded_on_stream (split)");
+  ok(meshrt_all_to_all_padded_on_stream(C, DIn, DA2aConcat, Block, Valid,
+                                        MESHRT_F32, MESHRT_PADDED_CONCAT, S),
+     "meshrt_all_to_all_padded_on_stream (concat)");
+  ok(meshrt_stream_synchronize(S), "meshrt_stream_synchronize");
+  std::vector<float> Rs = download(DRs, Block, S);
+  std::vector<float> Ag = download(DAg, N * Block, S);
+  std::vector<float> A2aSplit = download(DA2aSplit, N * Block, S);
+  std::vector<float> A2aConcat = download(DA2aConcat, N * Block, S);
+  mgpuStreamSynchronize(S);
+  for (int64_t I = 0; I < Block; ++I) {
+    int64_t E = G * Block + I;
+    float Want = E < Valid ? float(100 * N * (N - 1) / 2 + N * E) : 0.0f;
+    expect(Rs[size_t(I)] == Want, "reduce_scatter_padded[" + std::to_string(I) +
+                                      "] = " + std::to_string(Rs[size_t(I)]));
+  }
+  for (int64_t E = 0; E < N * Block; ++E) {
+    float Want = E < Valid ? float(100 * (E / Block) + E % Block) : 0.0f;
+    expect(Ag[size_t(E)] == Want, "all_gather_padded[" + std::to_string(E) +
+                                      "] = " + std::to_string(Ag[size_t(E)]));
+  }
+  // Split: every block from member j holds this member's share of data;
+  // concat: the block from member j holds j's share.
+  auto DataIn = [&](int64_t J) {
+    return std::min(Block, std::max<int64_t>(0, Valid - J * Block));
+  };
+  for (int64_t J = 0; J < N; ++J)
+    for (int64_t I = 0; I < Block; ++I) {
+      size_t E = size_t(J * Block + I);
+      float Sent = float(100 * J + Block * G + I);
+      float WantSplit = I < DataIn(G) ? Sent : 0.0f;
+      float WantConcat = I < DataIn(J) ? Sent : 0.0f;
+      expect(A2aSplit[E] == WantSplit,
+             "all_to_all_padded split[" + std::to_string(E) +
+                 "] = " + std::to_string(A2aSplit[E]));
+      expect(A2aConcat[E] == WantConcat,
+             "all_to_all_padded concat[" + std::to_string(E) +
+                 "] = " + std::to_string(A2aConcat[E]));
+    }
+  for (void *D : {DIn, DMine, DRs, DAg, DA2aSplit, DA2aConcat})
+    mgpuMemFree(D, S);
+  mgpuStreamSynchronize(S);
+  return finish(Rank);
+}
+
 /// The MPI backend without a CUDA driver (MESHRT_CUDA_DRIVER_LIBRARY names
 /// none): host buffers on the null stream work; memory the host cannot read
 /// (mapped PROT_NONE, like device memory) or a given stream is a clear error.
@@ -741,6 +824,8 @@ int main(int Argc, char **Argv) {
   std::string Mode = Argc > 1 ? Argv[1] : "stream";
   if (Mode == "stream")
     return runStream();
+  if (Mode == "padded")
+    return runPadded();
   if (Mode == "mpi-backend")
     return runMpiBackend();
   if (Mode == "pointer-memo")

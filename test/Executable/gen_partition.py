@@ -750,6 +750,30 @@ def training_suite(seed):
         c.result = (f2, [flat])
         c.result_dims = dims
         cases.append(c)
+    # all_to_alls of a dim padded to divide (10 rows over the 4 of "b"): the
+    # rows gathered along the concat dim (the last member sends its one row
+    # of data), then split again (the blocks for the last member carry one);
+    # beside it, 3 features padded to 4 because the bias's are split over
+    # "a" (cut before the all_to_all, put back after).
+    for name, feat, bias in [("a2a_padded", 4, None), ("a2a_padded_beside", 3, [["a"]])]:
+        c = Case(name, "m24")
+        c.tags.add("training")
+        shape = [10, 8, feat]
+        c.args = [(shape, [["b"], [], []])]
+        t, sq, out = c.fresh(), c.fresh(), c.fresh()
+        c.body += [f"SHARD {t} %arg0 {ttype(shape)} [[], ['b'], []]",
+                   f"{sq} = arith.muli {t}, {t} : {ttype(shape)}"]
+        if bias:
+            c.args.append(([feat], bias))
+            e, bb = c.fresh(), c.fresh()
+            c.body += [f"{e} = tensor.empty() : {ttype(shape)}",
+                       f"{bb} = linalg.broadcast ins(%arg1 : {ttype([feat])}) outs({e} : {ttype(shape)}) dimensions = [0, 1]",
+                       f"{out} = arith.addi {sq}, {bb} : {ttype(shape)}"]
+        else:
+            c.body.append(f"{out} = arith.addi {sq}, %arg0 : {ttype(shape)}")
+        c.result = (out, shape)
+        c.result_dims = [["b"], [], []]
+        cases.append(c)
     return cases
 
 

@@ -545,9 +545,23 @@ Value lowerAllToAll(CollectiveLowering &l, AllToAllOp op) {
                               /*pack=*/true);
   Value recv = l.blocksBuffer(result, l.outType, blockShape, concat, g,
                               recvStaging, /*pack=*/false);
-  l.callCollective<RuntimeEntry::meshrt_all_to_all>(
-      {l.comm, l.pointer(send), l.pointer(recv), l.product(blockShape),
-       l.dtype(l.elementType)});
+  // A padded dim moves its data only (meshrt_all_to_all_padded): the data
+  // of the input's split dim, or of the result's concat dim, a prefix of
+  // the blocks end to end (C12).
+  if (std::optional<int64_t> valid = op.getSplitValid())
+    l.callCollective<RuntimeEntry::meshrt_all_to_all_padded>(
+        {l.comm, l.pointer(send), l.pointer(recv), l.product(blockShape),
+         validElements(l, *valid, l.inType, split), l.dtype(l.elementType),
+         l.rt.constI32(l.b, l.loc, MESHRT_PADDED_SPLIT)});
+  else if (std::optional<int64_t> valid = op.getConcatValid())
+    l.callCollective<RuntimeEntry::meshrt_all_to_all_padded>(
+        {l.comm, l.pointer(send), l.pointer(recv), l.product(blockShape),
+         validElements(l, *valid, l.outType, concat), l.dtype(l.elementType),
+         l.rt.constI32(l.b, l.loc, MESHRT_PADDED_CONCAT)});
+  else
+    l.callCollective<RuntimeEntry::meshrt_all_to_all>(
+        {l.comm, l.pointer(send), l.pointer(recv), l.product(blockShape),
+         l.dtype(l.elementType)});
   l.unpackReceived(result, recvStaging, blockShape, concat, g);
   if (sendStaging)
     memref::DeallocOp::create(l.b, l.loc, sendStaging);

@@ -155,6 +155,21 @@ enum {
   MESHRT_PERMUTE_ZERO_FILL = 2
 };
 
+/// Which side of meshrt_all_to_all_padded holds the padding.
+enum {
+  /// The dim split into the blocks sent is padded: only the first `valid`
+  /// elements of send (its n blocks end to end) hold data, so block j
+  /// carries min(count, max(0, valid - j * count)) elements of data to
+  /// member j, and every member receives that many, the receiver's own
+  /// share, from each.
+  MESHRT_PADDED_SPLIT = 0,
+  /// The dim the received blocks are concatenated along is padded: member i
+  /// holds min(count, max(0, valid - i * count)) elements of data at the
+  /// start of each of its blocks, and sends only those; recv's block i holds
+  /// them.
+  MESHRT_PADDED_CONCAT = 1
+};
+
 /// Counters of one runtime context (see meshrt_get_stats).
 typedef struct meshrt_stats {
   /// Communicators created by splitting the world (MPI_Comm_split or
@@ -416,9 +431,9 @@ MESHRT_API meshrt_status meshrt_all_gather_padded(meshrt_comm_t comm,
 /// `valid` elements of send's n blocks of count elements hold data
 /// (0 <= valid <= n * count); recv is the reduction over the group of the
 /// data of block g, min(count, max(0, valid - g * count)) elements, and its
-/// other elements are set to zero. The padding is not reduced; on the NCCL
-/// backend, which has no reduce-scatter of unequal blocks, it is moved with
-/// the data and then zeroed.
+/// other elements are set to zero. The padding is neither sent nor reduced
+/// (MPI_Reduce_scatter with each member's count; on NCCL, which has no
+/// reduce-scatter of unequal blocks, one grouped ncclReduce per member).
 MESHRT_API meshrt_status meshrt_reduce_scatter_padded(
     meshrt_comm_t comm, const void *send, void *recv, int64_t count,
     int64_t valid, meshrt_dtype dtype, meshrt_reduce_op op);
@@ -428,6 +443,16 @@ MESHRT_API meshrt_status meshrt_reduce_scatter_padded(
 MESHRT_API meshrt_status meshrt_all_to_all(meshrt_comm_t comm, const void *send,
                                            void *recv, int64_t count,
                                            meshrt_dtype dtype);
+
+/// meshrt_all_to_all of blocks whose data is a prefix (a dim padded to
+/// divide, see MESHRT_PADDED_SPLIT and MESHRT_PADDED_CONCAT for `side`):
+/// only the data moves (0 <= valid <= n * count), and the elements of recv's
+/// blocks past their data are set to zero.
+MESHRT_API meshrt_status meshrt_all_to_all_padded(meshrt_comm_t comm,
+                                                  const void *send, void *recv,
+                                                  int64_t count, int64_t valid,
+                                                  meshrt_dtype dtype,
+                                                  int32_t side);
 
 /// buf of group rank `root` is copied to buf of every member (in place).
 MESHRT_API meshrt_status meshrt_broadcast(meshrt_comm_t comm, void *buf,
@@ -552,6 +577,11 @@ MESHRT_API meshrt_status meshrt_all_to_all_on_stream(meshrt_comm_t comm,
                                                      void *recv, int64_t count,
                                                      meshrt_dtype dtype,
                                                      void *stream);
+
+/// meshrt_all_to_all_padded, enqueued on `stream`.
+MESHRT_API meshrt_status meshrt_all_to_all_padded_on_stream(
+    meshrt_comm_t comm, const void *send, void *recv, int64_t count,
+    int64_t valid, meshrt_dtype dtype, int32_t side, void *stream);
 
 /// meshrt_broadcast, enqueued on `stream`.
 MESHRT_API meshrt_status meshrt_broadcast_on_stream(meshrt_comm_t comm,

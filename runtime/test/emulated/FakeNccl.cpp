@@ -377,6 +377,28 @@ ncclResult_t ncclReduceScatter(const void *Send, void *Recv, size_t Count,
   return R == ncclSuccess ? done(S, Comm) : R;
 }
 
+/// NCCL's reduce: `Recv` on `Root` is the reduction of every member's
+/// `Send`; `Recv` is not touched elsewhere. Inside a group it runs at once,
+/// which is equivalent because every member issues the same sequence.
+ncclResult_t ncclReduce(const void *Send, void *Recv, size_t Count,
+                        ncclDataType_t T, ncclRedOp_t Op, int Root,
+                        ncclComm_t Comm, cudaStream_t S) {
+  traceCollective("reduce", Comm, Count, T, "root", Root, S);
+  if (Root < 0 || Root >= Comm->Size)
+    return ncclInvalidArgument;
+  OpenDeviceMemory Open;
+  size_t Bytes = Count * typeSize(T);
+  std::vector<char> All(Comm->Rank == Root ? Bytes * size_t(Comm->Size) : 0);
+  MPI_Gather(Send, int(Bytes), MPI_BYTE, All.data(), int(Bytes), MPI_BYTE, Root,
+             Comm->C);
+  if (Comm->Rank == Root) {
+    ncclResult_t R = reduce(All.data(), Bytes, Comm->Size, Recv, Count, T, Op);
+    if (R != ncclSuccess)
+      return R;
+  }
+  return done(S, Comm);
+}
+
 ncclResult_t ncclAllGather(const void *Send, void *Recv, size_t Count,
                            ncclDataType_t T, ncclComm_t Comm, cudaStream_t S) {
   traceCollective("all_gather", Comm, Count, T, "op", -1, S);

@@ -100,6 +100,22 @@ func.func @padded(%x: memref<3x5xf32>, %y: memref<1x12x5xf32>) -> (memref<12x5xf
   return %0, %1 : memref<12x5xf32>, memref<1x3x5xf32>
 }
 
+// Padded all_to_all: the data of the result's concat dim (10 rows of 2)
+// or of the input's split dim (9 rows of 1x2, a unit dim before it), and
+// the side (MESHRT_PADDED_CONCAT = 1, MESHRT_PADDED_SPLIT = 0).
+// CHECK-LABEL: func.func @padded_all_to_all
+func.func @padded_all_to_all(%x: memref<3x8xf32>, %y: memref<1x12x2xf32>) -> (memref<12x2xf32>, memref<1x3x8xf32>) {
+  // CHECK: %[[V1:.*]] = arith.constant 20 : i64
+  // CHECK: %[[CONCAT:.*]] = llvm.mlir.constant(1 : i32)
+  // CHECK: llvm.call @meshrt_all_to_all_padded({{.*}}, %[[V1]], %{{.*}}, %[[CONCAT]])
+  %0 = mesh.all_to_all %x on @world axes = ["shard"] split_dim = 1 concat_dim = 0 concat_valid = 10 : memref<3x8xf32> -> memref<12x2xf32>
+  // CHECK: %[[V2:.*]] = arith.constant 18 : i64
+  // CHECK: %[[SPLIT:.*]] = llvm.mlir.constant(0 : i32)
+  // CHECK: llvm.call @meshrt_all_to_all_padded({{.*}}, %[[V2]], %{{.*}}, %[[SPLIT]])
+  %1 = mesh.all_to_all %y on @world axes = ["shard"] split_dim = 1 concat_dim = 2 split_valid = 9 : memref<1x12x2xf32> -> memref<1x3x8xf32>
+  return %0, %1 : memref<12x2xf32>, memref<1x3x8xf32>
+}
+
 // CHECK-LABEL: func.func @reduce_scatter
 func.func @reduce_scatter(%x: memref<8x8xi32>) -> (memref<2x8xi32>, memref<8x2xi32>) {
   // CHECK: memref.alloc() : memref<2x8xi32>

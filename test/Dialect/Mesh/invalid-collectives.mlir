@@ -270,3 +270,48 @@ func.func @valid_negative(%x: tensor<12x5xf32>) -> tensor<3x5xf32> {
   %0 = mesh.reduce_scatter %x on @m axes = ["a"] scatter_dim = 0 reduction = sum valid = -1 : tensor<12x5xf32> -> tensor<3x5xf32>
   return %0 : tensor<3x5xf32>
 }
+
+// -----
+
+mesh.mesh @m(["a" = 4])
+func.func @a2a_both_valid(%x: tensor<3x8xf32>) -> tensor<12x2xf32> {
+  // expected-error @+1 {{'mesh.all_to_all' op takes 'split_valid' or 'concat_valid', not both (C12)}}
+  %0 = mesh.all_to_all %x on @m axes = ["a"] split_dim = 1 concat_dim = 0 split_valid = 8 concat_valid = 10 : tensor<3x8xf32> -> tensor<12x2xf32>
+  return %0 : tensor<12x2xf32>
+}
+
+// -----
+
+mesh.mesh @m(["a" = 4])
+func.func @a2a_split_valid_too_large(%x: tensor<12x2xf32>) -> tensor<3x8xf32> {
+  // expected-error @+1 {{'mesh.all_to_all' op 'split_valid' 13 is outside [0, 12], the size of dim 0 (C12)}}
+  %0 = mesh.all_to_all %x on @m axes = ["a"] split_dim = 0 concat_dim = 1 split_valid = 13 : tensor<12x2xf32> -> tensor<3x8xf32>
+  return %0 : tensor<3x8xf32>
+}
+
+// -----
+
+mesh.mesh @m(["a" = 4])
+func.func @a2a_concat_valid_not_a_prefix(%x: tensor<8x3xf32>) -> tensor<2x12xf32> {
+  // expected-error @+1 {{'mesh.all_to_all' op with 'concat_valid' needs dims of size 1 before dim 1, so that each member's data is a prefix of its block; dim 0 has size 2 (C12)}}
+  %0 = mesh.all_to_all %x on @m axes = ["a"] split_dim = 0 concat_dim = 1 concat_valid = 10 : tensor<8x3xf32> -> tensor<2x12xf32>
+  return %0 : tensor<2x12xf32>
+}
+
+// -----
+
+mesh.mesh @m(["a" = 4])
+func.func @a2a_valid_same_dim(%x: tensor<12x2xf32>) -> tensor<12x2xf32> {
+  // expected-error @+1 {{'mesh.all_to_all' op with 'split_valid' needs split_dim and concat_dim distinct (C12)}}
+  %0 = mesh.all_to_all %x on @m axes = ["a"] split_dim = 0 concat_dim = 0 split_valid = 10 : tensor<12x2xf32> -> tensor<12x2xf32>
+  return %0 : tensor<12x2xf32>
+}
+
+// -----
+
+mesh.mesh @m(["a" = 4])
+func.func @a2a_valid_dynamic(%x: tensor<?x8xf32>) -> tensor<?x2xf32> {
+  // expected-error @+1 {{'mesh.all_to_all' op with 'concat_valid' needs static shapes (C12)}}
+  %0 = mesh.all_to_all %x on @m axes = ["a"] split_dim = 1 concat_dim = 0 concat_valid = 10 : tensor<?x8xf32> -> tensor<?x2xf32>
+  return %0 : tensor<?x2xf32>
+}

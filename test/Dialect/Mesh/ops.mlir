@@ -58,7 +58,7 @@ func.func @halos(%a: tensor<18x18xf32> {mesh.sharding = #mesh.sharding<@world, [
 }
 
 // CHECK-LABEL: func.func @collectives
-func.func @collectives(%v: tensor<16x128xf32>, %w: tensor<8x64xf32>, %i: tensor<8xi32>, %d: tensor<?x128xf32>) {
+func.func @collectives(%v: tensor<16x128xf32>, %w: tensor<8x64xf32>, %i: tensor<8xi32>, %d: tensor<?x128xf32>, %w3: tensor<3x8xf32>) {
   // CHECK: mesh.all_reduce %{{.*}} on @world axes = ["shard"] reduction = sum : tensor<16x128xf32> -> tensor<16x128xf32>
   %0 = mesh.all_reduce %v on @world axes = ["shard"] reduction = sum : tensor<16x128xf32> -> tensor<16x128xf32>
   // CHECK: mesh.all_reduce %{{.*}} on @world axes = ["shard", "replicate"] reduction = avg
@@ -90,6 +90,11 @@ func.func @collectives(%v: tensor<16x128xf32>, %w: tensor<8x64xf32>, %i: tensor<
   %11 = mesh.all_to_all %w on @dpsp axes = ["sequence_parallel"] split_dim = 1 concat_dim = 0 : tensor<8x64xf32> -> tensor<32x16xf32>
   // CHECK: mesh.all_to_all %{{.*}} on @world axes = ["shard"] split_dim = 1 concat_dim = 1 : tensor<8x64xf32> -> tensor<8x64xf32>
   %12 = mesh.all_to_all %w on @world axes = ["shard"] split_dim = 1 concat_dim = 1 : tensor<8x64xf32> -> tensor<8x64xf32>
+  // Padded all_to_alls: 10 of 12 rows of the concat dim, 10 of 12 of the split dim.
+  // CHECK: mesh.all_to_all %{{.*}} on @world axes = ["shard"] split_dim = 1 concat_dim = 0 concat_valid = 10 : tensor<3x8xf32> -> tensor<12x2xf32>
+  %pa = mesh.all_to_all %w3 on @world axes = ["shard"] split_dim = 1 concat_dim = 0 concat_valid = 10 : tensor<3x8xf32> -> tensor<12x2xf32>
+  // CHECK: mesh.all_to_all %{{.*}} on @world axes = ["shard"] split_dim = 0 concat_dim = 1 split_valid = 10 : tensor<12x2xf32> -> tensor<3x8xf32>
+  %pb = mesh.all_to_all %pa on @world axes = ["shard"] split_dim = 0 concat_dim = 1 split_valid = 10 : tensor<12x2xf32> -> tensor<3x8xf32>
   // CHECK: mesh.all_slice %{{.*}} on @world axes = ["shard"] slice_dim = 1 : tensor<16x128xf32> -> tensor<16x32xf32>
   %13 = mesh.all_slice %v on @world axes = ["shard"] slice_dim = 1 : tensor<16x128xf32> -> tensor<16x32xf32>
   // CHECK: mesh.broadcast %{{.*}} on @world axes = ["shard"] root = 3 : tensor<16x128xf32> -> tensor<16x128xf32>

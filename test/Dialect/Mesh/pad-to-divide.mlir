@@ -282,3 +282,50 @@ func.func @plain_and_transposed(
   %da = linalg.matmul ins(%g, %wt : tensor<8x5xf32>, tensor<5x10xf32>) outs(%f2 : tensor<8x10xf32>) -> tensor<8x10xf32>
   return %y, %da : tensor<8x5xf32>, tensor<8x10xf32>
 }
+
+// -----
+
+// all_to_alls of a padded dim move its data only: 10 rows over 4 in blocks
+// of 3, the last member's one row. Gathered along the concat dim
+// (`concat_valid`: the last member sends its 1 row of data to each), then
+// split again along it (`split_valid`: the blocks for the last member carry
+// 1 row).
+mesh.mesh @m(["x" = 4])
+// PART-LABEL: func.func @all_to_all_padded
+// PART: mesh.all_to_all %{{.*}} split_dim = 1 concat_dim = 0 concat_valid = 10 : tensor<3x8x4xf32> -> tensor<12x2x4xf32>
+// PART: mesh.all_to_all %{{.*}} split_dim = 0 concat_dim = 1 split_valid = 10 : tensor<12x2x4xf32> -> tensor<3x8x4xf32>
+// expected-remark @+2 {{argument 0 of @all_to_all_padded: dim 0 of size 10 does not divide}}
+// expected-remark @+1 {{result 0 of @all_to_all_padded: dim 0 of size 10 does not divide}}
+func.func @all_to_all_padded(%w: tensor<10x8x4xf32> {mesh.sharding = #mesh.sharding<@m, [["x"], [], []]>})
+    -> (tensor<10x8x4xf32> {mesh.sharding = #mesh.sharding<@m, [["x"], [], []]>}) {
+  %t = mesh.shard %w : tensor<10x8x4xf32> to #mesh.sharding<@m, [[], ["x"], []]>
+  %c = arith.constant dense<1.0> : tensor<10x8x4xf32>
+  %s = arith.addf %t, %c : tensor<10x8x4xf32>
+  return %s : tensor<10x8x4xf32>
+}
+
+// -----
+
+// Padding of a whole dim beside an all_to_all's (the 3 features, padded to
+// 4 because b's are split over "y") is cut before it and put back after.
+mesh.mesh @m(["x" = 4, "y" = 2])
+// PART-LABEL: func.func @all_to_all_beside
+// PART: %[[CUT:.*]] = tensor.extract_slice %{{.*}}[0, 0, 0] [3, 8, 3] [1, 1, 1] : tensor<3x8x4xf32> to tensor<3x8x3xf32>
+// PART: %[[A:.*]] = mesh.all_to_all %[[CUT]] {{.*}} concat_valid = 10 : tensor<3x8x3xf32> -> tensor<12x2x3xf32>
+// PART: tensor.pad %[[A]] low[0, 0, 0] high[0, 0, 1]
+// The result's features are cut back to 3 by a slice the pass made; its
+// data sizes are known, so the all_to_all back to the rows' split moves
+// the data only.
+// PART: mesh.all_to_all %{{.*}} split_dim = 0 concat_dim = 1 split_valid = 10 : tensor<12x2x3xf32> -> tensor<3x8x3xf32>
+// expected-remark @+3 {{argument 0 of @all_to_all_beside: dim 0 of size 10 does not divide}}
+// expected-remark @+2 {{result 0 of @all_to_all_beside: dim 0 of size 10 does not divide}}
+// expected-remark @+1 {{argument 1 of @all_to_all_beside: dim 0 of size 3 does not divide by the 2 devices of axes #mesh<axes["y"]>: padded to 4}}
+func.func @all_to_all_beside(%w: tensor<10x8x3xf32> {mesh.sharding = #mesh.sharding<@m, [["x"], [], []]>},
+                             %b: tensor<3xf32> {mesh.sharding = #mesh.sharding<@m, [["y"]]>})
+    -> (tensor<10x8x3xf32> {mesh.sharding = #mesh.sharding<@m, [["x"], [], []]>}) {
+  %e = tensor.empty() : tensor<10x8x3xf32>
+  %bb = linalg.broadcast ins(%b : tensor<3xf32>) outs(%e : tensor<10x8x3xf32>) dimensions = [0, 1]
+  %t = mesh.shard %w : tensor<10x8x3xf32> to #mesh.sharding<@m, [[], ["x"], []]>
+  %s = arith.addf %t, %bb : tensor<10x8x3xf32>
+  return %s : tensor<10x8x3xf32>
+}

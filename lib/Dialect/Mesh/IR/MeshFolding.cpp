@@ -42,7 +42,11 @@ OpFoldResult ReduceScatterOp::fold(FoldAdaptor) {
     return {};
   return foldSingletonGroup(*this);
 }
-OpFoldResult AllToAllOp::fold(FoldAdaptor) { return foldSingletonGroup(*this); }
+OpFoldResult AllToAllOp::fold(FoldAdaptor) {
+  if (getSplitValid() || getConcatValid())
+    return {};
+  return foldSingletonGroup(*this);
+}
 OpFoldResult BroadcastOp::fold(FoldAdaptor) {
   return foldSingletonGroup(*this);
 }

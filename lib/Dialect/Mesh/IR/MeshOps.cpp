@@ -435,20 +435,22 @@ LogicalResult AllReduceOp::verify() {
 /// `valid` of a padded all_gather or reduce_scatter along `dim` of `whole`
 /// (the gathered result, the scattered input) `(C12)`.
 static LogicalResult verifyValid(Operation *op, std::optional<int64_t> valid,
-                                 int64_t dim, Type whole) {
+                                 int64_t dim, Type whole,
+                                 StringRef name = "valid") {
   if (!valid)
     return success();
   auto type = cast<ShapedType>(whole);
   if (!type.hasStaticShape())
-    return op->emitOpError() << "with 'valid' needs static shapes (C12)";
+    return op->emitOpError()
+           << "with '" << name << "' needs static shapes (C12)";
   if (*valid < 0 || *valid > type.getDimSize(dim))
     return op->emitOpError()
-           << "'valid' " << *valid << " is outside [0, " << type.getDimSize(dim)
-           << "], the size of dim " << dim << " (C12)";
+           << "'" << name << "' " << *valid << " is outside [0, "
+           << type.getDimSize(dim) << "], the size of dim " << dim << " (C12)";
   for (int64_t d = 0; d < dim; ++d)
     if (type.getDimSize(d) != 1)
       return op->emitOpError()
-             << "with 'valid' needs dims of size 1 before dim " << dim
+             << "with '" << name << "' needs dims of size 1 before dim " << dim
              << ", so that each member's data is a prefix of its block; dim "
              << d << " has size " << type.getDimSize(d) << " (C12)";
   return success();
@@ -467,9 +469,24 @@ LogicalResult ReduceScatterOp::verify() {
   return verifyValid(*this, getValid(), getScatterDim(), getInput().getType());
 }
 LogicalResult AllToAllOp::verify() {
-  return verifyCollectiveLocal(
-      *this, getAxes(), std::nullopt,
-      {{"split_dim", getSplitDim()}, {"concat_dim", getConcatDim()}});
+  if (failed(verifyCollectiveLocal(
+          *this, getAxes(), std::nullopt,
+          {{"split_dim", getSplitDim()}, {"concat_dim", getConcatDim()}})))
+    return failure();
+  if (!getSplitValid() && !getConcatValid())
+    return success();
+  if (getSplitValid() && getConcatValid())
+    return emitOpError()
+           << "takes 'split_valid' or 'concat_valid', not both (C12)";
+  if (getSplitDim() == getConcatDim())
+    return emitOpError() << "with '"
+                         << (getSplitValid() ? "split_valid" : "concat_valid")
+                         << "' needs split_dim and concat_dim distinct (C12)";
+  if (getSplitValid())
+    return verifyValid(*this, getSplitValid(), getSplitDim(),
+                       getInput().getType(), "split_valid");
+  return verifyValid(*this, getConcatValid(), getConcatDim(),
+                     getResult().getType(), "concat_valid");
 }
 LogicalResult AllSliceOp::verify() {
   return verifyCollectiveLocal(*this, getAxes(), std::nullopt,

@@ -837,13 +837,51 @@ LogicalResult PadToDivide::run() {
 /// The sizes of each padded value's data (its type before padding), for
 /// partitioning's collectives to move only the data.
 void PadToDivide::recordDataSizes() {
+  // The data of a value the pass made (a slice or pad at the start of a
+  // padded value, converting it to another class's sizes) is its source's,
+  // cut to its own sizes.
+  DenseMap<Value, SmallVector<int64_t>> made;
+  auto dataOf = [&](Value v) -> std::optional<SmallVector<int64_t>> {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!type)
+      return std::nullopt;
+    if (auto it = original.find(v); it != original.end()) {
+      if (it->second.getRank() != type.getRank())
+        return std::nullopt;
+      return SmallVector<int64_t>(it->second.getShape());
+    }
+    if (auto it = made.find(v); it != made.end())
+      return it->second;
+    return std::nullopt;
+  };
+  auto fromSource = [&](Operation *op, Value source) {
+    auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    std::optional<SmallVector<int64_t>> data = dataOf(source);
+    if (!type || !type.hasStaticShape() || !data ||
+        data->size() != size_t(type.getRank()))
+      return;
+    SmallVector<int64_t> cut(*data);
+    for (auto [d, size] : llvm::enumerate(type.getShape()))
+      cut[d] = cut[d] < 0 ? size : std::min(cut[d], size);
+    made[op->getResult(0)] = cut;
+  };
+  fn.walk([&](Operation *op) {
+    if (original.count(op->getNumResults() ? op->getResult(0) : Value()))
+      return;
+    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
+      if (slice.hasZeroOffset() && slice.hasUnitStride())
+        fromSource(op, slice.getSource());
+    } else if (auto pad = dyn_cast<tensor::PadOp>(op)) {
+      if (llvm::all_of(pad.getStaticLow(), [](int64_t l) { return l == 0; }))
+        fromSource(op, pad.getSource());
+    }
+  });
   auto sizesOf = [&](Value v) -> DenseI64ArrayAttr {
     auto type = dyn_cast<RankedTensorType>(v.getType());
-    auto it = original.find(v);
-    if (!type || it == original.end() || it->second == type ||
-        it->second.getRank() != type.getRank())
+    std::optional<SmallVector<int64_t>> data = dataOf(v);
+    if (!type || !data || ArrayRef<int64_t>(*data) == type.getShape())
       return {};
-    return DenseI64ArrayAttr::get(v.getContext(), it->second.getShape());
+    return DenseI64ArrayAttr::get(v.getContext(), *data);
   };
   Builder b(fn.getContext());
   auto record = [&](Operation *op, ValueRange values) {

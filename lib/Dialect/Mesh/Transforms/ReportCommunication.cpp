@@ -48,9 +48,17 @@ int64_t bytesSentPerDevice(Operation *op, int64_t bytes, int64_t n) {
   return getStepBytesPerDevice(kind, bytes, n);
 }
 
-/// The data rows of a padded all_gather or reduce_scatter and the rows of
-/// the dim they are in (0, 0 for any other collective).
+/// The data rows of a padded all_gather, reduce_scatter or all_to_all and
+/// the rows of the dim they are in (0, 0 for any other collective).
 std::pair<int64_t, int64_t> paddedShare(Operation *op) {
+  if (auto a2a = dyn_cast<AllToAllOp>(op)) {
+    if (std::optional<int64_t> v = a2a.getSplitValid())
+      return {*v, cast<ShapedType>(a2a.getInput().getType())
+                      .getDimSize(a2a.getSplitDim())};
+    if (std::optional<int64_t> v = a2a.getConcatValid())
+      return {*v, cast<ShapedType>(a2a.getResult().getType())
+                      .getDimSize(a2a.getConcatDim())};
+  }
   if (auto gather = dyn_cast<AllGatherOp>(op); gather && gather.getValid())
     return {*gather.getValid(), cast<ShapedType>(gather.getResult().getType())
                                     .getDimSize(gather.getGatherDim())};
@@ -71,8 +79,8 @@ Traffic measure(CollectiveOpInterface op) {
   t.bytes = *t.elements * ((bits + 7) / 8);
   if (std::optional<int64_t> n = getStaticGroupSize(op))
     t.bytesPerDevice = bytesSentPerDevice(op, *t.bytes, *n);
-  // A padded gather or scatter sends its data only: on average over the
-  // group, that share of the blocks.
+  // A padded gather, scatter or all_to_all sends its data only: on average
+  // over the group, that share of the blocks.
   if (auto [valid, size] = paddedShare(op); t.bytesPerDevice && size > 0)
     t.bytesPerDevice = *t.bytesPerDevice * valid / size;
   return t;

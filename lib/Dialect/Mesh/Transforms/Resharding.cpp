@@ -677,7 +677,8 @@ struct StepEmitter {
     // Padding of whole dims beside the collective's stays where it is.
     bool moves = step.kind == ReshardStep::Kind::AllReduce ||
                  step.kind == ReshardStep::Kind::ReduceScatter ||
-                 step.kind == ReshardStep::Kind::AllGather;
+                 step.kind == ReshardStep::Kind::AllGather ||
+                 step.kind == ReshardStep::Kind::AllToAll;
     auto before = cast<RankedTensorType>(local.getType());
     SmallVector<int64_t> trimmed;
     if (moves)
@@ -732,13 +733,22 @@ struct StepEmitter {
       scale(step.dim, false);
       return AllSliceOp::create(b, loc, type.clone(shape), local, meshRef, axes,
                                 dimAttr);
-    case ReshardStep::Kind::AllToAll:
+    case ReshardStep::Kind::AllToAll: {
+      // The split dim whole and padded before, or the concat dim after:
+      // only the data moves.
+      IntegerAttr splitValid = validOf(b, type, step.dim, dimAxes, dataSizes);
       drop(step.concatDim, step.axes);
       append(step.dim, step.axes);
       scale(step.dim, false);
       scale(step.concatDim, true);
-      return AllToAllOp::create(b, loc, type.clone(shape), local, meshRef, axes,
-                                dimAttr, b.getI64IntegerAttr(step.concatDim));
+      RankedTensorType result = type.clone(shape);
+      IntegerAttr concatValid =
+          splitValid ? IntegerAttr()
+                     : validOf(b, result, step.concatDim, dimAxes, dataSizes);
+      return AllToAllOp::create(b, loc, result, local, meshRef, axes, dimAttr,
+                                b.getI64IntegerAttr(step.concatDim), splitValid,
+                                concatValid);
+    }
     }
     llvm_unreachable("unknown resharding step");
   }

@@ -258,7 +258,9 @@ def Mesh_ReduceScatterOp : Mesh_CollectiveOp<"reduce_scatter", (ins I64Attr:$sca
 }
 
 def Mesh_AllToAllOp : Mesh_CollectiveOp<"all_to_all", (ins I64Attr:$split_dim,
-                                     I64Attr:$concat_dim)> {
+                                     I64Attr:$concat_dim,
+                                     OptionalAttr<I64Attr>:$split_valid,
+                                     OptionalAttr<I64Attr>:$concat_valid)> {
   let summary = "Splits along one dimension, exchanges, concatenates along another";
   let description = [{
     Each member splits `input` along `split_dim` into as many equal blocks as
@@ -268,14 +270,29 @@ def Mesh_AllToAllOp : Mesh_CollectiveOp<"all_to_all", (ins I64Attr:$split_dim,
     group size `(C5)`, `(C7)`. This is the exchange of DeepSpeed-Ulysses
     (sequence-split to head-split).
 
+    A dim padded to divide moves only its data, as in `all_gather`'s
+    `valid`: `split_valid = v` says that only the first `v` elements of the
+    input's `split_dim` hold data (the blocks sent to the last members carry
+    less), `concat_valid = v` that only the first `v` elements of the
+    result's `concat_dim` do (the last members send less). The padding is
+    not sent, and the result's is zeros. Each needs static shapes and dims
+    of size 1 before its dim (the input's for `split_valid`, the result's for
+    `concat_valid`), `0 <= v <=` that dim's size, and the two dims distinct;
+    at most one of the two is given `(C12)`.
+
     ```mlir
     %a = mesh.all_to_all %x on @dpsp axes = ["sequence_parallel"]
         split_dim = 1 concat_dim = 0 : tensor<8x64xf32> -> tensor<32x16xf32>
+    // 10 rows over 4 members in blocks of 3: the last member sends 1 row.
+    %p = mesh.all_to_all %w on @m axes = ["x"] split_dim = 1 concat_dim = 0
+        concat_valid = 10 : tensor<3x8xf32> -> tensor<12x2xf32>
     ```
   }];
   let assemblyFormat = [{
     $input `on` $mesh `axes` `=` $axes `split_dim` `=` $split_dim
-    `concat_dim` `=` $concat_dim attr-dict `:` type($input) `->` type($result)
+    `concat_dim` `=` $concat_dim (`split_valid` `=` $split_valid^)?
+    (`concat_valid` `=` $concat_valid^)? attr-dict `:` type($input) `->`
+    type($result)
   }];
 }
 
