@@ -22,7 +22,10 @@
 # block: 2 * cols + 2 * rows elements); the per-rank sums (the two forms must
 # print the same, bit for bit: every element is computed by the same
 # expression in the same order); and medians (min-max) of the wall time of
-# mpirun and of the time per step, (t(STEPS) - t(0)) / STEPS.
+# mpirun and of the time per step, (t(STEPS) - t(0)) / STEPS; then the time
+# per step measured in the programs (each rank times its call of the loop
+# with CLOCK_MONOTONIC; a round counts its slowest rank), ours and
+# upstream's, and their ratio per round.
 # Upstream: gen.py --upstream writes the program for LLVM 22's shard dialect,
 # per device by hand (its partitioner derives no halos), each step one
 # shard.update_halo; built as bench/lowering builds upstream programs:
@@ -86,12 +89,13 @@ for ((r = 0; r < REPS; ++r)); do
   for ((k = 0; k < ${#order[@]}; ++k)); do
     p=${order[$(( (k + r) % ${#order[@]} ))]}
     start=$(date +%s.%N)
-    mpirun -n 8 "./$p" | sort > "$p.out.$r"
+    mpirun -n 8 "./$p" | sort > "$p.all.$r"
+    grep -v '^time ' "$p.all.$r" > "$p.out.$r"
     end=$(date +%s.%N)
     T[$p]+="$(echo "$end - $start" | bc) "
   done
 done
-[[ $GSTEPS != "$STEPS" ]] && mpirun -n 8 "./halo-$GSTEPS" | sort > "halo-$GSTEPS.out.0"
+[[ $GSTEPS != "$STEPS" ]] && mpirun -n 8 "./halo-$GSTEPS" | sort | grep -v '^time ' > "halo-$GSTEPS.out.0"
 same_sums() {  # same_sums REF PROG WHAT: PROG printed REF's sums in every round
   local r
   for r in $(seq 0 $((REPS - 1))); do
@@ -136,3 +140,19 @@ for form in halo gather upstream; do
   step=$(echo "(($(tr ' ' '\n' <<< "${T[$form-$n]}" | grep . | median)) - ($(tr ' ' '\n' <<< "${T[$form-0]}" | grep . | median))) * 1000 / $n" | bc -l)
   printf "%-7s %-6s %-22s %-22s %.1f\n" "$form" "$n" "$e2e" "$setup" "$step"
 done
+# Timed in the program: each rank prints how long its call of the loop of
+# steps took (CLOCK_MONOTONIC around @jacobi); a round's time per step is
+# the slowest rank's over the steps, and the ratio is taken per round (the
+# forms run interleaved), so start-up and the machine's drift cancel.
+loop_ms() {  # loop_ms PROG ROUND STEPS: the slowest rank's ms per step
+  awk -v n="$3" '/^time /{if ($5 > m) m = $5} END {printf "%.3f", m / n / 1e6}' "$1.all.$2"
+}
+echo "in the program, ms per step, median (min-max) over $REPS rounds; ratio per round:"
+h=() u=() q=()
+for r in $(seq 0 $((REPS - 1))); do
+  a=$(loop_ms "halo-$STEPS" "$r" "$STEPS"); b=$(loop_ms "upstream-$STEPS" "$r" "$STEPS")
+  h+=("$a") u+=("$b") q+=("$(echo "$a / $b" | bc -l)")
+done
+printf "  halo (ours) %s   upstream %s   ours / upstream %s\n" \
+  "$(printf '%s\n' "${h[@]}" | stats)" "$(printf '%s\n' "${u[@]}" | stats)" \
+  "$(printf '%s\n' "${q[@]}" | stats)"

@@ -389,10 +389,13 @@ def dense(shape, salt):
     return f"dense<[{', '.join(repr(v) for v in vals)}]> : tensor<{len(vals)}xf32>"
 
 
-def check_program(plan, layers, B, S, H, N, corrupt):
+def check_program(plan, layers, B, S, H, N, corrupt, sums=False):
     ours, shapes = stack(plan, layers, B, S, H, N, "gpt")
     ref, _ = stack("none", layers, B, S, H, N, "gpt_ref")
     lines = [MESH] + ours + ref
+    if sums:
+        lines += ['llvm.mlir.global internal constant @sums("gpt sums %.6e %.6e %.6e\\0A\\00") {addr_space = 0 : i32}',
+                  "llvm.func @printf(!llvm.ptr, ...) -> i32"]
     body = ["func.func @main() -> i32 {"]
     operands, types = [], []
     specs = [("x", [B, S, H])] + [(f"l{i}_{pn}", shapes[pn])
@@ -437,6 +440,44 @@ def check_program(plan, layers, B, S, H, N, corrupt):
         worst = "%bad"
     else:
         worst = "%worst"
+    if sums:
+        # Three sums of the output (plain, squares, and weighted by a
+        # pattern of its indices), printed so that two compilations of the
+        # same program (another target) can be compared.
+        body += [f"  %se = tensor.empty() : {t}",
+                 f"  %sq = linalg.generic {{indexing_maps = [{amap(3, range(3))}, {amap(3, range(3))}], "
+                 f"iterator_types = [\"parallel\", \"parallel\", \"parallel\"]}} ins(%out : {t}) outs(%se : {t}) {{",
+                 "  ^bb0(%a: f32, %o: f32):",
+                 "    %i = linalg.index 0 : index",
+                 "    %j = linalg.index 1 : index",
+                 "    %k = linalg.index 2 : index",
+                 "    %w0 = arith.addi %i, %j : index",
+                 "    %w1 = arith.addi %w0, %k : index",
+                 "    %c7 = arith.constant 7 : index",
+                 "    %w2 = arith.remui %w1, %c7 : index",
+                 "    %w3 = arith.index_cast %w2 : index to i32",
+                 "    %w4 = arith.sitofp %w3 : i32 to f32",
+                 "    %y = arith.mulf %a, %w4 : f32",
+                 "    linalg.yield %y : f32",
+                 f"  }} -> {t}"]
+        names = []
+        for n, (src, expr) in enumerate([("%out", None), ("%out", "sq"), ("%sq", None)]):
+            body += [f"  %s{n}e = tensor.empty() : tensor<f32>",
+                     f"  %s{n}f = linalg.fill ins(%zero : f32) outs(%s{n}e : tensor<f32>) -> tensor<f32>",
+                     f"  %s{n} = linalg.reduce ins({src} : {t}) outs(%s{n}f : tensor<f32>) dimensions = [0, 1, 2]",
+                     "    (%in: f32, %acc: f32) {"]
+            if expr == "sq":
+                body += ["      %in2 = arith.mulf %in, %in : f32",
+                         "      %m = arith.addf %in2, %acc : f32"]
+            else:
+                body += ["      %m = arith.addf %in, %acc : f32"]
+            body += ["      linalg.yield %m : f32",
+                     "    }",
+                     f"  %s{n}x = tensor.extract %s{n}[] : tensor<f32>",
+                     f"  %s{n}d = arith.extf %s{n}x : f32 to f64"]
+            names.append(f"%s{n}d")
+        body += ["  %sfmt = llvm.mlir.addressof @sums : !llvm.ptr",
+                 f"  %spr = llvm.call @printf(%sfmt, {', '.join(names)}) vararg(!llvm.func<i32 (ptr, ...)>) : (!llvm.ptr, f64, f64, f64) -> i32"]
     body += ["  %tol = arith.constant 1.0e-03 : f32",
              f"  %ok = arith.cmpf ole, {worst}, %tol : f32",
              f"  cf.assert %ok, \"gpt ({plan}, {layers} layers): the partitioned stack differs from the unannotated one by more than 1e-3\"",
@@ -458,9 +499,14 @@ def main():
                     help="shard: upstream MLIR 22's dialect, for the peer")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--corrupt", action="store_true")
+    ap.add_argument("--sums", action="store_true",
+                    help="with --check, each rank also prints three sums of "
+                         "the output (`gpt sums A B C`), to compare two "
+                         "compilations")
     a = ap.parse_args()
     if a.check:
-        print(check_program(a.plan, a.layers, a.batch, a.seq, a.hidden, a.heads, a.corrupt))
+        print(check_program(a.plan, a.layers, a.batch, a.seq, a.hidden, a.heads, a.corrupt,
+                            a.sums))
     else:
         lines, _ = stack(a.plan, a.layers, a.batch, a.seq, a.hidden, a.heads,
                          dialect=a.dialect)

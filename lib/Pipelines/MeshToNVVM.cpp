@@ -43,7 +43,7 @@ static void addHostStage(OpPassManager &pm,
   mesh::addBufferizationAndRuntimeCalls(
       pm, options.partition, options.writableArguments, options.initSymbol,
       options.finiSymbol, options.initInMain,
-      /*onStream=*/!options.hostKernels, /*fuseElementwise=*/false,
+      /*onStream=*/!options.hostKernels, /*fuseElementwise=*/true,
       /*loopBuffers=*/false);
   // bufferization.clone to memref.alloc + memref.copy, which the device
   // stage turns into gpu.alloc + gpu.memcpy.
@@ -60,6 +60,25 @@ static void addDeviceStage(OpPassManager &pm,
                              options.tileSizes.end());
   if (tiles.empty())
     tiles = {16, 16};
+  // Contractions (with the bias and activation after them) to cuBLASLt,
+  // before anything becomes a kernel; the buffers they use are device
+  // buffers like the collectives'.
+  if (options.gpuMatmul == mesh::GpuMatmul::Library) {
+    mesh::MeshGpuLinalgToCublasOptions cublas;
+    switch (options.matmulPrecision) {
+    case mesh::MatmulPrecision::Highest:
+      cublas.precision = "highest";
+      break;
+    case mesh::MatmulPrecision::TF32:
+      cublas.precision = "tf32";
+      break;
+    case mesh::MatmulPrecision::BF16:
+      cublas.precision = "bf16";
+      break;
+    }
+    cublas.host = options.hostKernels;
+    pm.addPass(mesh::createMeshGpuLinalgToCublas(cublas));
+  }
   pm.addPass(mesh::createMeshGpuHostBuffers());
   pm.addNestedPass<func::FuncOp>(mesh::createMeshGpuCopyKernels());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());

@@ -28,6 +28,7 @@
 #include "meshrt/Half.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -362,6 +363,66 @@ void gemm(const GemmArgs &G) {
                 "dtype " + std::to_string(int(G.Dtype)) +
                     " (a GEMM takes f16, bf16, f32 or f64)");
   }
+}
+
+namespace {
+
+double loadElement(meshrt_dtype T, const void *P, int64_t I) {
+  switch (T) {
+  case MESHRT_F32:
+    return static_cast<const float *>(P)[I];
+  case MESHRT_F64:
+    return static_cast<const double *>(P)[I];
+  case MESHRT_F16:
+    return halfToFloat(static_cast<const uint16_t *>(P)[I]);
+  default:
+    return bfloat16ToFloat(static_cast<const uint16_t *>(P)[I]);
+  }
+}
+
+void storeElement(meshrt_dtype T, void *P, int64_t I, double V) {
+  switch (T) {
+  case MESHRT_F32:
+    static_cast<float *>(P)[I] = float(V);
+    return;
+  case MESHRT_F64:
+    static_cast<double *>(P)[I] = V;
+    return;
+  case MESHRT_F16:
+    static_cast<uint16_t *>(P)[I] = floatToHalf(float(V));
+    return;
+  default:
+    static_cast<uint16_t *>(P)[I] = floatToBFloat16(float(V));
+  }
+}
+
+} // namespace
+
+void gemmEpilogue(const GemmArgs &G, const void *Bias, int32_t Epilogue) {
+  if (Epilogue < MESHRT_EPILOGUE_NONE || Epilogue > MESHRT_EPILOGUE_GELU)
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                "unknown epilogue " + std::to_string(Epilogue) +
+                    " (a meshrt_epilogue: 0 none, 1 ReLU, 2 GELU)");
+  gemm(G);
+  if ((!Bias && Epilogue == MESHRT_EPILOGUE_NONE) || G.Batch == 0 || G.M == 0 ||
+      G.N == 0)
+    return;
+  // The bias and the activation in double, rounded once to the dtype (as
+  // cuBLASLt's epilogue works on its f32 or f64 accumulator).
+  for (int64_t B = 0; B < G.Batch; ++B)
+    for (int64_t I = 0; I < G.M; ++I)
+      for (int64_t J = 0; J < G.N; ++J) {
+        int64_t At = B * G.CStrides[0] + I * G.CStrides[1] + J * G.CStrides[2];
+        double X = loadElement(G.Dtype, G.C, At);
+        if (Bias)
+          X += loadElement(G.Dtype, Bias, J);
+        if (Epilogue == MESHRT_EPILOGUE_RELU)
+          X = X > 0 ? X : 0;
+        else if (Epilogue == MESHRT_EPILOGUE_GELU)
+          X = 0.5 * X *
+              (1 + std::tanh(0.7978845608028654 * (X + 0.044715 * X * X * X)));
+        storeElement(G.Dtype, G.C, At, X);
+      }
 }
 
 } // namespace detail

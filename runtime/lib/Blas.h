@@ -31,6 +31,10 @@ struct GemmArgs {
 /// meshrt::Error on a bad argument.
 void gemm(const GemmArgs &G);
 
+/// gemm, then bias (null, or N contiguous elements) added to every row of
+/// every C[b] and the activation `Epilogue` (a meshrt_epilogue) applied.
+void gemmEpilogue(const GemmArgs &G, const void *Bias, int32_t Epilogue);
+
 } // namespace detail
 } // namespace meshrt
 

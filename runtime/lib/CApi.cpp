@@ -10,6 +10,7 @@
 #include "Blas.h"
 #include "Context.h"
 #include "Gpu.h"
+#include "GpuGemm.h"
 
 #include "meshrt/meshrt.h"
 
@@ -556,6 +557,31 @@ meshrt_status meshrt_recv(void *Recv, int64_t Count, meshrt_dtype T,
                  [&] { context()->recv(Recv, Count, T, Peer, Tag); });
 }
 
+meshrt_status meshrt_gemm_epilogue(meshrt_dtype T, int64_t Batch, int64_t M,
+                                   int64_t N, int64_t K, const void *A,
+                                   int64_t ABatch, int64_t ARow, int64_t ACol,
+                                   const void *B, int64_t BBatch, int64_t BRow,
+                                   int64_t BCol, void *C, int64_t CBatch,
+                                   int64_t CRow, int64_t CCol,
+                                   int32_t Accumulate, const void *Bias,
+                                   int32_t Epilogue) {
+  return guarded("meshrt_gemm_epilogue", [&] {
+    gemmEpilogue(GemmArgs{T,
+                          Batch,
+                          M,
+                          N,
+                          K,
+                          A,
+                          {ABatch, ARow, ACol},
+                          B,
+                          {BBatch, BRow, BCol},
+                          C,
+                          {CBatch, CRow, CCol},
+                          Accumulate != 0},
+                 Bias, Epilogue);
+  });
+}
+
 meshrt_status meshrt_gemm(meshrt_dtype T, int64_t Batch, int64_t M, int64_t N,
                           int64_t K, const void *A, int64_t ABatch,
                           int64_t ARow, int64_t ACol, const void *B,
@@ -694,6 +720,35 @@ meshrt_status meshrt_stream_synchronize(void *Stream) {
 
 meshrt_status meshrt_device_free(void *Ptr) {
   return guarded("meshrt_device_free", [&] { gpuFree(Ptr, nullptr, "free"); });
+}
+
+meshrt_status meshrt_gpu_gemm(void **Plan, meshrt_dtype T, int64_t Batch,
+                              int64_t M, int64_t N, int64_t K, const void *A,
+                              int64_t ABatch, int64_t ARow, int64_t ACol,
+                              const void *B, int64_t BBatch, int64_t BRow,
+                              int64_t BCol, void *C, int64_t CBatch,
+                              int64_t CRow, int64_t CCol, int32_t Accumulate,
+                              const void *Bias, int32_t Epilogue,
+                              int32_t Precision, void *Stream) {
+  return guarded("meshrt_gpu_gemm", [&] {
+    gpuGemm(GpuGemmArgs{Plan,
+                        T,
+                        Batch,
+                        M,
+                        N,
+                        K,
+                        A,
+                        {ABatch, ARow, ACol},
+                        B,
+                        {BBatch, BRow, BCol},
+                        C,
+                        {CBatch, CRow, CCol},
+                        Accumulate != 0,
+                        Bias,
+                        Epilogue,
+                        Precision,
+                        Stream});
+  });
 }
 
 } // extern "C"

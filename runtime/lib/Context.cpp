@@ -11,6 +11,7 @@
 #include "Context.h"
 #include "Abort.h"
 #include "Gpu.h"
+#include "GpuGemm.h"
 
 #include <algorithm>
 #include <atomic>
@@ -886,12 +887,14 @@ void Context::printStats() const {
   std::fprintf(stderr,
                "meshrt: stats: backend=%s world_size=%lld meshes=%lld "
                "splits=%lld communicators=%lld comm_requests=%lld "
-               "comm_reuses=%lld collectives=%lld stream_syncs=%lld\n",
+               "comm_reuses=%lld collectives=%lld stream_syncs=%lld "
+               "gpu_gemm_plans=%lld\n",
                Names.c_str(), (long long)WorldSize, (long long)Stats.meshes,
                (long long)Stats.splits, (long long)Stats.communicators,
                (long long)Stats.comm_requests, (long long)Stats.comm_reuses,
                (long long)stats().collectives,
-               (long long)stats().stream_synchronizations);
+               (long long)stats().stream_synchronizations,
+               (long long)detail::gpuGemmPlansMade());
   std::fflush(stderr);
 }
 
@@ -921,6 +924,13 @@ void Context::finalize() {
     Dog->stop();
   for (BackendSlot &S : Backends)
     S.Impl.reset();
+  try {
+    // The cuBLASLt workspace goes back first (into the kept buffers, freed
+    // just below) and the plans' descriptors with it.
+    detail::gpuGemmRelease();
+  } catch (const Error &) {
+    // As below: nothing left to use it.
+  }
   try {
     detail::gpuReleaseKeptBuffers();
   } catch (const Error &) {

@@ -637,6 +637,38 @@ void meshrt::detail::gpuForgetDeviceMemory() {
   DeviceMemoryGeneration.fetch_add(1, std::memory_order_acq_rel);
 }
 
+void *meshrt::detail::gpuAlloc(size_t Bytes, void *Stream, const char *What) {
+  Device &Dev = selected();
+  CUdeviceptr P = 0;
+  CUstream S = streamOrShared(Stream);
+  bool Shared = S == Dev.Stream;
+  if (Shared)
+    P = reuseCache().take(Bytes);
+  if (!P) {
+    CUresult R = driver().MemAllocAsync(&P, Bytes, S);
+    if (R != CUDA_SUCCESS)
+      driverFail(R, What);
+    if (Shared)
+      reuseCache().track(P, Bytes);
+  }
+  // Device memory by construction: the collectives that read or write it
+  // need not ask the driver.
+  remember(currentMemo(), uintptr_t(P), uintptr_t(P) + Bytes);
+  return reinterpret_cast<void *>(P);
+}
+
+void meshrt::detail::gpuZeroAsync(void *Dst, size_t Bytes, void *Stream,
+                                  const char *What) {
+  CUdeviceptr P = reinterpret_cast<CUdeviceptr>(Dst);
+  CUstream S = streamOrShared(Stream);
+  bool Words = Bytes % 4 == 0 && P % 4 == 0;
+  CUresult R = Words ? driver().MemsetD32Async(P, 0, Bytes / 4, S)
+                     : driver().MemsetD16Async(P, 0, Bytes / 2, S);
+  if (R != CUDA_SUCCESS)
+    driverFail(R, std::string(What) +
+                      (Words ? ": cuMemsetD32Async" : ": cuMemsetD16Async"));
+}
+
 void meshrt::detail::gpuCopyAsync(void *Dst, const void *Src, size_t Bytes,
                                   void *Stream, const char *Op,
                                   const char *What) {
@@ -801,21 +833,9 @@ MESHRT_API void *mgpuMemAlloc(uint64_t Bytes, CUstream Stream,
       std::lock_guard<std::mutex> Lock(Dev.Mutex);
       Dev.Managed.insert(reinterpret_cast<void *>(P));
       Dev.ManagedCount.store(Dev.Managed.size(), std::memory_order_release);
-    } else {
-      CUstream S = streamOrShared(Stream);
-      bool Shared = S == Dev.Stream;
-      if (Shared)
-        P = reuseCache().take(Bytes);
-      if (!P) {
-        check(driver().MemAllocAsync(&P, Bytes, S), "cuMemAllocAsync");
-        if (Shared)
-          reuseCache().track(P, Bytes);
-      }
-      // Device memory by construction: the collectives that read or write
-      // it need not ask the driver.
-      remember(currentMemo(), uintptr_t(P), uintptr_t(P) + Bytes);
+      return reinterpret_cast<void *>(P);
     }
-    return reinterpret_cast<void *>(P);
+    return gpuAlloc(Bytes, Stream, "cuMemAllocAsync");
   });
 }
 
@@ -914,6 +934,10 @@ bool meshrt::detail::gpuIsDeviceMemory(const void *, const char *) { noCuda(); }
 bool meshrt::detail::gpuKnownDeviceMemory(const void *) { return false; }
 void meshrt::detail::gpuRememberDeviceMemory(const void *) {}
 void meshrt::detail::gpuForgetDeviceMemory() {}
+void *meshrt::detail::gpuAlloc(size_t, void *, const char *) { noCuda(); }
+void meshrt::detail::gpuZeroAsync(void *, size_t, void *, const char *) {
+  noCuda();
+}
 void meshrt::detail::gpuCopyAsync(void *, const void *, size_t, void *,
                                   const char *, const char *) {
   noCuda();

@@ -102,6 +102,18 @@ void gpuRememberDeviceMemory(const void *P);
 /// went away).
 void gpuForgetDeviceMemory();
 
+/// Allocates `Bytes` (> 0) of device memory in stream order on `Stream`
+/// (null: the shared stream), as mgpuMemAlloc does: on the shared stream a
+/// buffer kept for reuse of that size is taken first, and the new buffer is
+/// known device memory. Throws meshrt::Error (MESHRT_ERROR_BACKEND) on a
+/// driver error, with `What` (the purpose) in the message.
+void *gpuAlloc(size_t Bytes, void *Stream, const char *What);
+
+/// Enqueues zeroing `Bytes` (even) at device address `Dst` (2-byte aligned)
+/// on `Stream` (null: the shared stream). Throws on a driver error, with
+/// `What` in the message.
+void gpuZeroAsync(void *Dst, size_t Bytes, void *Stream, const char *What);
+
 /// Enqueues a copy of `Bytes` from `Src` to `Dst` (host or device) on
 /// `Stream` (null: the shared stream); wait with gpuPollStream. Throws on a
 /// driver error, with `Op` and `What` in the message.

@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <vector>
 
@@ -189,6 +191,88 @@ TEST_F(Gemm, Errors) {
             MESHRT_ERROR_UNSUPPORTED);
   EXPECT_NE(std::string(meshrt_last_error()).find("meshrt_gemm"),
             std::string::npos);
+}
+
+// meshrt_gemm_epilogue (the gpu-on-host form of meshrt_gpu_gemm): the
+// product, then the bias along the columns and the activation, against the
+// same loop in double: exact for ReLU on small integers, 1e-6 relative for
+// the tanh GELU; a transposed output, batches with a broadcast operand, f16
+// (the result rounded once from the f32 product); an unknown epilogue is an
+// error that names it.
+TEST_F(Gemm, Epilogues) {
+  const int64_t Batch = 2, M = 3, N = 4, K = 5;
+  std::vector<float> A(size_t(Batch * M * K)), B(size_t(K * N)), Bias(N);
+  for (size_t I = 0; I < A.size(); ++I)
+    A[I] = value<float>(int64_t(I));
+  for (size_t I = 0; I < B.size(); ++I)
+    B[I] = value<float>(int64_t(I) + 3);
+  for (int64_t J = 0; J < N; ++J)
+    Bias[size_t(J)] = float(J) - 1.5f;
+  auto gelu = [](double X) {
+    return 0.5 * X *
+           (1 + std::tanh(0.7978845608028654 * (X + 0.044715 * X * X * X)));
+  };
+  for (int32_t Epi :
+       {MESHRT_EPILOGUE_NONE, MESHRT_EPILOGUE_RELU, MESHRT_EPILOGUE_GELU})
+    for (bool WithBias : {false, true})
+      for (bool Transposed : {false, true}) {
+        // C row-major [b][m][n], or each batch column-major.
+        int64_t CRow = Transposed ? 1 : N, CCol = Transposed ? M : 1;
+        std::vector<float> C(size_t(Batch * M * N), 7.0f);
+        ASSERT_EQ(meshrt_gemm_epilogue(MESHRT_F32, Batch, M, N, K, A.data(),
+                                       M * K, K, 1, B.data(), 0, N, 1, C.data(),
+                                       M * N, CRow, CCol, 0,
+                                       WithBias ? Bias.data() : nullptr, Epi),
+                  MESHRT_SUCCESS)
+            << meshrt_last_error();
+        for (int64_t Bt = 0; Bt < Batch; ++Bt)
+          for (int64_t I = 0; I < M; ++I)
+            for (int64_t J = 0; J < N; ++J) {
+              double S = WithBias ? double(Bias[size_t(J)]) : 0.0;
+              for (int64_t P = 0; P < K; ++P)
+                S += double(A[size_t(Bt * M * K + I * K + P)]) *
+                     double(B[size_t(P * N + J)]);
+              if (Epi == MESHRT_EPILOGUE_RELU)
+                S = S > 0 ? S : 0;
+              else if (Epi == MESHRT_EPILOGUE_GELU)
+                S = gelu(S);
+              float Got = C[size_t(Bt * M * N + I * CRow + J * CCol)];
+              EXPECT_NEAR(Got, S, 1e-6 * std::max(1.0, std::fabs(S)))
+                  << "epilogue " << Epi << " bias " << WithBias
+                  << " transposed " << Transposed << " at " << Bt << "," << I
+                  << "," << J;
+            }
+      }
+  // f16: the product's f32 value plus the bias, ReLU, rounded once.
+  std::vector<uint16_t> HA(size_t(M * K)), HB(size_t(K * N)), HBias(N),
+      HC(size_t(M * N));
+  for (size_t I = 0; I < HA.size(); ++I)
+    HA[I] = meshrt::floatToHalf(A[I]);
+  for (size_t I = 0; I < HB.size(); ++I)
+    HB[I] = meshrt::floatToHalf(B[I]);
+  for (int64_t J = 0; J < N; ++J)
+    HBias[size_t(J)] = meshrt::floatToHalf(Bias[size_t(J)]);
+  ASSERT_EQ(meshrt_gemm_epilogue(MESHRT_F16, 1, M, N, K, HA.data(), 0, K, 1,
+                                 HB.data(), 0, N, 1, HC.data(), 0, N, 1, 0,
+                                 HBias.data(), MESHRT_EPILOGUE_RELU),
+            MESHRT_SUCCESS)
+      << meshrt_last_error();
+  for (int64_t I = 0; I < M; ++I)
+    for (int64_t J = 0; J < N; ++J) {
+      double S = double(Bias[size_t(J)]);
+      for (int64_t P = 0; P < K; ++P)
+        S += double(A[size_t(I * K + P)]) * double(B[size_t(P * N + J)]);
+      EXPECT_EQ(HC[size_t(I * N + J)],
+                meshrt::floatToHalf(float(S > 0 ? S : 0)))
+          << I << "," << J;
+    }
+  float X[4] = {1, 2, 3, 4};
+  EXPECT_EQ(meshrt_gemm_epilogue(MESHRT_F32, 1, 2, 2, 1, X, 0, 1, 1, X, 0, 2, 1,
+                                 X, 0, 2, 1, 0, nullptr, 3),
+            MESHRT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(meshrt_last_error()).find("unknown epilogue 3"),
+            std::string::npos)
+      << meshrt_last_error();
 }
 
 } // namespace

@@ -34,9 +34,11 @@
 
 // Every kernel of each program reaches the binary, all of a program's
 // kernels in one module (mesh-gpu-merge-kernel-modules): the examples'
-// kernel counts, then all four modules through ptxas.
+// kernel counts (tp_mlp's two products are cuBLASLt calls: its kernels
+// are the zero fill and the ReLU, which reads a buffer of zeros, not a
+// constant, so it is no epilogue), then all four modules through ptxas.
 // HSDP: extracted 1 PTX modules, 2 kernels
-// TP: extracted 1 PTX modules, 3 kernels
+// TP: extracted 1 PTX modules, 2 kernels
 // ULY: extracted 1 PTX modules, 3 kernels
 // LIBDEVICE: extracted 1 PTX modules, 1 kernels
 // PTXAS: ptxas accepted 4 modules

@@ -6,9 +6,9 @@
 // RUN: mesh-opt %s --mesh-to-nvvm="format=isa chip=sm_80 tile-sizes=8,32" --mlir-print-ir-after=mesh-gpu-verify-host-access 2>&1 | FileCheck %s --check-prefix=OPTIONS
 
 // format=isa embeds PTX and runs no CUDA tool, so this test needs no toolkit.
-// A kernel, a collective, kernels, a full reduction: four launches on the
-// runtime's stream with the collective enqueued between them, and one
-// synchronisation, at the end.
+// A kernel, a collective, a fused kernel, a full reduction: three launches
+// on the runtime's stream with the collective enqueued between them, and
+// one synchronisation, at the end.
 
 mesh.mesh @world(["x" = 4])
 
@@ -21,11 +21,10 @@ mesh.mesh @world(["x" = 4])
 // send and receive; mesh-collectives-in-place).
 // CHECK: llvm.call @meshrt_all_reduce_on_stream(%{{[^,]*}}, %[[BUF:[^,]*]], %[[BUF]],
 // CHECK-NOT: meshrt_stream_synchronize
+// The multiply and the tanh, fused (mesh-fuse-elementwise): one kernel.
 // CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @mesh_kernels::@step_kernel_0
 // CHECK-NOT: meshrt_stream_synchronize
-// CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @mesh_kernels::@step_kernel_1
-// CHECK-NOT: meshrt_stream_synchronize
-// CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @mesh_kernels::@step_kernel_2 blocks in (%[[ONE:.*]], %[[ONE]], %[[ONE]]) threads in (%[[ONE]], %[[ONE]], %[[ONE]])
+// CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @mesh_kernels::@step_kernel_1 blocks in (%[[ONE:.*]], %[[ONE]], %[[ONE]]) threads in (%[[ONE]], %[[ONE]], %[[ONE]])
 // CHECK-NOT: gpu.launch_func
 // CHECK: llvm.call @meshrt_stream_synchronize(%[[S]])
 // CHECK-NOT: meshrt_stream_synchronize
@@ -45,7 +44,7 @@ mesh.mesh @world(["x" = 4])
 // ONESTREAM-COUNT-1: call i32 @meshrt_gpu_stream(
 // ONESTREAM-NOT: call i32 @meshrt_gpu_stream(
 
-// LLVMIR-COUNT-4: call void @mgpuLaunchKernel(
+// LLVMIR-COUNT-3: call void @mgpuLaunchKernel(
 // LLVMIR-NOT: call void @mgpuLaunchKernel(
 // LLVMIR-NOT: @mgpuStreamSynchronize(
 // LLVMIR-COUNT-1: call i32 @meshrt_stream_synchronize(

@@ -184,6 +184,86 @@ def MeshFuseElementwise
   ];
 }
 
+def MeshGpuLinalgToCublas : Pass<"mesh-gpu-linalg-to-cublas",
+                                 "::mlir::ModuleOp"> {
+  let summary = "Turns contractions on buffers, with the bias and activation "
+                "after them, into calls of the runtime's cuBLASLt GEMM";
+  let description = [{
+    The device stage's counterpart of `mesh-linalg-to-blas`: the same
+    contractions (named ops and generics, matched on their indexing maps
+    and body; several batch, m or n loops become an `scf.for` nest) become
+    calls of `meshrt_gpu_gemm`, which computes them with cuBLASLt on the
+    runtime's shared stream, with what follows folded into the library's
+    epilogue:
+
+    * the accumulator: a `linalg.fill` of +0.0 (the product overwrites), or
+      a `linalg.broadcast` of a contiguous vector along the output's rows
+      (the bias);
+    * up to two elementwise `linalg.generic`s after the product that read it
+      where it dies: a bias add (a contiguous vector along the output's
+      columns, read directly or through a `linalg.broadcast` into a buffer
+      that dies there), then ReLU or GELU in its tanh form, in one generic
+      or two, read directly or through a reshape (`expand_shape` of
+      `[B*S, F]` to `[B, S, F]`).
+
+    Bodies are recognised by what they compute: each is evaluated at sample
+    points and compared with `x + b`, `max(x, 0)` and
+    `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` (within 1e-6 relative,
+    for the f32 constants a program writes); an erf GELU is not cuBLASLt's
+    and stays a kernel. The call goes where the last folded op was and
+    writes its output; the product's inputs must not be written between.
+
+    Kept as kernels, with a remark under `report`: what `mesh-linalg-to-blas`
+    keeps (integer or mixed types, several k loops, a body that is more
+    than a product), and operands with no static unit stride along their
+    rows or columns (cuBLASLt's layouts need one). No epilogue is folded
+    onto a product that accumulates into its output, nor a bias whose
+    output columns have no unit stride.
+
+    ```mlir
+    linalg.fill ins(%zero : f32) outs(%c : memref<8x32xf32>)
+    linalg.matmul ins(%x, %w : memref<8x16xf32>, memref<16x32xf32>)
+                  outs(%c : memref<8x32xf32>)
+    linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>,
+        affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>],
+        iterator_types = ["parallel", "parallel"]}
+        ins(%c, %b : memref<8x32xf32>, memref<32xf32>)
+        outs(%y : memref<8x32xf32>) {
+    ^bb0(%v: f32, %bv: f32, %o: f32):
+      %s = arith.addf %v, %bv : f32
+      %r = arith.maximumf %s, %zero : f32
+      linalg.yield %r : f32
+    }
+    // becomes one call writing %y, with the bias and ReLU:
+    //   llvm.call @meshrt_gpu_gemm(%plan, %f32, %c1, %c8, %c32, %c16,
+    //       %px, ..., %pw, ..., %py, ..., %overwrite, %pb, %relu,
+    //       %highest, %null_stream)
+    ```
+
+    `precision` (highest, tf32, bf16) is the arithmetic of f32 products,
+    passed with every call and recorded on the module as
+    `mesh.matmul_precision`. With `host`, the calls are the host runtime's
+    `meshrt_gemm_epilogue` (the gpu-on-host target: the same rewrite,
+    computed by the BLAS on the CPU).
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"highest\"",
+           "f32 products: highest (exact f32), tf32 or bf16 (inputs "
+           "rounded, f32 accumulation)">,
+    Option<"host", "host", "bool", "false",
+           "Call the host's meshrt_gemm_epilogue (gpu-on-host) instead of "
+           "meshrt_gpu_gemm">,
+    Option<"report", "report", "bool", "false",
+           "Emit a remark on each contraction kept as kernels, and on each "
+           "epilogue not folded, saying why">
+  ];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect", "::mlir::arith::ArithDialect",
+    "::mlir::cf::ControlFlowDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 def MeshLinalgToBlas : Pass<"mesh-linalg-to-blas", "::mlir::ModuleOp"> {
   let summary = "Turns contractions on buffers into calls of the runtime's "
                 "BLAS GEMM";

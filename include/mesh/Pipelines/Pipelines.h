@@ -81,6 +81,10 @@ void buildMeshToLLVMPipeline(mlir::OpPassManager &pm,
                              const MeshToLLVMOptions &options);
 
 /// Options of --mesh-to-nvvm: those of --mesh-to-llvm, and the GPU's.
+/// How --mesh-to-nvvm computes contractions, and in what precision.
+enum class GpuMatmul { Library, Kernels };
+enum class MatmulPrecision { Highest, TF32, BF16 };
+
 struct MeshToNVVMOptions : public MeshCompileOptions<MeshToNVVMOptions> {
   PassOptions::Option<std::string> chip{
       *this, "chip",
@@ -108,6 +112,26 @@ struct MeshToNVVMOptions : public MeshCompileOptions<MeshToNVVMOptions> {
       *this, "tile-sizes",
       llvm::cl::desc("Threads per block along the leading parallel "
                      "dimensions (default 16,16)")};
+  PassOptions::Option<GpuMatmul> gpuMatmul{
+      *this, "gpu-matmul", llvm::cl::desc("How contractions run on the GPU"),
+      llvm::cl::init(GpuMatmul::Library),
+      llvm::cl::values(
+          clEnumValN(GpuMatmul::Library, "library",
+                     "cuBLASLt, with the bias and ReLU/GELU after them in its "
+                     "epilogue (mesh-gpu-linalg-to-cublas)"),
+          clEnumValN(GpuMatmul::Kernels, "kernels", "our own kernels"))};
+  PassOptions::Option<MatmulPrecision> matmulPrecision{
+      *this, "matmul-precision",
+      llvm::cl::desc("f32 products through the library"),
+      llvm::cl::init(MatmulPrecision::Highest),
+      llvm::cl::values(
+          clEnumValN(MatmulPrecision::Highest, "highest", "exact f32"),
+          clEnumValN(MatmulPrecision::TF32, "tf32",
+                     "inputs rounded to TF32, f32 accumulation (about 1e-3 "
+                     "relative)"),
+          clEnumValN(MatmulPrecision::BF16, "bf16",
+                     "inputs rounded to BF16, f32 accumulation (about 1e-2 "
+                     "relative)"))};
 };
 
 /// Partitioned tensor IR with mesh collectives to the LLVM dialect with the

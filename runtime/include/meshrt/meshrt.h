@@ -517,6 +517,75 @@ MESHRT_API meshrt_status meshrt_gemm(
     int64_t b_row_stride, int64_t b_col_stride, void *c, int64_t c_batch_stride,
     int64_t c_row_stride, int64_t c_col_stride, int32_t accumulate);
 
+/// meshrt_gemm followed by what a GPU product's epilogue does: C[b] =
+/// act(A[b] * B[b] + (C[b] if `accumulate`) + bias), `bias` null or n
+/// contiguous elements added to every row, act a meshrt_epilogue (GELU in
+/// its tanh form, computed in double and rounded once to the dtype). On host
+/// memory: the gpu-on-host test target's form of meshrt_gpu_gemm.
+MESHRT_API meshrt_status meshrt_gemm_epilogue(
+    meshrt_dtype dtype, int64_t batch, int64_t m, int64_t n, int64_t k,
+    const void *a, int64_t a_batch_stride, int64_t a_row_stride,
+    int64_t a_col_stride, const void *b, int64_t b_batch_stride,
+    int64_t b_row_stride, int64_t b_col_stride, void *c, int64_t c_batch_stride,
+    int64_t c_row_stride, int64_t c_col_stride, int32_t accumulate,
+    const void *bias, int32_t epilogue);
+
+/* ---- Contractions on the GPU ---------------------------------------------
+ * The products of compiled GPU code (mesh-gpu-linalg-to-cublas), computed by
+ * cuBLASLt (libcublasLt.so.13, or MESHRT_CUBLASLT_LIBRARY, loaded with
+ * dlopen at the first product; a machine without it runs everything else,
+ * and a product there fails naming the library). Operands and strides are
+ * meshrt_gemm's, in elements, on device memory; the product is enqueued on
+ * `stream` (null: the shared stream, see meshrt_gpu_stream) and the call
+ * returns without synchronising. Each matrix needs a unit stride along its
+ * rows or its columns (cuBLASLt's layouts); C's columns have a unit stride
+ * when there is a bias. Row-major operands are taken by swapping the
+ * operands (C^T = B^T A^T, column-major), batches as strided batches.
+ * One workspace of 32 MiB per device, from the shared stream's pool.
+ * ------------------------------------------------------------------------ */
+
+/// What a GPU product applies to its result, after the bias (cuBLASLt's
+/// epilogues): nothing, max(x, 0), or GELU in its tanh form,
+/// 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+// clang-format off
+typedef MESHRT_ENUM(meshrt_epilogue) {
+  MESHRT_EPILOGUE_NONE = 0,
+  MESHRT_EPILOGUE_RELU = 1,
+  MESHRT_EPILOGUE_GELU = 2
+} meshrt_epilogue;
+// clang-format on
+
+/// The arithmetic of an f32 GPU product: exact f32 (cuBLAS's
+/// CUBLAS_COMPUTE_32F), or inputs rounded to TF32 or BF16 with f32
+/// accumulation (CUBLAS_COMPUTE_32F_FAST_TF32 / _FAST_16BF). Other types
+/// compute in their own precision (f64) or accumulate in f32 (f16, bf16).
+// clang-format off
+typedef MESHRT_ENUM(meshrt_matmul_precision) {
+  MESHRT_PRECISION_HIGHEST = 0,
+  MESHRT_PRECISION_TF32 = 1,
+  MESHRT_PRECISION_BF16 = 2
+} meshrt_matmul_precision;
+// clang-format on
+
+/// For each b < batch: C[b] = act(A[b] * B[b] + (C[b] if `accumulate`) +
+/// bias), with A, B, C and their strides as in meshrt_gemm, `bias` null or n
+/// contiguous elements of the dtype added to every row of every C[b], and
+/// act the `epilogue`. `plan` is the call site's slot: a pointer-sized
+/// variable, null at first, where the runtime keeps the plan it made there
+/// (layouts, descriptors, the heuristic's algorithm), remade only when the
+/// shape, strides or options change, so the host cost of a repeated call is
+/// a comparison. A null `plan` makes a plan per call. Arguments are checked
+/// before anything is enqueued: a host pointer, a negative size, a matrix
+/// without a unit stride or an unknown dtype, epilogue or precision fails
+/// with the function's name in the message.
+MESHRT_API meshrt_status meshrt_gpu_gemm(
+    void **plan, meshrt_dtype dtype, int64_t batch, int64_t m, int64_t n,
+    int64_t k, const void *a, int64_t a_batch_stride, int64_t a_row_stride,
+    int64_t a_col_stride, const void *b, int64_t b_batch_stride,
+    int64_t b_row_stride, int64_t b_col_stride, void *c, int64_t c_batch_stride,
+    int64_t c_row_stride, int64_t c_col_stride, int32_t accumulate,
+    const void *bias, int32_t epilogue, int32_t precision, void *stream);
+
 /* ---- Stream-ordered collectives -----------------------------------------
  * The same collectives, ordered on a CUDA stream (a CUstream/cudaStream_t;
  * null means the device's shared stream, see meshrt_gpu_stream). Arguments

@@ -106,6 +106,16 @@ LogicalResult MeshDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   if (attr.getName() == getHostBufferAttrName())
     return verifyHostBufferAttr(op, attr);
+  // The precision of the module's GPU products (mesh-gpu-linalg-to-cublas).
+  if (attr.getName().getValue() == "mesh.matmul_precision") {
+    auto value = dyn_cast<StringAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !value ||
+        !llvm::is_contained({"highest", "tf32", "bf16"}, value.getValue()))
+      return op->emitOpError()
+             << "'mesh.matmul_precision' is a string attribute of modules: "
+                "\"highest\", \"tf32\" or \"bf16\" (S8)";
+    return success();
+  }
   if (attr.getName() != getShardingAttrName())
     return op->emitOpError() << "has unknown mesh dialect attribute '"
                              << attr.getName().getValue()

@@ -1,0 +1,794 @@
+//===- GpuLinalgToCublas.cpp - contractions on the GPU to cuBLASLt --------===//
+//
+// The GPU counterpart of mesh-linalg-to-blas: every contraction on buffers
+// that the runtime's cuBLASLt product can take becomes one call of
+// meshrt_gpu_gemm, with what follows it folded into the library's epilogue:
+//
+//   * the accumulator: a linalg.fill of +0.0 (overwrite), or a
+//     linalg.broadcast of a bias vector along the rows (the bias);
+//   * one or two elementwise linalg.generics that read the product where it
+//     dies there: a bias add (a vector along the output's columns, read
+//     directly or through a linalg.broadcast), then ReLU or GELU in its tanh
+//     form (cuBLASLt's), in one generic or two.
+//
+// Bodies are recognised by what they compute, not by how they are spelled:
+// the body of a candidate is evaluated (in double, by a small interpreter of
+// arith and math ops) at sample points and compared with x + b, max(x, 0)
+// and the tanh GELU; maximumf, a compare and select, a GELU written with
+// other constants' grouping all match, an erf GELU does not (cuBLASLt has
+// none: its generic stays a kernel).
+//
+// The call goes where the last folded op was, writing that op's output
+// buffer, so nothing it writes moves; the product's inputs must not be
+// written in between. Everything the library cannot take keeps our kernels
+// and, with `report`, says why in a remark: integer or mixed types, a
+// matrix with no unit stride (cuBLASLt's layouts need one), several k
+// loops, a body that is more than a product.
+//
+// With `host`, the call is the host runtime's meshrt_gemm_epilogue (the
+// gpu-on-host test target: the same matching and rewrite, checked on
+// numbers by the BLAS on the CPU).
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmMatch.h"
+
+#include "mesh/Conversion/BufferRoots.h"
+#include "mesh/Conversion/Passes.h"
+#include "mesh/Conversion/RuntimeABI.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Debug.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+#define DEBUG_TYPE "mesh-gpu-linalg-to-cublas"
+
+namespace mlir {
+namespace mesh {
+#define GEN_PASS_DEF_MESHGPULINALGTOCUBLAS
+#include "mesh/Conversion/Passes.h.inc"
+} // namespace mesh
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::mesh;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// What an elementwise body computes
+//===----------------------------------------------------------------------===//
+
+/// The value of `body`'s yielded scalar for the block arguments `args`
+/// (doubles), or nullopt where an op is not one this interpreter knows.
+std::optional<double> evaluate(Block &body, ArrayRef<double> args) {
+  DenseMap<Value, double> values;
+  for (auto [arg, v] : llvm::zip(body.getArguments(), args))
+    values[arg] = v;
+  auto get = [&](Value v) -> std::optional<double> {
+    auto it = values.find(v);
+    if (it != values.end())
+      return it->second;
+    // A float constant from outside the body.
+    FloatAttr constant;
+    if (matchPattern(v, m_Constant(&constant)))
+      return constant.getValueAsDouble();
+    return std::nullopt;
+  };
+  for (Operation &op : body) {
+    if (auto yield = dyn_cast<linalg::YieldOp>(op))
+      return yield.getNumOperands() == 1 ? get(yield.getOperand(0))
+                                         : std::nullopt;
+    if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+      auto value = dyn_cast<FloatAttr>(constant.getValue());
+      if (!value)
+        return std::nullopt;
+      values[constant] = value.getValueAsDouble();
+      continue;
+    }
+    SmallVector<double, 3> in;
+    for (Value operand : op.getOperands()) {
+      std::optional<double> v = get(operand);
+      // Booleans (a compare's result) are 0 or 1.
+      if (!v)
+        return std::nullopt;
+      in.push_back(*v);
+    }
+    std::optional<double> out =
+        llvm::TypeSwitch<Operation *, std::optional<double>>(&op)
+            .Case([&](arith::AddFOp) { return in[0] + in[1]; })
+            .Case([&](arith::SubFOp) { return in[0] - in[1]; })
+            .Case([&](arith::MulFOp) { return in[0] * in[1]; })
+            .Case([&](arith::DivFOp) { return in[0] / in[1]; })
+            .Case([&](arith::NegFOp) { return -in[0]; })
+            .Case<arith::MaximumFOp, arith::MaxNumFOp>(
+                [&](Operation *) { return std::max(in[0], in[1]); })
+            .Case<arith::MinimumFOp, arith::MinNumFOp>(
+                [&](Operation *) { return std::min(in[0], in[1]); })
+            .Case([&](arith::SelectOp) { return in[0] != 0 ? in[1] : in[2]; })
+            .Case([&](arith::CmpFOp cmp) -> std::optional<double> {
+              double a = in[0], b = in[1];
+              switch (cmp.getPredicate()) {
+              case arith::CmpFPredicate::OGT:
+              case arith::CmpFPredicate::UGT:
+                return a > b;
+              case arith::CmpFPredicate::OGE:
+              case arith::CmpFPredicate::UGE:
+                return a >= b;
+              case arith::CmpFPredicate::OLT:
+              case arith::CmpFPredicate::ULT:
+                return a < b;
+              case arith::CmpFPredicate::OLE:
+              case arith::CmpFPredicate::ULE:
+                return a <= b;
+              default:
+                return std::nullopt;
+              }
+            })
+            .Case([&](math::TanhOp) { return std::tanh(in[0]); })
+            .Case([&](math::ErfOp) { return std::erf(in[0]); })
+            .Case([&](math::ExpOp) { return std::exp(in[0]); })
+            .Case([&](math::SqrtOp) { return std::sqrt(in[0]); })
+            .Case([&](math::AbsFOp) { return std::fabs(in[0]); })
+            .Case([&](math::PowFOp) { return std::pow(in[0], in[1]); })
+            .Case([&](math::FmaOp) { return in[0] * in[1] + in[2]; })
+            .Default([](Operation *) { return std::nullopt; });
+    if (!out)
+      return std::nullopt;
+    values[op.getResult(0)] = *out;
+  }
+  return std::nullopt;
+}
+
+double gelu(double x) {
+  return 0.5 * x *
+         (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+/// Whether `f` agrees with `want` at sample points, to `tolerance`
+/// relative (the f32 constants of a GELU written in a program differ from
+/// the exact ones in the eighth digit; an erf GELU differs by 1e-3).
+bool agrees(function_ref<std::optional<double>(double, double)> f,
+            function_ref<double(double, double)> want, bool twoArgs,
+            double tolerance) {
+  static const double xs[] = {-3.7, -1.3, -0.45, -0.01, 0.0,
+                              0.02, 0.5,  1.1,   2.9,   6.25};
+  static const double bs[] = {0.0, -0.75, 0.3, 1.9};
+  for (double x : xs)
+    for (double b : bs) {
+      if (!twoArgs && b != 0.0)
+        continue;
+      std::optional<double> got = f(x, b);
+      double expected = want(x, b);
+      if (!got || std::isnan(*got) ||
+          std::fabs(*got - expected) >
+              tolerance * std::max(1.0, std::fabs(expected)))
+        return false;
+    }
+  return true;
+}
+
+/// The activations cuBLASLt applies (meshrt_epilogue).
+enum class Activation { None = 0, Relu = 1, Gelu = 2 };
+
+double activate(Activation act, double x) {
+  switch (act) {
+  case Activation::None:
+    return x;
+  case Activation::Relu:
+    return std::max(x, 0.0);
+  case Activation::Gelu:
+    return gelu(x);
+  }
+  return x;
+}
+
+/// What `body` computes from its inputs, as a bias add and an activation:
+/// with `biasArg`, f(x, b) = act(x + b) (either order of the inputs is the
+/// caller's: `xArg` names x); without, f(x) = act(x).
+std::optional<Activation> recognise(Block &body, unsigned xArg,
+                                    std::optional<unsigned> biasArg) {
+  unsigned n = body.getNumArguments();
+  auto f = [&](double x, double b) -> std::optional<double> {
+    SmallVector<double> args(n, 0.0);
+    args[xArg] = x;
+    if (biasArg)
+      args[*biasArg] = b;
+    return evaluate(body, args);
+  };
+  for (Activation act : {Activation::None, Activation::Relu, Activation::Gelu})
+    if (agrees(
+            f,
+            [&](double x, double b) {
+              return activate(act, biasArg ? x + b : x);
+            },
+            biasArg.has_value(), act == Activation::Gelu ? 1e-6 : 1e-12))
+      return act;
+  return std::nullopt;
+}
+
+//===----------------------------------------------------------------------===//
+// The ops around a product
+//===----------------------------------------------------------------------===//
+
+/// Whether `op` may write the buffer `root`.
+bool mayWrite(Operation *op, Value root) {
+  if (isMemoryEffectFree(op))
+    return false;
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!effects)
+    return true;
+  SmallVector<MemoryEffects::EffectInstance> list;
+  effects.getEffects(list);
+  for (auto &effect : list) {
+    if (!isa<MemoryEffects::Write, MemoryEffects::Free>(effect.getEffect()))
+      continue;
+    Value value = effect.getValue();
+    if (!value)
+      return true;
+    // Another allocation of the function is known apart from anything
+    // else; any other buffer may be `root` under another name.
+    Value other = getViewRoot(value);
+    if (other == root || !isAllocation(other))
+      return true;
+  }
+  return false;
+}
+
+/// The users of the allocation `root` other than deallocations and `except`.
+SmallVector<Operation *> usersBesides(Value root,
+                                      ArrayRef<Operation *> except) {
+  SmallVector<Operation *> users;
+  for (Operation *user : root.getUsers())
+    if (!isa<memref::DeallocOp>(user) && !llvm::is_contained(except, user))
+      users.push_back(user);
+  return users;
+}
+
+/// The linalg.broadcast of a 1-D buffer into exactly `out` along every dim
+/// but `keep`, an earlier op of the product's block with nothing in between
+/// that may touch `out`'s buffer (an allocation of the function).
+linalg::BroadcastOp biasBroadcastInto(Operation *product, Value out,
+                                      int64_t keep) {
+  Value root = getViewRoot(out);
+  if (!isAllocation(root))
+    return nullptr;
+  for (Operation *op = product->getPrevNode(); op; op = op->getPrevNode()) {
+    if (auto broadcast = dyn_cast<linalg::BroadcastOp>(op);
+        broadcast && broadcast.hasPureBufferSemantics() &&
+        broadcast.getInit() == out) {
+      auto input = cast<MemRefType>(broadcast.getInput().getType());
+      int64_t rank = cast<MemRefType>(out.getType()).getRank();
+      ArrayRef<int64_t> dims = broadcast.getDimensions();
+      if (input.getRank() != 1 || int64_t(dims.size()) != rank - 1 ||
+          llvm::is_contained(dims, keep))
+        return nullptr;
+      return broadcast;
+    }
+    if (mayTouch(op, root))
+      return nullptr;
+  }
+  return nullptr;
+}
+
+/// Whether the 1-D buffer `bias` has a static unit stride (cuBLASLt reads
+/// a bias contiguous).
+bool isContiguousVector(Value bias) {
+  auto type = dyn_cast<MemRefType>(bias.getType());
+  if (!type || type.getRank() != 1)
+    return false;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return succeeded(type.getStridesAndOffset(strides, offset)) &&
+         strides[0] == 1;
+}
+
+/// An elementwise step folded after a product: the generic, the input that
+/// reads the product (its operand index), the bias it adds (null: none) and
+/// the activation.
+struct Step {
+  linalg::GenericOp op;
+  Value bias;
+  linalg::BroadcastOp biasBroadcast; // Made the bias operand; dies here.
+  Activation act = Activation::None;
+};
+
+/// The epilogue folded into a product: its steps in order, and the buffer
+/// the last one writes.
+struct Epilogue {
+  SmallVector<Step, 2> steps;
+  Value out;
+  Value bias;
+  Activation act = Activation::None;
+};
+
+/// The step that reads the allocation `buffer` (the product's output, or the
+/// previous step's), where the buffer dies there: an all-parallel generic of
+/// the buffer's rank (through a reshaping view of it, read by identity),
+/// `biasDim` the dim a bias must follow (-1: no bias allowed). `why` says
+/// why not.
+FailureOr<Step> matchStep(Operation *after, Value buffer,
+                          ArrayRef<Operation *> producers, int64_t biasDim,
+                          std::string &why) {
+  auto fail = [&](const Twine &reason) {
+    why = reason.str();
+    return failure();
+  };
+  if (!isAllocation(buffer))
+    return fail("the product's output is not an allocation of the function");
+  SmallVector<Operation *> users = usersBesides(buffer, producers);
+  // Reshaping views of the buffer: read through them.
+  Value read = buffer;
+  if (users.size() == 1 &&
+      isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(users[0])) {
+    Operation *view = users[0];
+    read = view->getResult(0);
+    if (biasDim >= 0) {
+      // The bias follows the view's dims: only a reshape that keeps the
+      // biased dim as one dim of its own (at the end) keeps it.
+      auto type = cast<MemRefType>(buffer.getType());
+      auto viewType = cast<MemRefType>(read.getType());
+      if (biasDim != type.getRank() - 1 ||
+          viewType.getShape().back() != type.getShape().back())
+        biasDim = -1;
+      else
+        biasDim = viewType.getRank() - 1;
+    }
+    users.clear();
+    for (Operation *user : read.getUsers())
+      users.push_back(user);
+  }
+  if (users.size() != 1)
+    return fail("the product's result has other users than one elementwise "
+                "op");
+  auto generic = dyn_cast<linalg::GenericOp>(users[0]);
+  if (!generic || generic->getBlock() != after->getBlock() ||
+      !after->isBeforeInBlock(generic))
+    return fail("the product's result is not read by a later generic of its "
+                "block");
+  if (!generic.hasPureBufferSemantics() || generic.getNumDpsInits() != 1 ||
+      generic.getNumReductionLoops() != 0 || generic.getNumResults() != 0)
+    return fail("the op reading the product is not elementwise on buffers");
+  int64_t rank = cast<MemRefType>(read.getType()).getRank();
+  if (generic.getNumLoops() != rank)
+    return fail("the op reading the product has another rank");
+  OpOperand *init = generic.getDpsInitOperand(0);
+  if (!generic.getMatchingIndexingMap(init).isIdentity() ||
+      generic.getMatchingBlockArgument(init).use_empty() == false)
+    return fail("the elementwise op reads its output or writes it permuted");
+  if (cast<MemRefType>(init->get().getType()).getElementType() !=
+      cast<MemRefType>(read.getType()).getElementType())
+    return fail("the elementwise op changes the element type");
+  Step step;
+  step.op = generic;
+  std::optional<unsigned> xArg, biasArg;
+  for (OpOperand *in : generic.getDpsInputOperands()) {
+    AffineMap map = generic.getMatchingIndexingMap(in);
+    unsigned arg = generic.getMatchingBlockArgument(in).getArgNumber();
+    if (in->get() == read && map.isIdentity() && !xArg) {
+      xArg = arg;
+      continue;
+    }
+    if (biasArg || biasDim < 0)
+      return fail("the elementwise op has other inputs than the product and "
+                  "one bias");
+    // A vector along the biased dim, read directly ...
+    auto type = cast<MemRefType>(in->get().getType());
+    if (type.getRank() == 1 && map.getNumResults() == 1 &&
+        map.getResult(0) == getAffineDimExpr(biasDim, generic.getContext())) {
+      step.bias = in->get();
+    } else if (map.isIdentity()) {
+      // ... or broadcast into a buffer that dies here.
+      Value root = in->get();
+      if (!isAllocation(root))
+        return fail("the elementwise op's other input is not a bias");
+      SmallVector<Operation *> writers = usersBesides(root, {generic});
+      auto broadcast = writers.size() == 1
+                           ? dyn_cast<linalg::BroadcastOp>(writers[0])
+                           : nullptr;
+      if (!broadcast || broadcast.getInit() != root ||
+          cast<MemRefType>(broadcast.getInput().getType()).getRank() != 1 ||
+          int64_t(broadcast.getDimensions().size()) != rank - 1 ||
+          llvm::is_contained(broadcast.getDimensions(), biasDim))
+        return fail("the elementwise op's other input is not a vector "
+                    "broadcast along the output's columns");
+      step.bias = broadcast.getInput();
+      step.biasBroadcast = broadcast;
+    } else {
+      return fail("the elementwise op's other input is not a bias along the "
+                  "output's columns");
+    }
+    if (!isContiguousVector(step.bias))
+      return fail("the bias is not contiguous");
+    biasArg = arg;
+  }
+  if (!xArg)
+    return fail("the elementwise op does not read the product by identity");
+  std::optional<Activation> act =
+      recognise(*generic.getBlock(), *xArg, biasArg);
+  if (!act)
+    return fail("the elementwise op's body is not a bias add, ReLU or the "
+                "tanh GELU (cuBLASLt's epilogues)");
+  if (*act == Activation::None && !step.bias)
+    return fail("the elementwise op is a copy");
+  step.act = *act;
+  return step;
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+/// The static unit-stride check of one operand (A, B or C: rows and columns
+/// of the call), or why cuBLASLt cannot read it.
+std::optional<std::string> layoutProblem(linalg::LinalgOp op, unsigned operand,
+                                         Value buffer,
+                                         std::optional<unsigned> rows,
+                                         std::optional<unsigned> cols) {
+  StaticStride r = staticStrideOf(op, operand, buffer, rows);
+  StaticStride c = staticStrideOf(op, operand, buffer, cols);
+  auto unit = [](const StaticStride &s) {
+    return !s.stride || s.unitExtent || *s.stride == 1;
+  };
+  if (unit(r) || unit(c))
+    return std::nullopt;
+  static const char *names[] = {"A", "B", "C"};
+  return llvm::formatv("operand {0} has no unit stride along its rows or "
+                       "columns (cuBLASLt's layouts need one)",
+                       names[operand])
+      .str();
+}
+
+struct MeshGpuLinalgToCublasPass
+    : public mesh::impl::MeshGpuLinalgToCublasBase<MeshGpuLinalgToCublasPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    int32_t precisionCode;
+    if (precision == "highest")
+      precisionCode = MESHRT_PRECISION_HIGHEST;
+    else if (precision == "tf32")
+      precisionCode = MESHRT_PRECISION_TF32;
+    else if (precision == "bf16")
+      precisionCode = MESHRT_PRECISION_BF16;
+    else {
+      module.emitError() << "mesh-gpu-linalg-to-cublas: unknown precision '"
+                         << precision << "' (expected highest, tf32 or bf16)";
+      return signalPassFailure();
+    }
+    // The choice is recorded in the module, next to the calls that use it.
+    module->setAttr("mesh.matmul_precision",
+                    StringAttr::get(&getContext(), precision));
+    RuntimeFunctions functions(module);
+    if (failed(functions.verifyDeclarations("mesh-gpu-linalg-to-cublas")))
+      return signalPassFailure();
+    SmallVector<linalg::LinalgOp> candidates;
+    module.walk([&](linalg::LinalgOp op) {
+      if (!isa<linalg::FillOp, linalg::CopyOp, linalg::TransposeOp,
+               linalg::BroadcastOp>(op.getOperation()) &&
+          op.getNumReductionLoops() != 0)
+        candidates.push_back(op);
+    });
+    for (linalg::LinalgOp op : candidates)
+      if (failed(rewrite(functions, op, precisionCode)))
+        return signalPassFailure();
+  }
+
+  void keep(linalg::LinalgOp op, const Twine &why) {
+    LLVM_DEBUG(llvm::dbgs()
+               << "kept as kernels: " << why << ": " << op << "\n");
+    if (report)
+      op->emitRemark() << "kept as kernels: " << why;
+  }
+
+  void noEpilogue(linalg::LinalgOp op, const Twine &why) {
+    LLVM_DEBUG(llvm::dbgs() << "no epilogue folded: " << why << "\n");
+    if (report)
+      op->emitRemark() << "epilogue not folded: " << why;
+  }
+
+  /// A zero pointer-sized global: the call site's plan slot.
+  LLVM::GlobalOp planSlot(ModuleOp module) {
+    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+    Type ptrType = LLVM::LLVMPointerType::get(b.getContext());
+    std::string name;
+    do
+      name = llvm::formatv("__mesh_gemm_plan_{0}", nextSlot++).str();
+    while (module.lookupSymbol(name));
+    auto global = LLVM::GlobalOp::create(
+        b, module.getLoc(), ptrType,
+        /*isConstant=*/false, LLVM::Linkage::Internal, name, Attribute());
+    Block *init = b.createBlock(&global.getInitializerRegion());
+    b.setInsertionPointToStart(init);
+    LLVM::ReturnOp::create(
+        b, module.getLoc(),
+        LLVM::ZeroOp::create(b, module.getLoc(), ptrType).getResult());
+    return global;
+  }
+
+  LogicalResult rewrite(RuntimeFunctions &functions, linalg::LinalgOp op,
+                        int32_t precisionCode) {
+    std::string why;
+    FailureOr<GemmLoops> loops = matchGemm(op, why);
+    if (failed(loops)) {
+      keep(op, why);
+      return success();
+    }
+    Value out = op.getDpsInits()[0];
+    Value a = op.getDpsInputs()[0], bIn = op.getDpsInputs()[1];
+    for (auto [i, buffer, rows, cols] :
+         {std::make_tuple(0u, a, loops->m, std::optional<unsigned>(loops->k)),
+          std::make_tuple(1u, bIn, std::optional<unsigned>(loops->k), loops->n),
+          std::make_tuple(2u, out, loops->m, loops->n)})
+      if (std::optional<std::string> problem =
+              layoutProblem(op, i, buffer, rows, cols)) {
+        keep(op, *problem);
+        return success();
+      }
+
+    // The accumulator: zeros, a bias broadcast along the rows, or what the
+    // buffer holds.
+    AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+    int64_t nDim = -1;
+    if (loops->n)
+      for (auto [pos, e] : llvm::enumerate(outMap.getResults()))
+        if (cast<AffineDimExpr>(e).getPosition() == *loops->n)
+          nDim = pos;
+    SmallVector<Operation *> folded;
+    Value bias;
+    bool accumulate = true;
+    if (linalg::FillOp fill = foldableZeroFill(op, out)) {
+      folded.push_back(fill);
+      accumulate = false;
+    } else if (linalg::BroadcastOp broadcast =
+                   nDim >= 0 ? biasBroadcastInto(op, out, nDim) : nullptr;
+               broadcast && isContiguousVector(broadcast.getInput()) &&
+               isStaticUnitStride(op, out, loops->n)) {
+      folded.push_back(broadcast);
+      bias = broadcast.getInput();
+      accumulate = false;
+    }
+
+    // The epilogue: steps while the buffer they read dies there.
+    Epilogue epilogue;
+    epilogue.out = out;
+    epilogue.bias = bias;
+    if (accumulate) {
+      noEpilogue(op, "the product accumulates into its output (cuBLASLt's "
+                     "epilogue would need another output buffer)");
+    } else {
+      Operation *last = op;
+      Value read = out;
+      SmallVector<Operation *> producers = {op};
+      producers.append(folded.begin(), folded.end());
+      while (epilogue.steps.size() < 2) {
+        // A bias only along the output's columns when C's columns have a
+        // unit stride, and only one bias.
+        int64_t biasDim = (!epilogue.bias && nDim >= 0 &&
+                           isStaticUnitStride(op, out, loops->n) &&
+                           nDim == int64_t(outMap.getNumResults()) - 1)
+                              ? nDim
+                              : -1;
+        FailureOr<Step> step = matchStep(last, read, producers, biasDim, why);
+        if (failed(step)) {
+          if (epilogue.steps.empty())
+            noEpilogue(op, why);
+          break;
+        }
+        // An activation after an activation is not cuBLASLt's.
+        if (epilogue.act != Activation::None) {
+          noEpilogue(op, "two activations");
+          break;
+        }
+        if (step->bias && epilogue.act != Activation::None)
+          break;
+        // The product's inputs must not be written before the call, which
+        // goes where this step is.
+        bool written = false;
+        for (Operation *between = op->getNextNode(); between != step->op;
+             between = between->getNextNode())
+          written |= mayWrite(between, getViewRoot(a)) ||
+                     mayWrite(between, getViewRoot(bIn)) ||
+                     (step->bias && mayWrite(between, getViewRoot(step->bias)));
+        if (written) {
+          noEpilogue(op, "an input of the product is written before its "
+                         "epilogue");
+          break;
+        }
+        if (step->bias)
+          epilogue.bias = step->bias;
+        epilogue.act = step->act;
+        epilogue.steps.push_back(*step);
+        last = step->op;
+        Value next = step->op.getDpsInits()[0];
+        epilogue.out = next;
+        read = next;
+        producers = {step->op};
+      }
+    }
+
+    // The output the call writes, shaped as the product's (the last step
+    // may write through a reshape of it).
+    Operation *at = epilogue.steps.empty()
+                        ? op.getOperation()
+                        : epilogue.steps.back().op.getOperation();
+    OpBuilder b(at);
+    Location loc = op.getLoc();
+    Value d = epilogue.out;
+    auto outType = cast<MemRefType>(out.getType());
+    auto dType = cast<MemRefType>(d.getType());
+    if (dType.getShape() != outType.getShape()) {
+      // Collapse back where the output is contiguous, else keep the steps.
+      std::optional<SmallVector<ReassociationIndices>> groups =
+          getReassociationIndicesForCollapse(dType.getShape(),
+                                             outType.getShape());
+      if (!groups ||
+          !memref::CollapseShapeOp::isGuaranteedCollapsible(dType, *groups)) {
+        noEpilogue(op, "the epilogue's output is not a contiguous reshape of "
+                       "the product's");
+        epilogue.steps.clear();
+        epilogue.out = out;
+        epilogue.act = Activation::None;
+        epilogue.bias = bias;
+        at = op;
+        b.setInsertionPoint(op);
+        d = out;
+      } else {
+        d = memref::CollapseShapeOp::create(b, loc, d, *groups);
+      }
+    }
+    if (std::optional<std::string> problem =
+            layoutProblem(op, 2, d, loops->m, loops->n)) {
+      keep(op, *problem);
+      return success();
+    }
+
+    GemmCallArgs args = buildGemmCallArgs(b, op, *loops, d);
+    Type i32 = b.getI32Type();
+    Type ptrType = LLVM::LLVMPointerType::get(b.getContext());
+    Type element = outType.getElementType();
+    auto i32Const = [&](int64_t v) -> Value {
+      return arith::ConstantIntOp::create(b, loc, i32, v);
+    };
+    Value biasPointer;
+    if (epilogue.bias) {
+      auto meta =
+          memref::ExtractStridedMetadataOp::create(b, loc, epilogue.bias);
+      Value base =
+          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, epilogue.bias);
+      Value offsetBytes = arith::MulIOp::create(
+          b, loc, meta.getOffset(),
+          arith::ConstantIndexOp::create(b, loc,
+                                         element.getIntOrFloatBitWidth() / 8));
+      Value address = arith::AddIOp::create(b, loc, base, offsetBytes);
+      Value address64 =
+          arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
+      biasPointer = LLVM::IntToPtrOp::create(b, loc, ptrType, address64);
+    } else {
+      biasPointer = LLVM::ZeroOp::create(b, loc, ptrType);
+    }
+    Value dtype = i32Const(*gemmDtype(element));
+    Value acc = i32Const(accumulate ? 1 : 0);
+    Value act = i32Const(static_cast<int32_t>(epilogue.act));
+    Value prec = i32Const(precisionCode);
+    std::string what = ((host ? "meshrt_gemm_epilogue" : "meshrt_gpu_gemm") +
+                        Twine(" for '") + op->getName().getStringRef() + "'")
+                           .str();
+    if (host) {
+      functions.callChecked<RuntimeEntry::meshrt_gemm_epilogue>(
+          b, loc, what,
+          {dtype,
+           args.batch,
+           args.m,
+           args.n,
+           args.k,
+           args.pointers[0],
+           args.strides[0][0],
+           args.strides[0][1],
+           args.strides[0][2],
+           args.pointers[1],
+           args.strides[1][0],
+           args.strides[1][1],
+           args.strides[1][2],
+           args.pointers[2],
+           args.strides[2][0],
+           args.strides[2][1],
+           args.strides[2][2],
+           acc,
+           biasPointer,
+           act});
+    } else {
+      Value plan = LLVM::AddressOfOp::create(b, loc, planSlot(getOperation()));
+      Value stream = LLVM::ZeroOp::create(b, loc, ptrType);
+      functions.callChecked<RuntimeEntry::meshrt_gpu_gemm>(b, loc, what,
+                                                           {plan,
+                                                            dtype,
+                                                            args.batch,
+                                                            args.m,
+                                                            args.n,
+                                                            args.k,
+                                                            args.pointers[0],
+                                                            args.strides[0][0],
+                                                            args.strides[0][1],
+                                                            args.strides[0][2],
+                                                            args.pointers[1],
+                                                            args.strides[1][0],
+                                                            args.strides[1][1],
+                                                            args.strides[1][2],
+                                                            args.pointers[2],
+                                                            args.strides[2][0],
+                                                            args.strides[2][1],
+                                                            args.strides[2][2],
+                                                            acc,
+                                                            biasPointer,
+                                                            act,
+                                                            prec,
+                                                            stream});
+    }
+    LLVM_DEBUG(llvm::dbgs() << "to meshrt_gpu_gemm (" << epilogue.steps.size()
+                            << " epilogue steps): " << op << "\n");
+
+    // Erase what the call replaces, then buffers left with no reader.
+    SmallVector<Value> buffers = {out};
+    for (Step &step : epilogue.steps) {
+      buffers.push_back(step.op.getDpsInits()[0]);
+      if (step.biasBroadcast)
+        buffers.push_back(step.biasBroadcast.getInit());
+    }
+    for (Step &step : llvm::reverse(epilogue.steps)) {
+      linalg::BroadcastOp broadcast = step.biasBroadcast;
+      step.op->erase();
+      if (broadcast)
+        broadcast->erase();
+    }
+    for (Operation *f : folded)
+      f->erase();
+    op->erase();
+    for (Value buffer : buffers)
+      eraseIfDead(buffer);
+    return success();
+  }
+
+  /// Whether `op`'s output `buffer` has a static unit stride along `loop`.
+  static bool isStaticUnitStride(linalg::LinalgOp op, Value buffer,
+                                 std::optional<unsigned> loop) {
+    StaticStride s = staticStrideOf(op, op->getNumOperands() - 1, buffer, loop);
+    return s.stride && (*s.stride == 1 || s.unitExtent);
+  }
+
+  /// Erases the allocation `buffer` (and its views and deallocations) when
+  /// nothing reads or writes it any more.
+  static void eraseIfDead(Value buffer) {
+    auto alloc = buffer.getDefiningOp<memref::AllocOp>();
+    if (!alloc)
+      return;
+    SmallVector<Operation *> users(alloc->getUsers());
+    for (Operation *user : users) {
+      if (isa<memref::DeallocOp>(user))
+        continue;
+      if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(user) &&
+          user->use_empty())
+        continue;
+      return;
+    }
+    for (Operation *user : users)
+      user->erase();
+    alloc->erase();
+  }
+
+  unsigned nextSlot = 0;
+};
+
+} // namespace
