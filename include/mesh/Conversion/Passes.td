@@ -400,6 +400,15 @@ def MeshPadInPlace : Pass<"mesh-pad-in-place", "::mlir::func::FuncOp"> {
       is padded once before the loop, each iteration yields the pad of its
       result, the body reads the carried block, and the loop's users get its
       interior (`tensor.extract_slice`). The program means the same.
+      The pad each iteration yields fills only the parts of its border that
+      the next iteration reads before it overwrites them: the carried block
+      is followed through the `tensor.insert_slice`s that write into it (an
+      `extract_slice` reads its box, any other use everything still
+      unwritten; a strip counts as written once one insert covers it
+      whole). A halo exchange writes the whole border before the stencil
+      reads it, so its fills shrink to the few elements its sends read on
+      the way (the corners of the rows it sends: 4 elements instead of the
+      two border columns of a 2-D block).
     - Every `tensor.pad` with static pads and shapes and a padding value
       that does not depend on the position becomes a `tensor.empty`, one
       `linalg.fill` of each border strip (the 2 x rank strips cover the

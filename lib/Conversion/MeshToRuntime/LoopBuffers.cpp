@@ -119,6 +119,121 @@ static bool isStaticPad(tensor::PadOp pad) {
          pad.getResultType().hasStaticShape();
 }
 
+/// A box of a static tensor: offsets and sizes per dim.
+struct Box {
+  SmallVector<int64_t> offsets, sizes;
+};
+
+/// The strips of a pad's border (`decomposePad` fills them): strip d has the
+/// dims before d at their interior, dim d in its low or high border, the
+/// dims after d whole, so the strips cover the border once.
+static SmallVector<Box> borderStrips(ArrayRef<int64_t> low,
+                                     ArrayRef<int64_t> high,
+                                     ArrayRef<int64_t> inner,
+                                     ArrayRef<int64_t> shape) {
+  SmallVector<Box> strips;
+  int64_t rank = shape.size();
+  for (int64_t d = 0; d < rank; ++d) {
+    for (bool isLow : {true, false}) {
+      int64_t width = isLow ? low[d] : high[d];
+      if (width == 0)
+        continue;
+      Box box;
+      for (int64_t j = 0; j < rank; ++j) {
+        if (j < d) {
+          box.offsets.push_back(low[j]);
+          box.sizes.push_back(inner[j]);
+        } else if (j == d) {
+          box.offsets.push_back(isLow ? 0 : low[j] + inner[j]);
+          box.sizes.push_back(width);
+        } else {
+          box.offsets.push_back(0);
+          box.sizes.push_back(shape[j]);
+        }
+      }
+      if (!llvm::is_contained(box.sizes, 0))
+        strips.push_back(std::move(box));
+    }
+  }
+  return strips;
+}
+
+/// The part of `a` inside `b`, if any.
+static std::optional<Box> intersect(const Box &a, const Box &b) {
+  Box out;
+  for (size_t j = 0; j < a.offsets.size(); ++j) {
+    int64_t lo = std::max(a.offsets[j], b.offsets[j]);
+    int64_t hi = std::min(a.offsets[j] + a.sizes[j], b.offsets[j] + b.sizes[j]);
+    if (hi <= lo)
+      return std::nullopt;
+    out.offsets.push_back(lo);
+    out.sizes.push_back(hi - lo);
+  }
+  return out;
+}
+
+/// The box a static, unit-stride slice op touches, if it is one.
+static std::optional<Box> staticBox(OffsetSizeAndStrideOpInterface op) {
+  if (!op.hasUnitStride() || !ShapedType::isStaticShape(op.getStaticSizes()) ||
+      !ShapedType::isStaticShape(op.getStaticOffsets()) ||
+      op.getStaticSizes().size() != op.getStaticOffsets().size())
+    return std::nullopt;
+  return Box{SmallVector<int64_t>(op.getStaticOffsets()),
+             SmallVector<int64_t>(op.getStaticSizes())};
+}
+
+/// The parts of the border strips of the block `arg` carries that an
+/// iteration reads before it overwrites them: the halo exchange of a
+/// stencil writes each strip whole (insert_slice) before the step reads
+/// it, so its fill is dead but for what the exchange's sends read on the
+/// way (a row's two corner elements in the column strips). Follows `arg`
+/// through the insert_slice ops that write into it: an extract_slice reads
+/// its box, any other use reads everything still unwritten. A strip counts
+/// as written once one insert covers it whole.
+static SmallVector<Box> borderReadBeforeWritten(Value arg,
+                                                SmallVector<Box> pending) {
+  SmallVector<Box> read;
+  auto readAll = [&] {
+    read.append(pending.begin(), pending.end());
+    pending.clear();
+  };
+  Value v = arg;
+  while (v && !pending.empty()) {
+    Value next;
+    for (Operation *user : v.getUsers()) {
+      auto extract = dyn_cast<tensor::ExtractSliceOp>(user);
+      auto insert = dyn_cast<tensor::InsertSliceOp>(user);
+      std::optional<Box> box =
+          extract ? staticBox(extract)
+          : insert && insert.getDest() == v && insert.getSource() != v
+              ? staticBox(insert)
+              : std::nullopt;
+      if (!box || (insert && next)) {
+        readAll();
+        return read;
+      }
+      if (extract) {
+        for (const Box &strip : pending)
+          if (std::optional<Box> part = intersect(*box, strip))
+            read.push_back(*part);
+        continue;
+      }
+      next = insert.getResult();
+      llvm::erase_if(pending, [&](const Box &strip) {
+        std::optional<Box> part = intersect(strip, *box);
+        return part && part->sizes == strip.sizes;
+      });
+    }
+    v = next;
+  }
+  return read;
+}
+
+/// The attribute on a pad that carryPadded made, listing the parts of its
+/// border to fill (flattened offsets then sizes per box); without it the
+/// whole border is filled.
+static constexpr const char kFillBoxes[] = "mesh_fill_boxes";
+
 /// A loop whose iteration argument is only padded (the step reads the padded
 /// block) carries the padded tensor: the initial value is padded once before
 /// the loop, each iteration yields the pad of its result (which the pad
@@ -160,6 +275,21 @@ static bool carryPadded(scf::ForOp loop, RewriterBase &rewriter) {
     rewriter.replaceAllUsesWith(pad.getResult(), arg);
     rewriter.eraseOp(pad);
     arg.setType(paddedType);
+
+    // Each iteration's pad fills only what the next one reads of the border
+    // before overwriting it (the initial pad, before the loop, fills all).
+    auto nextPad = next.getDefiningOp<tensor::PadOp>();
+    SmallVector<Box> fill = borderReadBeforeWritten(
+        arg, borderStrips(nextPad.getStaticLow(), nextPad.getStaticHigh(),
+                          nextPad.getSourceType().getShape(),
+                          paddedType.getShape()));
+    SmallVector<Attribute> boxes;
+    for (const Box &box : fill) {
+      SmallVector<int64_t> flat(box.offsets);
+      flat.append(box.sizes.begin(), box.sizes.end());
+      boxes.push_back(rewriter.getDenseI64ArrayAttr(flat));
+    }
+    nextPad->setAttr(kFillBoxes, rewriter.getArrayAttr(boxes));
     rewriter.modifyOpInPlace(
         loop, [&] { loop.getInitArgsMutable()[index].set(init); });
 
@@ -196,40 +326,29 @@ static void decomposePad(tensor::PadOp pad, RewriterBase &rewriter) {
   Value block = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
                                         type.getElementType());
   int64_t rank = type.getRank();
-  // Strip d: the dims before d at their interior, dim d in its low or high
-  // border, the dims after d whole. The strips cover the border once.
-  for (int64_t d = 0; d < rank; ++d) {
-    for (bool isLow : {true, false}) {
-      int64_t width = isLow ? low[d] : high[d];
-      if (width == 0)
-        continue;
-      SmallVector<int64_t> offsets(rank), sizes(rank);
-      for (int64_t j = 0; j < rank; ++j) {
-        if (j < d) {
-          offsets[j] = low[j];
-          sizes[j] = inner[j];
-        } else if (j == d) {
-          offsets[j] = isLow ? 0 : low[j] + inner[j];
-          sizes[j] = width;
-        } else {
-          offsets[j] = 0;
-          sizes[j] = type.getDimSize(j);
-        }
-      }
-      if (llvm::is_contained(sizes, 0))
-        continue;
-      SmallVector<OpFoldResult> o = getAsIndexOpFoldResult(
-                                    rewriter.getContext(), offsets),
-                                s = getAsIndexOpFoldResult(
-                                    rewriter.getContext(), sizes),
-                                one(rank, rewriter.getIndexAttr(1));
-      Value strip =
-          tensor::ExtractSliceOp::create(rewriter, loc, block, o, s, one);
-      Value filled =
-          linalg::FillOp::create(rewriter, loc, padding, strip).getResult(0);
-      block = tensor::InsertSliceOp::create(rewriter, loc, filled, block, o, s,
-                                            one);
+  // The border strips, or the parts of them carryPadded found read.
+  SmallVector<Box> boxes;
+  if (auto listed = pad->getAttrOfType<ArrayAttr>(kFillBoxes)) {
+    for (Attribute a : listed) {
+      ArrayRef<int64_t> flat = cast<DenseI64ArrayAttr>(a).asArrayRef();
+      boxes.push_back(Box{SmallVector<int64_t>(flat.take_front(rank)),
+                          SmallVector<int64_t>(flat.drop_front(rank))});
     }
+  } else {
+    boxes = borderStrips(low, high, inner, type.getShape());
+  }
+  for (const Box &box : boxes) {
+    SmallVector<OpFoldResult> o = getAsIndexOpFoldResult(rewriter.getContext(),
+                                                         box.offsets),
+                              s = getAsIndexOpFoldResult(rewriter.getContext(),
+                                                         box.sizes),
+                              one(rank, rewriter.getIndexAttr(1));
+    Value strip =
+        tensor::ExtractSliceOp::create(rewriter, loc, block, o, s, one);
+    Value filled =
+        linalg::FillOp::create(rewriter, loc, padding, strip).getResult(0);
+    block =
+        tensor::InsertSliceOp::create(rewriter, loc, filled, block, o, s, one);
   }
   SmallVector<OpFoldResult> o = getAsIndexOpFoldResult(rewriter.getContext(),
                                                        low),

@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 using namespace mlir::mesh;
@@ -247,6 +248,11 @@ FailureOr<Value> FunctionPartitioner::fillHalos(OpBuilder &b, Operation *op,
   auto type = cast<RankedTensorType>(local.getType());
   Value made = local; // Its sizes are the slabs' (halos do not change them).
   bool periodic = isa<CircularPadOp>(op);
+  // A pad's constant padding value, if it has one.
+  Attribute padding;
+  if (auto pad = dyn_cast<tensor::PadOp>(op))
+    if (Value value = pad.getConstantPaddingValue())
+      matchPattern(value, m_Constant(&padding));
   for (unsigned d = 0; d < s.getRank(); ++d) {
     auto [lo, hi] = s.getDimHalo(d);
     if (!lo && !hi)
@@ -275,7 +281,17 @@ FailureOr<Value> FunctionPartitioner::fillHalos(OpBuilder &b, Operation *op,
         local = dst.insert(b, loc, got, local);
         return;
       }
-      Value own = dst.extract(b, loc, local);
+      // At the edge the halo is what the op made there: a pad's constant
+      // padding is that constant, taken as such rather than read back from
+      // the border (which then need not be filled before the exchange
+      // overwrites it; mesh-pad-in-place).
+      Value own;
+      auto slabType = cast<RankedTensorType>(slab.getType());
+      if (padding && slabType.hasStaticShape())
+        own = arith::ConstantOp::create(
+            b, loc, DenseElementsAttr::get(slabType, padding));
+      else
+        own = dst.extract(b, loc, local);
       Value atEdge =
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, index,
                                 arith::ConstantIndexOp::create(b, loc, edge));
