@@ -19,6 +19,14 @@ config.excludes = ["Inputs", "regressions", "upstream", "Install", "Executable",
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%mesh_src_root", config.mesh_src_root))
 config.substitutions.append(("%mesh_obj_root", config.mesh_obj_root))
+# The version of mesh (meshrt.h's MESHRT_VERSION_*), the longer names first.
+major, minor, patch = config.mesh_version.split(".")
+config.substitutions.append(("%mesh_version_major", major))
+config.substitutions.append(("%mesh_version_minor", minor))
+config.substitutions.append(("%mesh_version", config.mesh_version))
+# The clang mesh-compile runs, and the directory of MLIR's runtime libraries.
+config.substitutions.append(("%mesh_clang", config.mesh_clang))
+config.substitutions.append(("%llvm_lib_dir", config.llvm_lib_dir))
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
 
 llvm_config.use_default_substitutions()

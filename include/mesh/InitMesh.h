@@ -24,6 +24,11 @@ void registerMeshToolDialects(DialectRegistry &registry);
 /// linalg to loops, and the standard conversions to the LLVM dialect).
 void registerMeshToolPasses();
 
+/// Makes `--version` print "<toolName> (mesh MAJOR.MINOR.PATCH)", the runtime
+/// version compiled code needs, then LLVM's version message. Call before the
+/// command line is parsed.
+void registerMeshVersionPrinter(const char *toolName);
+
 } // namespace mesh
 } // namespace mlir
 

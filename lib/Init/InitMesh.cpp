@@ -13,6 +13,7 @@
 #include "mesh/Dialect/Mesh/Transforms/Passes.h"
 #include "mesh/Dialect/Mesh/Transforms/ShardingRuleModels.h"
 #include "mesh/Pipelines/Pipelines.h"
+#include "meshrt/meshrt.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -62,6 +63,9 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/raw_ostream.h"
 
 void mlir::mesh::registerMeshToolDialects(mlir::DialectRegistry &registry) {
   using namespace mlir;
@@ -147,4 +151,15 @@ void mlir::mesh::registerMeshToolPasses() {
   registerConvertParallelLoopToGpuPass();
   registerConvertGpuOpsToNVVMOps();
   registerGpuToLLVMConversionPass();
+}
+
+void mlir::mesh::registerMeshVersionPrinter(const char *toolName) {
+  llvm::cl::SetVersionPrinter([toolName](llvm::raw_ostream &os) {
+    os << toolName << " (mesh " << MESHRT_VERSION_STRING << ")\n"
+       << "  compiled code needs libmeshrt " << MESHRT_VERSION_MAJOR << "."
+       << MESHRT_VERSION_MINOR << ".x\n";
+    // LLVM's own message (the LLVM and MLIR version, the build), which
+    // --version prints without a printer of ours.
+    llvm::cl::PrintVersionMessage();
+  });
 }

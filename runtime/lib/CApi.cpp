@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <new>
 #include <strings.h>
 
@@ -124,6 +125,37 @@ int64_t checkedAxis(Mesh &M, int64_t Axis) {
 } // namespace
 
 extern "C" {
+
+const char *meshrt_get_version(int32_t *Major, int32_t *Minor, int32_t *Patch) {
+  if (Major)
+    *Major = MESHRT_VERSION_MAJOR;
+  if (Minor)
+    *Minor = MESHRT_VERSION_MINOR;
+  if (Patch)
+    *Patch = MESHRT_VERSION_PATCH;
+  return MESHRT_VERSION_STRING;
+}
+
+meshrt_status meshrt_check_version(int32_t Major, int32_t Minor) {
+  return guarded("meshrt_check_version", [&] {
+    if (Major == MESHRT_VERSION_MAJOR && Minor == MESHRT_VERSION_MINOR)
+      return;
+    // The file this function was loaded from: the library a user must
+    // replace (or the executable, for a static libmeshrt).
+    Dl_info Info;
+    std::string File = "unknown file";
+    if (dladdr(reinterpret_cast<void *>(&meshrt_check_version), &Info) &&
+        Info.dli_fname && *Info.dli_fname)
+      File = Info.dli_fname;
+    std::string Wanted = std::to_string(Major) + "." + std::to_string(Minor);
+    std::string Loaded = MESHRT_VERSION_STRING " (" + File + ")";
+    throw Error(MESHRT_ERROR_UNSUPPORTED,
+                "this program was compiled by mesh " + Wanted +
+                    " for libmeshrt " + Wanted +
+                    ", but the libmeshrt loaded is " + Loaded +
+                    "; rebuild the program or use the matching library");
+  });
+}
 
 meshrt_status meshrt_init(meshrt_backend Backend) {
   return guarded("meshrt_init",

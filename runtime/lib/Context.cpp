@@ -103,34 +103,57 @@ int worldRankOrMinusOne() {
   return Rank;
 }
 
-/// A process that leaves with the runtime initialised: the other ranks would
-/// wait for it in their next collective, and an MPI_Finalize here would wait
-/// for them. Says so and aborts the job instead.
-[[noreturn]] void abortOnEarlyExit(int Status) {
-  std::string How = Status < 0    ? std::string("exit() or a return from main")
-                    : Status == 0 ? std::string("exit(0) or a return from main")
-                                  : "exit(" + std::to_string(Status) +
-                                        ") or a return of " +
-                                        std::to_string(Status) + " from main";
+/// How long a rank that exits with the runtime initialised waits for the
+/// others at the exit fence: MESHRT_EXIT_TIMEOUT_S, default 5 s.
+double exitBound() {
+  const char *E = std::getenv("MESHRT_EXIT_TIMEOUT_S");
+  if (E && *E) {
+    char *End = nullptr;
+    double V = std::strtod(E, &End);
+    if (End && *End == '\0' && V >= 0)
+      return V;
+    writeStderr("meshrt: warning: MESHRT_EXIT_TIMEOUT_S='" + std::string(E) +
+                "' is not a number of seconds; using 5\n");
+  }
+  return 5;
+}
+
+/// How the process exits, for messages.
+std::string exitHow(int Status) {
+  return Status < 0 ? std::string("exit() or a return from main")
+         : Status == 0
+             ? std::string("exit(0) or a return from main")
+             : "exit(" + std::to_string(Status) + ") or a return of " +
+                   std::to_string(Status) + " from main";
+}
+
+/// A process that leaves with the runtime initialised while some rank did
+/// not reach exit within `Bound` seconds: the others wait for it in their
+/// next collective, and an MPI_Finalize here would wait for them. Says so
+/// and aborts the job.
+[[noreturn]] void abortOnEarlyExit(int Status, double Bound) {
+  char Secs[64];
+  std::snprintf(Secs, sizeof(Secs), "%g s", Bound);
   writeStderr("meshrt: rank " + std::to_string(worldRankOrMinusOne()) +
-              ": error: the process is exiting (" + How +
+              ": error: the process is exiting (" + exitHow(Status) +
               ") while the runtime is initialized (meshrt_finalize or "
               "meshrt::finalize was not called); the other ranks would wait "
-              "for it in their next collective. Aborting the job.\n");
+              "for it in their next collective, and not every rank reached "
+              "exit within " +
+              Secs + " (MESHRT_EXIT_TIMEOUT_S). Aborting the job.\n");
   abortJob(Status > 0 ? Status : 1);
 }
 
-/// The barrier before the runtime's own MPI_Finalize: MPI_Finalize waits for
-/// every rank, and a job torn down while some ranks wait inside it can crash
-/// or hang mpirun (Open MPI 4.1 with PMIx: PMIx_server_finalize). Here the
-/// ranks wait in an ordinary non-blocking barrier, polled, which an abort
-/// ends cleanly, and for at most MESHRT_TIMEOUT_S.
-void exitBarrier(ProcessState &P) {
+/// Waits until every rank reached the exit fence, for at most `Bound`
+/// seconds (0: no bound): a non-blocking barrier on the exit communicator,
+/// polled, which an abort ends cleanly. True if every rank arrived. The
+/// communicator is freed once every rank has arrived.
+bool exitFence(ProcessState &P, double Bound) {
   if (P.ExitComm == MPI_COMM_NULL)
-    return;
+    return true;
   MPI_Request Req;
   if (MPI_Ibarrier(P.ExitComm, &Req) != MPI_SUCCESS)
-    return;
+    return true;
   using Clock = std::chrono::steady_clock;
   Clock::time_point Start = Clock::now();
   std::chrono::microseconds Nap(50);
@@ -139,28 +162,42 @@ void exitBarrier(ProcessState &P) {
     if (MPI_Test(&Req, &Done, MPI_STATUS_IGNORE) != MPI_SUCCESS || Done)
       break;
     double Waited = std::chrono::duration<double>(Clock::now() - Start).count();
-    if (P.ExitTimeout > 0 && Waited >= P.ExitTimeout) {
-      char Secs[96];
-      std::snprintf(Secs, sizeof(Secs), "%.1f s (MESHRT_TIMEOUT_S=%g)", Waited,
-                    P.ExitTimeout);
-      writeStderr(
-          "meshrt: rank " + std::to_string(worldRankOrMinusOne()) +
-          ": error: at exit, the other ranks did not reach MPI_Finalize "
-          "within " +
-          Secs +
-          "; a peer is stuck, dead, or still running. Aborting the "
-          "job.\n");
-      abortJob(124);
-    }
+    if (Bound > 0 && Waited >= Bound)
+      return false;
     std::this_thread::sleep_for(Nap);
     Nap = std::min(Nap * 2, std::chrono::microseconds(20000));
   }
   MPI_Comm_free(&P.ExitComm);
+  return true;
+}
+
+/// The barrier before the runtime's own MPI_Finalize: MPI_Finalize waits for
+/// every rank, and a job torn down while some ranks wait inside it can crash
+/// or hang mpirun (Open MPI 4.1 with PMIx: PMIx_server_finalize). Here the
+/// ranks wait in the exit fence, for at most MESHRT_TIMEOUT_S.
+void exitBarrier(ProcessState &P) {
+  if (exitFence(P, P.ExitTimeout))
+    return;
+  char Secs[96];
+  std::snprintf(Secs, sizeof(Secs), "%.1f s (MESHRT_TIMEOUT_S=%g)",
+                P.ExitTimeout, P.ExitTimeout);
+  writeStderr("meshrt: rank " + std::to_string(worldRankOrMinusOne()) +
+              ": error: at exit, the other ranks did not reach MPI_Finalize "
+              "within " +
+              Secs +
+              "; a peer is stuck, dead, or still running. Aborting the "
+              "job.\n");
+  abortJob(124);
 }
 
 /// Runs when the process exits (exit() or a return from main; not _exit,
 /// signals or crashes, which the launcher reports). `Status` is the exit
-/// status.
+/// status. With the runtime still initialised, the ranks meet at a bounded
+/// fence: if every rank got there (the program simply did not finalize, as
+/// torch programs that skip destroy_process_group), the runtime finalizes
+/// with a warning and the process exits with its own status; if a rank
+/// does not arrive in time, the job is aborted, since the others would wait
+/// for the exiting one.
 void onProcessExit(int Status, void *) {
   ProcessState &P = processState();
   if (getpid() != P.ExitHandlerPid)
@@ -173,8 +210,20 @@ void onProcessExit(int Status, void *) {
   // MPI finalized by the program: every rank got there, nobody waits.
   if (!mpiUsable())
     return;
-  if (Live > 0)
-    abortOnEarlyExit(Status);
+  if (Live > 0) {
+    double Bound = exitBound();
+    if (!exitFence(P, Bound))
+      abortOnEarlyExit(Status, Bound);
+    if (worldRankOrMinusOne() == 0)
+      writeStderr("meshrt: rank " + std::to_string(worldRankOrMinusOne()) +
+                  ": warning: the process is exiting (" + exitHow(Status) +
+                  ") with the runtime initialized (meshrt_finalize or "
+                  "meshrt::finalize was not called); every rank reached "
+                  "exit, so the runtime finalizes here.\n");
+    if (P.WeInitializedMpi)
+      MPI_Finalize();
+    return;
+  }
   if (P.WeInitializedMpi) {
     exitBarrier(P);
     MPI_Finalize();
@@ -200,6 +249,10 @@ void startMpi() {
         MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &Provided),
         "MPI_Init_thread");
     P.WeInitializedMpi = true;
+  }
+  // The exit fence's communicator, whoever started MPI (an exit with the
+  // runtime initialised meets there too).
+  if (P.ExitComm == MPI_COMM_NULL) {
     checkMpi(MPI_Comm_dup(MPI_COMM_WORLD, &P.ExitComm),
              "MPI_Comm_dup(MPI_COMM_WORLD)");
     MPI_Comm_set_errhandler(P.ExitComm, MPI_ERRORS_RETURN);

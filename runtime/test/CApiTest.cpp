@@ -40,6 +40,58 @@ TEST_F(CApi, CallsBeforeInitReportNotInitialized) {
   EXPECT_EQ(meshrt_mesh_lookup("m", &M), MESHRT_ERROR_NOT_INITIALIZED);
 }
 
+TEST_F(CApi, VersionOfTheLibraryIsTheHeaders) {
+  int32_t Major = -1, Minor = -1, Patch = -1;
+  const char *V = meshrt_get_version(&Major, &Minor, &Patch);
+  ASSERT_NE(V, nullptr);
+  EXPECT_STREQ(V, MESHRT_VERSION_STRING);
+  EXPECT_EQ(Major, MESHRT_VERSION_MAJOR);
+  EXPECT_EQ(Minor, MESHRT_VERSION_MINOR);
+  EXPECT_EQ(Patch, MESHRT_VERSION_PATCH);
+  EXPECT_EQ(std::string(V), std::to_string(Major) + "." +
+                                std::to_string(Minor) + "." +
+                                std::to_string(Patch));
+  // Any pointer may be null; no meshrt_init needed.
+  EXPECT_STREQ(meshrt_get_version(nullptr, nullptr, nullptr), V);
+  Minor = -1;
+  EXPECT_STREQ(meshrt_get_version(nullptr, &Minor, nullptr), V);
+  EXPECT_EQ(Minor, MESHRT_VERSION_MINOR);
+  EXPECT_EQ(meshrt_is_initialized(), 0);
+}
+
+TEST_F(CApi, CheckVersionWantsTheSameMajorAndMinor) {
+  // What compiled start-up code calls, before meshrt_init.
+  EXPECT_EQ(meshrt_check_version(MESHRT_VERSION_MAJOR, MESHRT_VERSION_MINOR),
+            MESHRT_SUCCESS)
+      << meshrt_last_error();
+  const std::string Loaded =
+      std::string("but the libmeshrt loaded is ") + MESHRT_VERSION_STRING;
+  const int32_t Wrong[][2] = {{MESHRT_VERSION_MAJOR, MESHRT_VERSION_MINOR + 1},
+                              {MESHRT_VERSION_MAJOR + 1, MESHRT_VERSION_MINOR},
+                              {MESHRT_VERSION_MAJOR, MESHRT_VERSION_MINOR - 1},
+                              {-1, -1}};
+  for (const auto &W : Wrong) {
+    std::string Wanted = std::to_string(W[0]) + "." + std::to_string(W[1]);
+    EXPECT_EQ(meshrt_check_version(W[0], W[1]), MESHRT_ERROR_UNSUPPORTED);
+    const char *E = meshrt_last_error();
+    EXPECT_TRUE(contains(E, "meshrt_check_version: this program was compiled "
+                            "by mesh " +
+                                Wanted + " for libmeshrt " + Wanted + ", " +
+                                Loaded + " ("))
+        << E;
+#if MESHRT_TEST_SHARED
+    // The file of the library loaded (the shared libmeshrt, by its soname).
+    EXPECT_TRUE(contains(E, "/libmeshrt.so." +
+                                std::to_string(MESHRT_VERSION_MAJOR) + ")"))
+        << E;
+#endif
+    EXPECT_TRUE(
+        contains(E, "); rebuild the program or use the matching library"))
+        << E;
+  }
+  EXPECT_EQ(meshrt_is_initialized(), 0);
+}
+
 TEST_F(CApi, InitNestsAndCanRestart) {
   ASSERT_EQ(meshrt_init(MESHRT_BACKEND_MPI), MESHRT_SUCCESS)
       << meshrt_last_error();

@@ -30,6 +30,7 @@ mesh.mesh @world(["x" = 4])
 // CHECK-NOT: meshrt_stream_synchronize
 // CHECK: llvm.return
 // CHECK-LABEL: llvm.func @mesh_module_init()
+// CHECK: llvm.call @meshrt_check_version
 // CHECK: llvm.call @meshrt_init
 // CHECK: llvm.call @meshrt_gpu_select_device
 // CHECK: llvm.call @meshrt_comm_get

@@ -13,5 +13,6 @@
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::mesh::registerMeshToolDialects(registry);
+  mlir::mesh::registerMeshVersionPrinter("mesh-lsp-server");
   return mlir::failed(mlir::MlirLspServerMain(argc, argv, registry));
 }

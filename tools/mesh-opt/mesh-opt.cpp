@@ -14,6 +14,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::mesh::registerMeshToolDialects(registry);
   mlir::mesh::registerMeshToolPasses();
+  mlir::mesh::registerMeshVersionPrinter("mesh-opt");
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "mesh optimizer driver\n", registry));
 }

@@ -22,7 +22,10 @@ def ConvertMeshToRuntime : Pass<"convert-mesh-to-runtime", "::mlir::ModuleOp"> {
     `meshrt_mesh_declare` and each distinct (mesh, ordered axes) the module
     uses becomes one communicator handle in a global, both filled by a
     start-up function (`init-symbol`, default `mesh_module_init`) that also
-    initialises the runtime; `fini-symbol` (default `mesh_module_fini`)
+    initialises the runtime, after `meshrt_check_version` has checked that
+    the libmeshrt loaded has the major.minor the compiler was built for (a
+    program compiled for another stops with a message naming both);
+    `fini-symbol` (default `mesh_module_fini`)
     finalizes it. When the module has a `main`, the two are called at its
     entry and before it returns (`init-in-main`); host code that links the
     object calls them itself.

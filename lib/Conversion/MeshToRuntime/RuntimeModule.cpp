@@ -230,6 +230,12 @@ void RuntimeModule::emitInitAndFini(StringRef initName, StringRef finiName) {
 
   emitGuardedFunction(
       initName, guard, /*initialises=*/true, [&](OpBuilder &b, Location loc) {
+        // First, that the library loaded runs code compiled for the
+        // runtime of this compiler's meshrt.h (same major.minor).
+        functions.callChecked<RuntimeEntry::meshrt_check_version>(
+            b, loc,
+            {constI32(b, loc, MESHRT_VERSION_MAJOR),
+             constI32(b, loc, MESHRT_VERSION_MINOR)});
         functions.callChecked<RuntimeEntry::meshrt_init>(
             b, loc, {constI32(b, loc, MESHRT_BACKEND_AUTO)});
         if (onStream)

@@ -23,6 +23,25 @@
 
 #include <stdint.h>
 
+/* The version of mesh (the compiler and this runtime are released together),
+ * and of this header. It is the one place the version is written: CMake reads
+ * these three lines (runtime/cmake/MeshVersion.cmake) for the projects, the
+ * library's file name, the CMake packages and meshrt.pc. Compiled modules
+ * need a library of the same major.minor (meshrt_check_version); the patch
+ * may differ. Bump the minor for any change of the ABI while the major is 0. */
+#define MESHRT_VERSION_MAJOR 0
+#define MESHRT_VERSION_MINOR 2
+#define MESHRT_VERSION_PATCH 0
+#define MESHRT_VERSION_STR_(x) #x
+#define MESHRT_VERSION_STR(x) MESHRT_VERSION_STR_(x)
+/// "MAJOR.MINOR.PATCH" of this header, e.g. "0.2.0".
+// clang-format off
+#define MESHRT_VERSION_STRING                                                  \
+  MESHRT_VERSION_STR(MESHRT_VERSION_MAJOR) "."                                 \
+  MESHRT_VERSION_STR(MESHRT_VERSION_MINOR) "."                                 \
+  MESHRT_VERSION_STR(MESHRT_VERSION_PATCH)
+// clang-format on
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -197,6 +216,23 @@ typedef struct meshrt_stats {
 typedef struct meshrt_mesh_opaque *meshrt_mesh_t;
 /// A communicator for (mesh, ordered axes). Valid until meshrt_finalize.
 typedef struct meshrt_comm_opaque *meshrt_comm_t;
+
+/* ---- Versions ---------------------------------------------------------- */
+
+/// The version of the library that is loaded, "MAJOR.MINOR.PATCH", which can
+/// differ from MESHRT_VERSION_STRING of the header a program was compiled
+/// with. Stores its parts in `*major`, `*minor` and `*patch` (each may be
+/// null). Needs no meshrt_init.
+MESHRT_API const char *meshrt_get_version(int32_t *major, int32_t *minor,
+                                          int32_t *patch);
+
+/// Checks that this library can run code compiled for libmeshrt
+/// `major`.`minor` (the generated start-up function, mesh_module_init, calls
+/// it first with the compiler's MESHRT_VERSION_MAJOR and _MINOR): the same
+/// major and minor are required, the patch may differ. Otherwise
+/// MESHRT_ERROR_UNSUPPORTED, with a message naming both versions and the
+/// file of the library loaded. Needs no meshrt_init.
+MESHRT_API meshrt_status meshrt_check_version(int32_t major, int32_t minor);
 
 /* ---- Set-up ------------------------------------------------------------ */
 

@@ -1,4 +1,4 @@
-// RUN: mesh-opt %s --convert-mesh-to-runtime -split-input-file | FileCheck %s
+// RUN: mesh-opt %s --convert-mesh-to-runtime -split-input-file | FileCheck %s '-D$MAJOR=%mesh_version_major' '-D$MINOR=%mesh_version_minor'
 
 // Every collective becomes a runtime call on a communicator handle loaded
 // from a global; the globals are filled once by the start-up function.
@@ -38,6 +38,13 @@ func.func @all_reduce(%x: memref<8x16xf32>) -> memref<8x16xf32> {
 // creates one communicator per distinct (mesh, axes).
 // CHECK-LABEL: llvm.func @mesh_module_init()
 // CHECK: llvm.cond_br
+// First, the runtime loaded must be of the compiler's major.minor.
+// CHECK-NEXT: ^bb1:
+// CHECK-NEXT: %[[MAJOR:.*]] = llvm.mlir.constant([[$MAJOR]] : i32) : i32
+// CHECK-NEXT: %[[MINOR:.*]] = llvm.mlir.constant([[$MINOR]] : i32) : i32
+// CHECK-NEXT: %[[VERSION:.*]] = llvm.call @meshrt_check_version(%[[MAJOR]], %[[MINOR]]) : (i32, i32) -> i32
+// CHECK: llvm.icmp "eq" %[[VERSION]]
+// CHECK-NEXT: cf.assert {{.*}}"mesh runtime: meshrt_check_version failed
 // CHECK: llvm.call @meshrt_init
 // CHECK: llvm.call @meshrt_mesh_declare
 // CHECK: llvm.call @meshrt_comm_get

@@ -51,6 +51,7 @@ func.func @collectives(%x: memref<8x16xf32>) -> (memref<8x16xf32>, memref<32x16x
 }
 
 // CHECK-LABEL: llvm.func @mesh_module_init()
+// CHECK: llvm.call @meshrt_check_version
 // CHECK: llvm.call @meshrt_init
 // CHECK: cf.assert
 // CHECK: %[[DEV:.*]] = llvm.alloca
