@@ -58,6 +58,7 @@ struct Args {
   double SecondsPerSize = 1.0;
   bool Control = false;
   bool Check = false;
+  bool Gloo = false;
 };
 
 Args parse(int argc, char **argv) {
@@ -67,6 +68,8 @@ Args parse(int argc, char **argv) {
       A.Control = true;
     else if (!std::strcmp(argv[I], "--check"))
       A.Check = true;
+    else if (!std::strcmp(argv[I], "--gloo"))
+      A.Gloo = true;
     else if (!std::strcmp(argv[I], "--max-bytes") && I + 1 < argc)
       A.MaxBytes = std::atoll(argv[++I]);
     else if (!std::strcmp(argv[I], "--seconds-per-size") && I + 1 < argc)
@@ -104,9 +107,24 @@ int main(int argc, char **argv) {
     CheckedMesh = std::make_unique<meshrt::DeviceMesh>(
         CheckedRt->init_device_mesh("cpu", {-1}, {"x"}, "bench"));
     Checked = CheckedMesh->get_group("x").handle();
+  } else if (A.Gloo) {
+    // --gloo: the same mesh on a second context on the gloo backend (its
+    // ranks meet at a store rank 0 starts over MPI).
+    CheckedRt = std::make_unique<meshrt::Runtime>(meshrt::Backend::Gloo);
+    CheckedMesh = std::make_unique<meshrt::DeviceMesh>(
+        CheckedRt->init_device_mesh("auto", {-1}, {"x"}, "bench"));
+    Checked = CheckedMesh->get_group("x").handle();
   }
 
-  if (Rank == 0 && A.Check) {
+  if (Rank == 0 && A.Gloo) {
+    std::printf("# all_reduce f32 sum, %lld ranks: meshrt on MPI and on gloo "
+                "against MPI_Allreduce\n",
+                (long long)Size);
+    std::printf("| bytes | MPI_Allreduce (us) | meshrt on mpi (us) | "
+                "meshrt on gloo (us) | gloo - mpi (us) | gloo / mpi | "
+                "rounds x calls |\n");
+    std::printf("|---:|---:|---:|---:|---:|---:|---:|\n");
+  } else if (Rank == 0 && A.Check) {
     std::printf("# all_reduce f32 sum, %lld ranks: MESHRT_CHECK_COLLECTIVES "
                 "off and on against MPI_Allreduce\n",
                 (long long)Size);
@@ -159,7 +177,7 @@ int main(int argc, char **argv) {
     for (int I = 0; I < 20; ++I) {
       Raw1();
       Rt1();
-      if (A.Check)
+      if (A.Check || A.Gloo)
         Chk1();
     }
     int64_t K = 1;
@@ -183,7 +201,7 @@ int main(int argc, char **argv) {
         15, std::min<int64_t>(400, int64_t(A.SecondsPerSize / (2 * Batch))));
 
     // Variant 0 is raw MPI, 1 the runtime, 2 the checked runtime (--check).
-    const int Variants = A.Check ? 3 : 2;
+    const int Variants = A.Check || A.Gloo ? 3 : 2;
     std::vector<double> RawT, RtT, ChkT, Ratio, Diff;
     for (int64_t R = 0; R < Rounds; ++R) {
       double T[3] = {0, 0, 0};
@@ -202,7 +220,8 @@ int main(int argc, char **argv) {
       RtT.push_back(T[1]);
       ChkT.push_back(T[2]);
       // Default mode: runtime against raw; --check: check on against off.
-      double Base = A.Check ? T[1] : T[0], Cand = A.Check ? T[2] : T[1];
+      bool Third = A.Check || A.Gloo;
+      double Base = Third ? T[1] : T[0], Cand = Third ? T[2] : T[1];
       Ratio.push_back(Cand / Base);
       Diff.push_back(Cand - Base);
     }
@@ -210,7 +229,7 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "wrong result %f\n", Recv[0]);
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    if (Rank == 0 && A.Check)
+    if (Rank == 0 && (A.Check || A.Gloo))
       std::printf("| %lld | %.3f | %.3f | %.3f | %+.3f | %.2fx | %lld x %lld "
                   "|\n",
                   (long long)B, median(RawT) * 1e6, median(RtT) * 1e6,

@@ -9,7 +9,9 @@
 # MAX_BYTES (default 16777216), REPS (set-up repetitions, default 20),
 # CONTROL (default 1: also time MPI_Allreduce against itself at 8 ranks),
 # CHECK_RANKS (default "2 8": the cost of MESHRT_CHECK_COLLECTIVES=1, check
-# off and on interleaved in one run at each of these world sizes; "" skips).
+# off and on interleaved in one run at each of these world sizes; "" skips),
+# GLOO_RANKS (default "2 8": meshrt on MPI and on gloo interleaved, the
+# same mesh on two contexts; "" skips).
 # Build first, e.g.:
 #   cmake -S runtime -B /tmp/rt-build -G Ninja && ninja -C /tmp/rt-build -j1
 set -euo pipefail
@@ -50,6 +52,14 @@ for n in ${CHECK_RANKS-2 8}; do
   echo
   echo "## MESHRT_CHECK_COLLECTIVES off and on, $n ranks (oversubscribed: $([ $yield = 1 ] && echo yes || echo no))"
   OMPI_MCA_mpi_yield_when_idle=$yield mpirun -n "$n" "$bin/meshrt-bench-allreduce" --check \
+    --seconds-per-size "${SECONDS_PER_SIZE:-2}" --max-bytes "${MAX_BYTES:-16777216}"
+done
+for n in ${GLOO_RANKS-2 8}; do
+  yield=0
+  [ "$n" -gt "$cores" ] && yield=1
+  echo
+  echo "## meshrt on MPI and on gloo, interleaved, $n ranks (oversubscribed: $([ $yield = 1 ] && echo yes || echo no))"
+  OMPI_MCA_mpi_yield_when_idle=$yield mpirun -n "$n" "$bin/meshrt-bench-allreduce" --gloo \
     --seconds-per-size "${SECONDS_PER_SIZE:-2}" --max-bytes "${MAX_BYTES:-16777216}"
 done
 echo

@@ -8,6 +8,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <chrono>
 #include <system_error>
 #include <thread>
@@ -21,6 +22,22 @@ void meshrt::detail::writeStderr(const std::string &Msg) {
       return;
     Done += size_t(N);
   }
+}
+
+namespace {
+std::atomic<int64_t> Rank{-1};
+std::atomic<void (*)(int)> Publisher{nullptr};
+std::atomic<bool> Published{false};
+} // namespace
+
+int64_t meshrt::detail::processRank() { return Rank.load(); }
+void meshrt::detail::setProcessRank(int64_t R) { Rank.store(R); }
+void meshrt::detail::setAbortPublisher(void (*Fn)(int)) { Publisher.store(Fn); }
+
+void meshrt::detail::publishAbort(int Code) {
+  void (*Fn)(int) = Publisher.load();
+  if (Fn && !Published.exchange(true))
+    Fn(Code);
 }
 
 void meshrt::detail::abortJob(int Code) {
@@ -39,5 +56,6 @@ void meshrt::detail::abortJob(int Code) {
     }
     MPI_Abort(MPI_COMM_WORLD, Code);
   }
+  publishAbort(Code);
   _exit(Code);
 }

@@ -17,6 +17,7 @@
 #ifndef MESHRT_LIB_ABORT_H
 #define MESHRT_LIB_ABORT_H
 
+#include <cstdint>
 #include <string>
 
 namespace meshrt {
@@ -27,9 +28,22 @@ namespace detail {
 void writeStderr(const std::string &Msg);
 
 /// Ends the whole job with exit code `Code`: MPI_Abort(MPI_COMM_WORLD) when
-/// MPI is usable, else _exit. A detached thread _exits after 10 s in case
-/// MPI_Abort does not return. Call it from the thread that makes MPI calls.
+/// MPI is usable; else, in a job that met through the store, it tells every
+/// rank through it (see publishAbort), then _exits. A detached thread _exits
+/// after 10 s in case MPI_Abort does not return. Call it from the thread that
+/// makes MPI calls.
 [[noreturn]] void abortJob(int Code);
+
+/// This process's world rank once it joined the job, else -1 (for
+/// messages; any thread).
+int64_t processRank();
+void setProcessRank(int64_t Rank);
+
+/// In a job that met through the store: `Fn(Code)` tells every rank to end
+/// with `Code` (Bootstrap.cpp sets it). publishAbort calls it, from any
+/// thread, at most once per process; without one it does nothing.
+void setAbortPublisher(void (*Fn)(int Code));
+void publishAbort(int Code);
 
 } // namespace detail
 } // namespace meshrt

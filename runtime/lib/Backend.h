@@ -22,6 +22,9 @@
 namespace meshrt {
 namespace detail {
 
+class ControlGroup;
+class StoreClient;
+
 /// One communicator of a backend: the world, or one split of it.
 class BackendComm {
 public:
@@ -109,10 +112,14 @@ protected:
 class Backend {
 public:
   virtual ~Backend();
-  /// MESHRT_BACKEND_MPI or MESHRT_BACKEND_NCCL.
+  /// MESHRT_BACKEND_MPI, _NCCL or _GLOO.
   virtual meshrt_backend kind() const = 0;
-  /// "mpi" or "nccl".
+  /// "mpi", "nccl" or "gloo".
   virtual const char *name() const = 0;
+  /// The library's version, for the start-up line ("Open MPI v4.1.4").
+  virtual std::string version() const { return ""; }
+  /// The device its communicators use ("cpu", "cuda:0").
+  virtual std::string device() const { return "cpu"; }
   /// The world communicator (collective over the control communicator).
   virtual std::unique_ptr<BackendComm> createWorld() = 0;
   /// Splits `World`: processes with the same `Color` end up together, ordered
@@ -142,9 +149,19 @@ bool ncclBackendBuilt();
 /// Otherwise sets `Why` to a reason.
 bool cudaDeviceVisible(std::string &Why);
 
-/// Creates the NCCL backend: picks this process's device from its local rank
-/// and uses `Control` to share the NCCL unique id. Throws meshrt::Error.
-std::unique_ptr<Backend> createNcclBackend(MPI_Comm Control);
+/// Creates the NCCL backend: picks this process's device from its node-local
+/// rank and shares the NCCL unique id over `Control` (collective over it).
+/// Throws meshrt::Error.
+std::unique_ptr<Backend> createNcclBackend(ControlGroup &Control);
+
+/// Creates the gloo backend (GlooBackend.cpp): its plugin loaded at run
+/// time, its communicators meeting at `Store` under `Prefix`.
+std::unique_ptr<Backend> createGlooBackend(StoreClient &Store,
+                                           const std::string &Prefix,
+                                           int64_t Rank, int64_t Size,
+                                           double TimeoutSeconds);
+/// True if the gloo backend can start here; else `Why` says what is missing.
+bool glooAvailable(std::string &Why);
 
 /// Throws meshrt::Error(MESHRT_ERROR_BACKEND) for MPI error `Code`.
 [[noreturn]] void mpiFail(int Code, const char *What);

@@ -51,11 +51,7 @@ meshrt_status fail(const char *Fn, meshrt_status S, const char *Msg) {
   LastError = std::string(Fn) + ": " + Msg;
   if (policy().load(std::memory_order_relaxed) == MESHRT_ERRORS_RETURN)
     return S;
-  int Rank = -1, Init = 0, Fin = 0;
-  MPI_Initialized(&Init);
-  MPI_Finalized(&Fin);
-  if (Init && !Fin)
-    MPI_Comm_rank(MPI_COMM_WORLD, &Rank);
+  int64_t Rank = processRank();
   std::fflush(stderr);
   writeStderr("meshrt: rank " + std::to_string(Rank) + ": error: " + LastError +
               " [" + meshrt_status_name(S) + "]\n");

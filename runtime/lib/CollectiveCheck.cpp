@@ -129,16 +129,10 @@ bool sameCall(const Record &A, const Record &B) {
 
 } // namespace
 
-CollectiveCheck::CollectiveCheck(MPI_Comm C) : C(C) {
-  MPI_Comm_set_errhandler(C, MPI_ERRORS_RETURN);
-}
+CollectiveCheck::CollectiveCheck(std::unique_ptr<ControlGroup> G)
+    : G(std::move(G)) {}
 
-CollectiveCheck::~CollectiveCheck() {
-  int Fin = 0;
-  MPI_Finalized(&Fin);
-  if (!Fin && C != MPI_COMM_NULL)
-    MPI_Comm_free(&C);
-}
+CollectiveCheck::~CollectiveCheck() = default;
 
 uint64_t CollectiveCheck::commId(const std::string &Label) {
   return fnv(FnvBasis, Label.data(), Label.size());
@@ -149,21 +143,18 @@ CollectiveCheck::verify(const CollectiveSignature &S, const std::string &Label,
                         const std::vector<int64_t> &Members) const {
   // The max of h and of ~h give max and ~min: equal iff all digests agree.
   uint64_t H = digest(S);
-  uint64_t Mine[2] = {H, ~H}, All[2];
-  checkMpi(MPI_Allreduce(Mine, All, 2, MPI_UINT64_T, MPI_MAX, C),
-           "MPI_Allreduce (MESHRT_CHECK_COLLECTIVES)");
+  // (Compared as signed integers: the max of x and of ~x still give the
+  // max and ~min, in that order.)
+  int64_t All[2] = {int64_t(H), int64_t(~H)};
+  G->allReduce(All, 2, /*Max=*/true, "MESHRT_CHECK_COLLECTIVES");
   if (All[0] == ~All[1])
     return std::nullopt;
 
   Record R{};
   R.Sig = S;
   std::strncpy(R.Label, Label.c_str(), sizeof(R.Label) - 1);
-  int N = 1;
-  MPI_Comm_size(C, &N);
-  std::vector<Record> Rs(static_cast<size_t>(N));
-  checkMpi(MPI_Allgather(&R, int(sizeof(Record)), MPI_BYTE, Rs.data(),
-                         int(sizeof(Record)), MPI_BYTE, C),
-           "MPI_Allgather (MESHRT_CHECK_COLLECTIVES)");
+  std::vector<Record> Rs(static_cast<size_t>(G->size()));
+  G->allGather(&R, Rs.data(), sizeof(Record), "MESHRT_CHECK_COLLECTIVES");
   size_t G = 1;
   while (G < Rs.size() && sameCall(Rs[G], Rs[0]))
     ++G;

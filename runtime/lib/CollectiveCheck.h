@@ -20,7 +20,9 @@
 #ifndef MESHRT_LIB_COLLECTIVECHECK_H
 #define MESHRT_LIB_COLLECTIVECHECK_H
 
-#include <mpi.h>
+#include "ControlPlane.h"
+
+#include <memory>
 
 #include <cstdint>
 #include <optional>
@@ -63,14 +65,14 @@ struct CollectiveSignature {
 /// context's check world).
 class CollectiveCheck {
 public:
-  /// Takes ownership of `C`.
-  explicit CollectiveCheck(MPI_Comm C);
+  /// Runs on the control group `G` (a duplicate or split of the world's).
+  explicit CollectiveCheck(std::unique_ptr<ControlGroup> G);
   ~CollectiveCheck();
   CollectiveCheck(const CollectiveCheck &) = delete;
   CollectiveCheck &operator=(const CollectiveCheck &) = delete;
 
-  /// The check communicator (for splitting it).
-  MPI_Comm comm() const { return C; }
+  /// The check group (for splitting it).
+  ControlGroup &group() const { return *G; }
 
   /// Compares `S`, called on the communicator labelled `Label`, across the
   /// group (collective over it). Returns nothing when all members agree,
@@ -85,7 +87,7 @@ public:
   static uint64_t commId(const std::string &Label);
 
 private:
-  MPI_Comm C;
+  std::unique_ptr<ControlGroup> G;
 };
 
 } // namespace detail

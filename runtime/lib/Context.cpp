@@ -10,8 +10,12 @@
 
 #include "Context.h"
 #include "Abort.h"
+#include "Bootstrap.h"
+#include "Debug.h"
 #include "Gpu.h"
 #include "GpuGemm.h"
+#include "MpiControl.h"
+#include "Store.h"
 
 #include <algorithm>
 #include <atomic>
@@ -56,25 +60,12 @@ bool meshrt::detail::envFlag(const char *Name) {
 }
 
 //===----------------------------------------------------------------------===//
-// Process-wide MPI bookkeeping (not mesh state: who started MPI).
+// The default context (process-wide; joining the job is Bootstrap.cpp's).
 //===----------------------------------------------------------------------===//
 
 namespace {
 struct ProcessState {
   std::mutex Mutex;
-  bool WeInitializedMpi = false;
-  bool ExitHandlerRegistered = false;
-  // The process that registered the handler: a forked child inherits the
-  // handler but not the MPI process, and must leave the job alone.
-  pid_t ExitHandlerPid = 0;
-  // A duplicate of MPI_COMM_WORLD for the barrier before the runtime's own
-  // MPI_Finalize at exit (only when the runtime initialised MPI).
-  MPI_Comm ExitComm = MPI_COMM_NULL;
-  // How long that barrier may wait: MESHRT_TIMEOUT_S of the last context.
-  double ExitTimeout = 600;
-  // Contexts started and not finalized. A process that exits while one is
-  // live aborts the job (see onProcessExit).
-  int LiveContexts = 0;
   // The default context, shared by the C ABI and the C++ API.
   std::shared_ptr<Context> Default;
   int DefaultInits = 0;
@@ -87,200 +78,6 @@ ProcessState &processState() {
   // Leaked on purpose: it must outlive every static destructor and atexit.
   static ProcessState *S = new ProcessState;
   return *S;
-}
-
-bool mpiUsable() {
-  int Init = 0, Fin = 0;
-  MPI_Initialized(&Init);
-  MPI_Finalized(&Fin);
-  return Init && !Fin;
-}
-
-int worldRankOrMinusOne() {
-  int Rank = -1;
-  if (mpiUsable())
-    MPI_Comm_rank(MPI_COMM_WORLD, &Rank);
-  return Rank;
-}
-
-/// How long a rank that exits with the runtime initialised waits for the
-/// others at the exit fence: MESHRT_EXIT_TIMEOUT_S, default 5 s.
-double exitBound() {
-  const char *E = std::getenv("MESHRT_EXIT_TIMEOUT_S");
-  if (E && *E) {
-    char *End = nullptr;
-    double V = std::strtod(E, &End);
-    if (End && *End == '\0' && V >= 0)
-      return V;
-    writeStderr("meshrt: warning: MESHRT_EXIT_TIMEOUT_S='" + std::string(E) +
-                "' is not a number of seconds; using 5\n");
-  }
-  return 5;
-}
-
-/// How the process exits, for messages.
-std::string exitHow(int Status) {
-  return Status < 0 ? std::string("exit() or a return from main")
-         : Status == 0
-             ? std::string("exit(0) or a return from main")
-             : "exit(" + std::to_string(Status) + ") or a return of " +
-                   std::to_string(Status) + " from main";
-}
-
-/// A process that leaves with the runtime initialised while some rank did
-/// not reach exit within `Bound` seconds: the others wait for it in their
-/// next collective, and an MPI_Finalize here would wait for them. Says so
-/// and aborts the job.
-[[noreturn]] void abortOnEarlyExit(int Status, double Bound) {
-  char Secs[64];
-  std::snprintf(Secs, sizeof(Secs), "%g s", Bound);
-  writeStderr("meshrt: rank " + std::to_string(worldRankOrMinusOne()) +
-              ": error: the process is exiting (" + exitHow(Status) +
-              ") while the runtime is initialized (meshrt_finalize or "
-              "meshrt::finalize was not called); the other ranks would wait "
-              "for it in their next collective, and not every rank reached "
-              "exit within " +
-              Secs + " (MESHRT_EXIT_TIMEOUT_S). Aborting the job.\n");
-  abortJob(Status > 0 ? Status : 1);
-}
-
-/// Waits until every rank reached the exit fence, for at most `Bound`
-/// seconds (0: no bound): a non-blocking barrier on the exit communicator,
-/// polled, which an abort ends cleanly. True if every rank arrived. The
-/// communicator is freed once every rank has arrived.
-bool exitFence(ProcessState &P, double Bound) {
-  if (P.ExitComm == MPI_COMM_NULL)
-    return true;
-  MPI_Request Req;
-  if (MPI_Ibarrier(P.ExitComm, &Req) != MPI_SUCCESS)
-    return true;
-  using Clock = std::chrono::steady_clock;
-  Clock::time_point Start = Clock::now();
-  std::chrono::microseconds Nap(50);
-  for (;;) {
-    int Done = 0;
-    if (MPI_Test(&Req, &Done, MPI_STATUS_IGNORE) != MPI_SUCCESS || Done)
-      break;
-    double Waited = std::chrono::duration<double>(Clock::now() - Start).count();
-    if (Bound > 0 && Waited >= Bound)
-      return false;
-    std::this_thread::sleep_for(Nap);
-    Nap = std::min(Nap * 2, std::chrono::microseconds(20000));
-  }
-  MPI_Comm_free(&P.ExitComm);
-  return true;
-}
-
-/// The barrier before the runtime's own MPI_Finalize: MPI_Finalize waits for
-/// every rank, and a job torn down while some ranks wait inside it can crash
-/// or hang mpirun (Open MPI 4.1 with PMIx: PMIx_server_finalize). Here the
-/// ranks wait in the exit fence, for at most MESHRT_TIMEOUT_S.
-void exitBarrier(ProcessState &P) {
-  if (exitFence(P, P.ExitTimeout))
-    return;
-  char Secs[96];
-  std::snprintf(Secs, sizeof(Secs), "%.1f s (MESHRT_TIMEOUT_S=%g)",
-                P.ExitTimeout, P.ExitTimeout);
-  writeStderr("meshrt: rank " + std::to_string(worldRankOrMinusOne()) +
-              ": error: at exit, the other ranks did not reach MPI_Finalize "
-              "within " +
-              Secs +
-              "; a peer is stuck, dead, or still running. Aborting the "
-              "job.\n");
-  abortJob(124);
-}
-
-/// Runs when the process exits (exit() or a return from main; not _exit,
-/// signals or crashes, which the launcher reports). `Status` is the exit
-/// status. With the runtime still initialised, the ranks meet at a bounded
-/// fence: if every rank got there (the program simply did not finalize, as
-/// torch programs that skip destroy_process_group), the runtime finalizes
-/// with a warning and the process exits with its own status; if a rank
-/// does not arrive in time, the job is aborted, since the others would wait
-/// for the exiting one.
-void onProcessExit(int Status, void *) {
-  ProcessState &P = processState();
-  if (getpid() != P.ExitHandlerPid)
-    return;
-  int Live;
-  {
-    std::lock_guard<std::mutex> Lock(P.Mutex);
-    Live = P.LiveContexts;
-  }
-  // MPI finalized by the program: every rank got there, nobody waits.
-  if (!mpiUsable())
-    return;
-  if (Live > 0) {
-    double Bound = exitBound();
-    if (!exitFence(P, Bound))
-      abortOnEarlyExit(Status, Bound);
-    if (worldRankOrMinusOne() == 0)
-      writeStderr("meshrt: rank " + std::to_string(worldRankOrMinusOne()) +
-                  ": warning: the process is exiting (" + exitHow(Status) +
-                  ") with the runtime initialized (meshrt_finalize or "
-                  "meshrt::finalize was not called); every rank reached "
-                  "exit, so the runtime finalizes here.\n");
-    if (P.WeInitializedMpi)
-      MPI_Finalize();
-    return;
-  }
-  if (P.WeInitializedMpi) {
-    exitBarrier(P);
-    MPI_Finalize();
-  }
-}
-
-/// Initializes MPI unless the program did already, registers the exit
-/// handler once per process, and counts a live context (the caller calls
-/// contextEnded() when it is finalized).
-void startMpi() {
-  ProcessState &P = processState();
-  std::lock_guard<std::mutex> Lock(P.Mutex);
-  int Init = 0, Fin = 0;
-  MPI_Initialized(&Init);
-  MPI_Finalized(&Fin);
-  if (Fin)
-    throw Error(MESHRT_ERROR_NOT_INITIALIZED,
-                "MPI is already finalized in this process; the runtime "
-                "cannot start");
-  if (!Init) {
-    int Provided = 0;
-    checkMpi(
-        MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &Provided),
-        "MPI_Init_thread");
-    P.WeInitializedMpi = true;
-  }
-  // The exit fence's communicator, whoever started MPI (an exit with the
-  // runtime initialised meets there too).
-  if (P.ExitComm == MPI_COMM_NULL) {
-    checkMpi(MPI_Comm_dup(MPI_COMM_WORLD, &P.ExitComm),
-             "MPI_Comm_dup(MPI_COMM_WORLD)");
-    MPI_Comm_set_errhandler(P.ExitComm, MPI_ERRORS_RETURN);
-  }
-  if (!P.ExitHandlerRegistered) {
-#if defined(__GLIBC__)
-    on_exit(onProcessExit, nullptr);
-#else
-    std::atexit([] { onProcessExit(-1, nullptr); });
-#endif
-    P.ExitHandlerRegistered = true;
-    P.ExitHandlerPid = getpid();
-  }
-  ++P.LiveContexts;
-}
-
-/// The context that startMpi counted is finalized (or never got started).
-void contextEnded() {
-  ProcessState &P = processState();
-  std::lock_guard<std::mutex> Lock(P.Mutex);
-  --P.LiveContexts;
-}
-
-/// MESHRT_TIMEOUT_S of the newest context also bounds the exit barrier.
-void setExitTimeout(double Timeout) {
-  ProcessState &P = processState();
-  std::lock_guard<std::mutex> Lock(P.Mutex);
-  P.ExitTimeout = Timeout;
 }
 
 const char *const DTypeNames[kNumDTypes] = {"f16", "bf16", "f32", "f64",
@@ -452,10 +249,12 @@ MeshBackends resolveBackends(const MeshBackends &Asked,
                              meshrt_backend Default) {
   auto Check = [](meshrt_backend B, const std::string &Whose) {
     if (B != MESHRT_BACKEND_AUTO && B != MESHRT_BACKEND_MPI &&
-        B != MESHRT_BACKEND_NCCL)
+        B != MESHRT_BACKEND_NCCL && B != MESHRT_BACKEND_GLOO &&
+        B != MESHRT_BACKEND_HOST)
       throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
                   "invalid backend " + std::to_string(int(B)) + " for " +
-                      Whose + " (valid: MESHRT_BACKEND_AUTO, _MPI, _NCCL)");
+                      Whose +
+                      " (valid: MESHRT_BACKEND_AUTO, _MPI, _NCCL, _GLOO)");
   };
   if (!Asked.Axes.empty() && Asked.Axes.size() != Axes.size())
     throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
@@ -464,12 +263,15 @@ MeshBackends resolveBackends(const MeshBackends &Asked,
                     " axes; give one per axis, or none");
   Check(Asked.Mesh, "the mesh");
   MeshBackends R;
-  R.Mesh = Asked.Mesh == MESHRT_BACKEND_AUTO ? Default : Asked.Mesh;
+  auto Host = [](meshrt_backend B) {
+    return B == MESHRT_BACKEND_HOST ? hostBackendKind() : B;
+  };
+  R.Mesh = Asked.Mesh == MESHRT_BACKEND_AUTO ? Default : Host(Asked.Mesh);
   R.Axes.assign(Axes.size(), R.Mesh);
   for (size_t I = 0; I < Asked.Axes.size(); ++I) {
     Check(Asked.Axes[I], "axis '" + Axes[I] + "'");
     if (Asked.Axes[I] != MESHRT_BACKEND_AUTO)
-      R.Axes[I] = Asked.Axes[I];
+      R.Axes[I] = Host(Asked.Axes[I]);
   }
   return R;
 }
@@ -484,14 +286,6 @@ private:
   std::string Text;
 };
 
-std::string bcastString(const std::string &S, int Root, int Me, MPI_Comm C) {
-  int64_t Len = int64_t(S.size());
-  checkMpi(MPI_Bcast(&Len, 1, MPI_INT64_T, Root, C), "MPI_Bcast");
-  std::string Out = Me == Root ? S : std::string(size_t(Len), '\0');
-  checkMpi(MPI_Bcast(&Out[0], int(Len), MPI_CHAR, Root, C), "MPI_Bcast");
-  return Out;
-}
-
 /// Why the NCCL backend cannot start on this rank (it was not built, its
 /// libraries do not load, or no device is visible), or nothing.
 std::optional<Error> ncclMissing() {
@@ -505,28 +299,43 @@ std::optional<Error> ncclMissing() {
   return std::nullopt;
 }
 
+/// Why the gloo backend cannot start on this rank, or nothing.
+std::optional<Error> glooMissing() {
+  std::string Why;
+  if (!glooAvailable(Why))
+    return Error(MESHRT_ERROR_BACKEND, Why);
+  return std::nullopt;
+}
+
 meshrt_backend chooseBackend(meshrt_backend Requested) {
   std::string Source = "meshrt_init";
-  if (Requested == MESHRT_BACKEND_AUTO) {
+  if (Requested == MESHRT_BACKEND_AUTO || Requested == MESHRT_BACKEND_HOST) {
     const char *E = std::getenv("MESHRT_BACKEND");
     if (E && *E) {
       if (!strcasecmp(E, "mpi"))
         Requested = MESHRT_BACKEND_MPI;
       else if (!strcasecmp(E, "nccl"))
         Requested = MESHRT_BACKEND_NCCL;
+      else if (!strcasecmp(E, "gloo"))
+        Requested = MESHRT_BACKEND_GLOO;
+      else if (!strcasecmp(E, "host"))
+        Requested = MESHRT_BACKEND_HOST;
       else if (strcasecmp(E, "auto"))
         throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
                     std::string("MESHRT_BACKEND='") + E +
-                        "' is not one of auto, mpi, nccl");
+                        "' is not one of auto, host, mpi, nccl, gloo");
       Source = std::string("MESHRT_BACKEND=") + E;
     }
   } else if (Requested != MESHRT_BACKEND_MPI &&
-             Requested != MESHRT_BACKEND_NCCL) {
+             Requested != MESHRT_BACKEND_NCCL &&
+             Requested != MESHRT_BACKEND_GLOO) {
     throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
                 "invalid backend " + std::to_string(int(Requested)));
   }
-  if (Requested == MESHRT_BACKEND_MPI)
-    return MESHRT_BACKEND_MPI;
+  if (Requested == MESHRT_BACKEND_HOST)
+    return hostBackendKind();
+  if (Requested == MESHRT_BACKEND_MPI || Requested == MESHRT_BACKEND_GLOO)
+    return Requested;
   if (Requested == MESHRT_BACKEND_NCCL) {
     if (std::optional<Error> E = ncclMissing())
       throw Error(E->status(),
@@ -534,7 +343,7 @@ meshrt_backend chooseBackend(meshrt_backend Requested) {
     return MESHRT_BACKEND_NCCL;
   }
   std::string Why;
-  return cudaDeviceVisible(Why) ? MESHRT_BACKEND_NCCL : MESHRT_BACKEND_MPI;
+  return cudaDeviceVisible(Why) ? MESHRT_BACKEND_NCCL : hostBackendKind();
 }
 
 double timeoutFromEnv() {
@@ -563,6 +372,10 @@ const char *meshrt::detail::backendKindName(meshrt_backend B) {
     return "mpi";
   case MESHRT_BACKEND_NCCL:
     return "nccl";
+  case MESHRT_BACKEND_GLOO:
+    return "gloo";
+  case MESHRT_BACKEND_HOST:
+    return "host";
   }
   return "?";
 }
@@ -724,8 +537,6 @@ std::shared_ptr<Context> Context::create(meshrt_backend Requested) {
 }
 
 void Context::start(meshrt_backend Requested) {
-  startMpi();
-  Counted = true;
   // Local choices first; then one allreduce agrees on them, so that a rank
   // that fails here cannot leave the others waiting.
   std::optional<Error> LocalFailure;
@@ -734,13 +545,22 @@ void Context::start(meshrt_backend Requested) {
   bool Check = envFlag("MESHRT_CHECK_COLLECTIVES");
   try {
     Timeout = timeoutFromEnv();
-    setExitTimeout(Timeout);
-    int Rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &Rank);
-    Trace = CollectiveTrace::open(Rank);
-    Kind = chooseBackend(Requested);
   } catch (const Error &E) {
     LocalFailure = E;
+  }
+  this->Timeout = Timeout;
+  // Joining the job is this rank's alone (MPI_Init, or the store's
+  // rendezvous, which names the ranks that do not come).
+  Control = joinJob(Timeout);
+  Counted = true;
+  try {
+    Trace = CollectiveTrace::open(Control->rank());
+    Debug = debugLevel();
+    Check = Check || Debug >= DebugLevel::Detail;
+    Kind = chooseBackend(Requested);
+  } catch (const Error &E) {
+    if (!LocalFailure)
+      LocalFailure = E;
   }
   TextDescribable Where("the world (runtime start-up)");
   startControl(Timeout, Where);
@@ -753,38 +573,64 @@ void Context::start(meshrt_backend Requested) {
   startBackend(Kind, Where);
   if (Check)
     startChecks(WorldKey, Where);
+  if (Debug >= DebugLevel::Info)
+    printStartLine();
+}
+
+void Context::printStartLine() const {
+  const JobInfo &J = jobInfo();
+  std::string Local = "?";
+  for (const char *V : {"OMPI_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK",
+                        "SLURM_LOCALID", "MPI_LOCALRANKID"})
+    if (const char *E = std::getenv(V); E && *E) {
+      Local = E;
+      break;
+    }
+  const Backend &B = *Backends[Default].Impl;
+  char Secs[32];
+  std::snprintf(Secs, sizeof(Secs), "%g s", Timeout);
+  int32_t Major = 0, Minor = 0, Patch = 0;
+  meshrt_get_version(&Major, &Minor, &Patch);
+  std::string Method = J.Launch.Method == InitMethod::Mpi ? "mpi"
+                       : J.Launch.Method == InitMethod::Single
+                           ? "mpi (singleton)"
+                       : J.Launch.Method == InitMethod::Env ? "env"
+                       : J.Launch.Method == InitMethod::Tcp ? "tcp"
+                                                            : "file";
+  debugWrite(
+      "meshrt: INFO: rank " + std::to_string(WorldRank) + " of " +
+          std::to_string(WorldSize) + ", local rank " + Local + ": meshrt " +
+          std::to_string(Major) + "." + std::to_string(Minor) + "." +
+          std::to_string(Patch) + ", launcher " + J.Launch.Launcher +
+          ", init method " + Method + " (" + J.Launch.Why + "), store " +
+          (J.StoreAddress.empty() ? std::string("none") : J.StoreAddress) +
+          ", backend " + B.name() + " (" + B.version() + "), device " +
+          B.device() + ", timeout " + Secs +
+          (CheckCollectives ? ", collective check on" : ""),
+      WorldRank);
 }
 
 void Context::startChecks(const std::vector<int64_t> &WorldKey,
                           const Describable &Where) {
-  MPI_Comm C;
+  std::unique_ptr<ControlGroup> C;
   {
     WatchScope W(*Dog, "start-up", &Where);
-    checkMpi(MPI_Comm_dup(Control, &C),
-             "MPI_Comm_dup (MESHRT_CHECK_COLLECTIVES)");
+    C = Control->duplicate("MESHRT_CHECK_COLLECTIVES");
   }
-  auto Checker = std::make_unique<CollectiveCheck>(C);
+  auto Checker = std::make_unique<CollectiveCheck>(std::move(C));
   WorldCheck = Checker.get();
   Checks[WorldKey] = std::move(Checker);
   CheckCollectives = true;
 }
 
 void Context::startControl(double Timeout, const Describable &Where) {
-  int R = 0, S = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &R);
-  MPI_Comm_size(MPI_COMM_WORLD, &S);
-  WorldRank = R;
-  WorldSize = S;
+  WorldRank = Control->rank();
+  WorldSize = Control->size();
   StatsOnFinalize = envFlag("MESHRT_STATS");
   // The watchdog covers start-up too: a rank that never arrives (or arrives
   // at something else) aborts the job instead of hanging it.
   Dog = std::make_unique<Watchdog>(Timeout, WorldRank);
-  {
-    WatchScope W(*Dog, "start-up", &Where);
-    checkMpi(MPI_Comm_dup(MPI_COMM_WORLD, &Control),
-             "MPI_Comm_dup(MPI_COMM_WORLD)");
-  }
-  MPI_Comm_set_errhandler(Control, MPI_ERRORS_RETURN);
+  (void)Where;
 }
 
 void Context::agreeOnStart(meshrt_backend Kind, bool Check,
@@ -794,10 +640,10 @@ void Context::agreeOnStart(meshrt_backend Kind, bool Check,
   int64_t Mine[5] = {LocalFailure ? 1 : 0, int64_t(Kind), -int64_t(Kind),
                      int64_t(Check), -int64_t(Check)};
   int64_t All[5];
+  std::copy(Mine, Mine + 5, All);
   {
     WatchScope W(*Dog, "start-up", &Where);
-    checkMpi(MPI_Allreduce(Mine, All, 5, MPI_INT64_T, MPI_MAX, Control),
-             "MPI_Allreduce (start-up)");
+    Control->allReduce(All, 5, /*Max=*/true, "start-up");
   }
   if (LocalFailure)
     throw *LocalFailure;
@@ -839,17 +685,37 @@ void Context::agreeOrThrow(const std::optional<Error> &Local,
   int64_t Mine = Local ? WorldRank : WorldSize, First = WorldSize;
   {
     WatchScope W(*Dog, "start-up", &Where);
-    checkMpi(MPI_Allreduce(&Mine, &First, 1, MPI_INT64_T, MPI_MIN, Control),
-             "MPI_Allreduce (start-up)");
+    First = Mine;
+    Control->allReduce(&First, 1, /*Max=*/false, "start-up");
   }
   if (First == WorldSize)
     return;
-  int Status = Local ? int(Local->status()) : 0;
-  checkMpi(MPI_Bcast(&Status, 1, MPI_INT, int(First), Control), "MPI_Bcast");
-  std::string Msg = bcastString(Local ? Local->what() : "", int(First),
-                                int(WorldRank), Control);
+  int64_t Status = Local ? int64_t(Local->status()) : 0;
+  Control->broadcast(&Status, sizeof(Status), First, "start-up");
+  std::string Msg =
+      Control->broadcastString(Local ? Local->what() : "", First, "start-up");
   throw Error(meshrt_status(Status),
               What + ": on rank " + std::to_string(First) + ": " + Msg);
+}
+
+std::unique_ptr<Backend> Context::createBackend(meshrt_backend Kind) {
+  if (Kind == MESHRT_BACKEND_NCCL)
+    return createNcclBackend(*Control);
+  if (Kind == MESHRT_BACKEND_GLOO) {
+    std::shared_ptr<StoreClient> Store = jobStoreOver(*Control);
+    return createGlooBackend(*Store, freshStorePrefix("gloo"), WorldRank,
+                             WorldSize, Timeout);
+  }
+  MPI_Comm C = mpiCommOf(*Control);
+  if (C == MPI_COMM_NULL)
+    throw Error(MESHRT_ERROR_BACKEND,
+                "the mpi backend needs a job that an MPI launcher started "
+                "(mpirun, mpiexec, srun with PMI), but this one was started "
+                "by " +
+                    jobInfo().Launch.describe() +
+                    "; its CPU backend is gloo (MESHRT_BACKEND=gloo or host, "
+                    "or device 'cpu')");
+  return createMpiBackend(C);
 }
 
 void Context::startBackend(meshrt_backend Kind, const Describable &Where) {
@@ -869,10 +735,7 @@ void Context::startBackend(meshrt_backend Kind, const Describable &Where) {
   };
   std::unique_ptr<Backend> Impl;
   std::shared_ptr<BackendComm> World;
-  Step([&] {
-    Impl = Kind == MESHRT_BACKEND_NCCL ? createNcclBackend(Control)
-                                       : createMpiBackend(Control);
-  });
+  Step([&] { Impl = createBackend(Kind); });
   Step([&] { World = Impl->createWorld(); });
   for (int T = 0; T < kNumDTypes; ++T)
     for (int R = 0; R < kNumReduceOps; ++R) {
@@ -899,7 +762,9 @@ Context::BackendSlot &Context::startedBackend(meshrt_backend Kind,
   // What this rank lacks (NCCL's libraries, a device) is agreed on first:
   // starting the backend is collective.
   TextDescribable Where(For.label());
-  agreeOrThrow(Kind == MESHRT_BACKEND_NCCL ? ncclMissing() : std::nullopt,
+  agreeOrThrow(Kind == MESHRT_BACKEND_NCCL   ? ncclMissing()
+               : Kind == MESHRT_BACKEND_GLOO ? glooMissing()
+                                             : std::nullopt,
                backendStartFailure(Kind, Where), Where);
   startBackend(Kind, Where);
   return S;
@@ -990,9 +855,7 @@ void Context::finalize() {
     // The driver failed while giving memory back at the end: nothing left
     // to use it, so it does not fail the finalize.
   }
-  if (Control != MPI_COMM_NULL && mpiUsable())
-    MPI_Comm_free(&Control);
-  Control = MPI_COMM_NULL;
+  Control.reset();
 }
 
 meshrt_stats Context::stats() const {
@@ -1123,14 +986,13 @@ void Context::agreeOnDeclaration(const std::string &Name,
   uint64_t H =
       LocalFailure ? 0 : digest(Name, Resolved, AxisNames, Ranks, Backends);
   int64_t Mine[3] = {LocalFailure ? 1 : 0, int64_t(H), int64_t(~H)};
-  int64_t All[3];
+  int64_t All[3] = {Mine[0], Mine[1], Mine[2]};
   std::string Text = backendsText(Backends, AxisNames, Default);
   TextDescribable Where("mesh " +
                         describeDecl(Name, Sizes, AxisNames, Ranks, Text));
   {
     WatchScope W(*Dog, "mesh declaration", &Where);
-    checkMpi(MPI_Allreduce(Mine, All, 3, MPI_INT64_T, MPI_MAX, Control),
-             "MPI_Allreduce (mesh declaration)");
+    Control->allReduce(All, 3, /*Max=*/true, "mesh declaration");
   }
   if (LocalFailure)
     throw *LocalFailure;
@@ -1150,15 +1012,15 @@ void Context::reportDeclarationMismatch(
     uint64_t Digest, const Describable &Where) {
   WatchScope W(*Dog, "mesh declaration", &Where);
   std::vector<uint64_t> Digests(static_cast<size_t>(WorldSize));
-  checkMpi(MPI_Allgather(&Digest, 1, MPI_UINT64_T, Digests.data(), 1,
-                         MPI_UINT64_T, Control),
-           "MPI_Allgather (mesh declaration)");
+  Control->allGather(&Digest, Digests.data(), sizeof(Digest),
+                     "mesh declaration");
   int Other = 1;
   while (Other < WorldSize && Digests[size_t(Other)] == Digests[0])
     ++Other;
   std::string Mine = describeDecl(Name, Sizes, AxisNames, Ranks, BackendsText);
-  std::string First = bcastString(Mine, 0, int(WorldRank), Control);
-  std::string Second = bcastString(Mine, Other, int(WorldRank), Control);
+  std::string First = Control->broadcastString(Mine, 0, "mesh declaration");
+  std::string Second =
+      Control->broadcastString(Mine, Other, "mesh declaration");
   throw Error(MESHRT_ERROR_MESH_MISMATCH,
               "mesh declared differently on different ranks: rank 0 "
               "declared " +
@@ -1338,14 +1200,11 @@ Context::backendCommFor(const Grouping &G, const Comm &For, BackendSlot &Slot,
     if (CheckCollectives && Checks.count(G.Key))
       Checker = G.Member ? Checks.at(G.Key).get() : nullptr;
     else if (CheckCollectives) {
-      MPI_Comm C;
-      checkMpi(MPI_Comm_split(WorldCheck->comm(),
-                              Color < 0 ? MPI_UNDEFINED : int(Color), int(Key),
-                              &C),
-               "MPI_Comm_split (MESHRT_CHECK_COLLECTIVES)");
+      std::unique_ptr<ControlGroup> C =
+          WorldCheck->group().split(Color, Key, "MESHRT_CHECK_COLLECTIVES");
       std::unique_ptr<CollectiveCheck> Made;
-      if (C != MPI_COMM_NULL)
-        Made = std::make_unique<CollectiveCheck>(C);
+      if (C)
+        Made = std::make_unique<CollectiveCheck>(std::move(C));
       Checker = Made.get();
       Checks[G.Key] = std::move(Made);
     }
@@ -1361,6 +1220,14 @@ Context::backendCommFor(const Grouping &G, const Comm &For, BackendSlot &Slot,
   ++Stats.splits;
   if (New)
     ++Stats.communicators;
+  if (New && Debug >= DebugLevel::Detail)
+    debugWrite("meshrt: DETAIL: rank " + std::to_string(WorldRank) +
+                   ": communicator for " + For.label() + " on " +
+                   backendKindName(For.backend()) + ": rank " +
+                   std::to_string(New->rank()) + " of " +
+                   std::to_string(New->size()) + ", world ranks [" +
+                   joinRanks(For.members(), 64) + "]",
+               WorldRank);
   Shared[{For.backend(), G.Key}] = New;
   return New;
 }

@@ -15,6 +15,8 @@
 
 #include "Backend.h"
 #include "CollectiveCheck.h"
+#include "ControlPlane.h"
+#include "Debug.h"
 #include "Trace.h"
 #include "Watchdog.h"
 
@@ -371,7 +373,7 @@ public:
 
   /// The default backend's kind: the one chosen at start-up.
   meshrt_backend backendKind() const { return Default; }
-  /// "mpi" or "nccl".
+  /// "mpi", "nccl" or "gloo".
   const char *backendName() const { return backendKindName(Default); }
   /// True if backend `Kind` runs (the default, or another one a mesh asked
   /// for) and the context is not finalized.
@@ -445,7 +447,7 @@ private:
     uint8_t SupportedOps[kNumDTypes] = {};
   };
   /// One slot per meshrt_backend value (AUTO unused).
-  static constexpr int kNumBackendKinds = 3;
+  static constexpr int kNumBackendKinds = 4;
 
   Context() = default;
   /// Starts the context: MPI, the control communicator, the watchdog, the
@@ -525,9 +527,19 @@ private:
   void checkPointToPoint(const char *Op, const void *Buf, int64_t Count,
                          meshrt_dtype T, int64_t Peer, int64_t Tag) const;
   void printStats() const;
+  /// MESHRT_DEBUG=INFO: this rank's start-up line.
+  void printStartLine() const;
+
+  /// A new backend of kind `Kind` (MPI, NCCL or gloo). Collective.
+  std::unique_ptr<Backend> createBackend(meshrt_backend Kind);
 
   std::mutex Mutex;
-  MPI_Comm Control = MPI_COMM_NULL;
+  /// The world's control group (ControlPlane.h); null once finalized.
+  std::unique_ptr<ControlGroup> Control;
+  /// MESHRT_TIMEOUT_S.
+  double Timeout = 600;
+  /// MESHRT_DEBUG.
+  DebugLevel Debug = DebugLevel::Warn;
   int64_t WorldRank = 0;
   int64_t WorldSize = 1;
   bool Finalized = false;
@@ -570,6 +582,9 @@ std::shared_ptr<Context> acquireDefaultContext(meshrt_backend Requested,
                                                bool CountInit);
 /// Decrements the init count; finalizes the default context at zero.
 void releaseDefaultContext();
+
+/// The job's CPU backend (MESHRT_BACKEND_HOST): MPI or gloo.
+meshrt_backend hostBackendKind();
 
 /// Reads MESHRT_* environment variables.
 bool envFlag(const char *Name);

@@ -804,7 +804,7 @@ Stats DeviceMesh::stats() const {
 
 static meshrt_backend backendForDevice(std::string_view Device) {
   if (Device == "cpu")
-    return MESHRT_BACKEND_MPI;
+    return detail::hostBackendKind(); // MPI, or gloo without an MPI launcher.
   if (Device == "cuda")
     return MESHRT_BACKEND_NCCL;
   if (Device == "auto")
@@ -942,6 +942,24 @@ DeviceMesh Runtime::declareMesh(std::string_view DeviceType,
   std::optional<Error> Bad;
   detail::MeshBackends B = meshBackends(*Ctx, DeviceType, Names, Override, Bad);
   std::string MeshName = Name.empty() ? Ctx->freshMeshName() : Name;
+  // As PyTorch's init_device_mesh: a shape smaller than the world covers
+  // world ranks 0 .. size-1; the other ranks are outside it (an empty
+  // coordinate) and take part in nothing.
+  std::vector<int64_t> Prefix;
+  if (!Ranks) {
+    int64_t Positions = 1;
+    bool Fixed = true;
+    for (int64_t S : Shape) {
+      Fixed = Fixed && S >= 1 && S <= Ctx->worldSize();
+      Positions = Fixed ? Positions * S : Positions;
+      Fixed = Fixed && Positions <= Ctx->worldSize();
+    }
+    if (Fixed && Positions < Ctx->worldSize()) {
+      for (int64_t R = 0; R < Positions; ++R)
+        Prefix.push_back(R);
+      Ranks = &Prefix;
+    }
+  }
   return DeviceMesh::over(
       Ctx, Ctx->declareMesh(MeshName, Shape, Names, Ranks, Bad, B), Names);
 }

@@ -28,8 +28,6 @@
 #include "meshrt/Error.h"
 #include "meshrt/meshrt.h"
 
-#include <mpi.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -56,11 +54,7 @@ namespace {
 /// Prints `Msg` as a fatal runtime error and ends the job (mgpu* functions
 /// have no status to return).
 [[noreturn]] void gpuFatal(const std::string &Msg) {
-  int Rank = -1, Init = 0, Fin = 0;
-  MPI_Initialized(&Init);
-  MPI_Finalized(&Fin);
-  if (Init && !Fin)
-    MPI_Comm_rank(MPI_COMM_WORLD, &Rank);
+  int64_t Rank = processRank();
   std::fflush(stderr);
   writeStderr("meshrt: rank " + std::to_string(Rank) + ": error: " + Msg +
               "\n");
@@ -78,8 +72,9 @@ auto fatalOnError(const char *Fn, F &&Body) -> decltype(Body()) {
 }
 
 int64_t localRankFromEnv() {
-  for (const char *V : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-                        "SLURM_LOCALID", "MV2_COMM_WORLD_LOCAL_RANK"})
+  for (const char *V :
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK", "MPI_LOCALRANKID",
+        "SLURM_LOCALID", "MV2_COMM_WORLD_LOCAL_RANK"})
     if (const char *E = std::getenv(V); E && *E)
       return std::atoll(E);
   return 0;

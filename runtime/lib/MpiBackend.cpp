@@ -18,6 +18,7 @@
 #include "Backend.h"
 #include "Context.h"
 #include "Gpu.h"
+#include "HostReduce.h"
 
 #include "meshrt/Error.h"
 #include "meshrt/Half.h"
@@ -41,28 +42,6 @@ namespace {
 //===----------------------------------------------------------------------===//
 // 16-bit float reductions
 //===----------------------------------------------------------------------===//
-
-struct HalfFormat {
-  static float load(uint16_t V) { return halfToFloat(V); }
-  static uint16_t store(float F) { return floatToHalf(F); }
-};
-struct BFloat16Format {
-  static float load(uint16_t V) { return bfloat16ToFloat(V); }
-  static uint16_t store(float F) { return floatToBFloat16(F); }
-};
-
-struct SumFn {
-  static float apply(float A, float B) { return A + B; }
-};
-struct ProdFn {
-  static float apply(float A, float B) { return A * B; }
-};
-struct MinFn {
-  static float apply(float A, float B) { return B < A ? B : A; }
-};
-struct MaxFn {
-  static float apply(float A, float B) { return B > A ? B : A; }
-};
 
 /// MPI_User_function: InOut[i] = In[i] op InOut[i], in 16-bit floats.
 template <typename Format, typename Fn>
@@ -109,40 +88,6 @@ MPI_Datatype mpiType(meshrt_dtype T) {
     return MPI_UINT8_T;
   }
   return MPI_DATATYPE_NULL;
-}
-
-template <typename T> void divideAll(void *Buf, int64_t Count, int64_t N) {
-  T *P = static_cast<T *>(Buf);
-  for (int64_t I = 0; I < Count; ++I)
-    P[I] = T(P[I] / T(N)); // Truncates toward zero for integers.
-}
-
-template <typename Format> void divide16(void *Buf, int64_t Count, int64_t N) {
-  uint16_t *P = static_cast<uint16_t *>(Buf);
-  for (int64_t I = 0; I < Count; ++I)
-    P[I] = Format::store(Format::load(P[I]) / float(N));
-}
-
-/// Turns sums into averages over N members.
-void divideBy(void *Buf, int64_t Count, meshrt_dtype T, int64_t N) {
-  switch (T) {
-  case MESHRT_F16:
-    return divide16<HalfFormat>(Buf, Count, N);
-  case MESHRT_BF16:
-    return divide16<BFloat16Format>(Buf, Count, N);
-  case MESHRT_F32:
-    return divideAll<float>(Buf, Count, N);
-  case MESHRT_F64:
-    return divideAll<double>(Buf, Count, N);
-  case MESHRT_I8:
-    return divideAll<int8_t>(Buf, Count, N);
-  case MESHRT_I32:
-    return divideAll<int32_t>(Buf, Count, N);
-  case MESHRT_I64:
-    return divideAll<int64_t>(Buf, Count, N);
-  case MESHRT_U8:
-    return divideAll<uint8_t>(Buf, Count, N);
-  }
 }
 
 class MpiBackend;
@@ -328,6 +273,14 @@ public:
   }
   meshrt_backend kind() const override { return MESHRT_BACKEND_MPI; }
   const char *name() const override { return "mpi"; }
+  std::string version() const override {
+    char V[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+    int Len = 0;
+    MPI_Get_library_version(V, &Len);
+    std::string S(V, size_t(Len));
+    size_t Cut = S.find_first_of(",\n");
+    return Cut == std::string::npos ? S : S.substr(0, Cut);
+  }
 
   std::unique_ptr<BackendComm> createWorld() override {
     MPI_Comm W;

@@ -6,7 +6,7 @@
 // on the MPI backend on machines without a GPU, a driver or NCCL.
 //
 // Each process picks device (local rank % device count), where the local rank
-// comes from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED). The world
+// comes from the control plane (ControlGroup::nodeLocalRank). The world
 // communicator comes from ncclCommInitRankConfig with a unique id broadcast
 // over MPI; groups are ncclCommSplit of it. The device and the stream are the
 // process's (Gpu.cpp), shared with compiled kernels. Collectives run on device
@@ -20,6 +20,7 @@
 
 #include "Backend.h"
 #include "Context.h"
+#include "ControlPlane.h"
 #include "DynamicLibrary.h"
 #include "Gpu.h"
 
@@ -305,17 +306,11 @@ private:
 
 class NcclBackend final : public Backend {
 public:
-  explicit NcclBackend(MPI_Comm Control) : Control(Control) {
+  explicit NcclBackend(ControlGroup &Control) : Control(Control) {
     const Libraries &L = libraries();
     if (!L.Loaded)
       throw Error(MESHRT_ERROR_BACKEND, L.Error);
-    MPI_Comm Local;
-    checkMpi(MPI_Comm_split_type(Control, MPI_COMM_TYPE_SHARED, 0,
-                                 MPI_INFO_NULL, &Local),
-             "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)");
-    int LocalRank = 0;
-    MPI_Comm_rank(Local, &LocalRank);
-    MPI_Comm_free(&Local);
+    int64_t LocalRank = Control.nodeLocalRank("NCCL device choice");
     int Count = 0;
     checkCuda(L.Cuda.GetDeviceCount(&Count), "cudaGetDeviceCount");
     if (Count < 1)
@@ -337,26 +332,33 @@ public:
   }
   meshrt_backend kind() const override { return MESHRT_BACKEND_NCCL; }
   const char *name() const override { return "nccl"; }
+  std::string version() const override {
+    int V = 0;
+    if (libraries().Nccl.GetVersion(&V) != ncclSuccess)
+      return "NCCL ?";
+    return "NCCL " + std::to_string(V / 10000) + "." +
+           std::to_string(V / 100 % 100) + "." + std::to_string(V % 100);
+  }
+  std::string device() const override {
+    return "cuda:" + std::to_string(Device);
+  }
 
   std::unique_ptr<BackendComm> createWorld() override {
     const NcclApi &N = libraries().Nccl;
-    int Rank = 0, Size = 1;
-    MPI_Comm_rank(Control, &Rank);
-    MPI_Comm_size(Control, &Size);
+    int Rank = int(Control.rank()), Size = int(Control.size());
     ncclUniqueId Id;
     ncclResult_t R = ncclSuccess;
     if (Rank == 0)
       R = N.GetUniqueId(&Id);
     // Rank 0 shares its status along with the id so nobody waits forever.
-    int Failed = R != ncclSuccess;
-    checkMpi(MPI_Bcast(&Failed, 1, MPI_INT, 0, Control), "MPI_Bcast");
+    int64_t Failed = R != ncclSuccess;
+    Control.broadcast(&Failed, sizeof(Failed), 0, "NCCL unique id");
     if (Failed)
       throw Error(MESHRT_ERROR_BACKEND,
                   std::string("ncclGetUniqueId failed on rank 0") +
                       (Rank == 0 ? std::string(": ") + N.GetErrorString(R)
                                  : std::string()));
-    checkMpi(MPI_Bcast(&Id, int(sizeof(Id)), MPI_BYTE, 0, Control),
-             "MPI_Bcast (NCCL unique id)");
+    Control.broadcast(&Id, sizeof(Id), 0, "NCCL unique id");
     ncclConfig_t Config = NCCL_CONFIG_INITIALIZER;
     Config.blocking = 1;
     Config.commName = "meshrt-world";
@@ -431,7 +433,7 @@ public:
   std::set<NcclComm *> Comms;
 
 private:
-  MPI_Comm Control;
+  ControlGroup &Control;
 };
 
 //===----------------------------------------------------------------------===//
@@ -821,7 +823,8 @@ bool meshrt::detail::cudaDeviceVisible(std::string &Why) {
   return true;
 }
 
-std::unique_ptr<Backend> meshrt::detail::createNcclBackend(MPI_Comm Control) {
+std::unique_ptr<Backend>
+meshrt::detail::createNcclBackend(ControlGroup &Control) {
   return std::make_unique<NcclBackend>(Control);
 }
 
@@ -837,7 +840,7 @@ bool meshrt::detail::cudaDeviceVisible(std::string &Why) {
   return false;
 }
 
-std::unique_ptr<Backend> meshrt::detail::createNcclBackend(MPI_Comm) {
+std::unique_ptr<Backend> meshrt::detail::createNcclBackend(ControlGroup &) {
   throw Error(MESHRT_ERROR_UNSUPPORTED,
               "meshrt was built without the NCCL backend");
 }

@@ -98,5 +98,6 @@ void Watchdog::fire(double Waited) {
                     "; a peer is stuck, dead, or called a different "
                     "collective. Aborting the job.\n";
   writeStderr(Msg);
+  publishAbort(124);
   _exit(124);
 }

@@ -321,6 +321,42 @@ TEST(DeviceMesh, SplitsCountDistinctGroupingsNotGroups) {
   }
 }
 
+TEST(DeviceMesh, SmallerThanTheWorldCoversItsFirstRanks) {
+  // init_device_mesh("cpu", {2}, {"a"}) on a world of 4, as in PyTorch: the
+  // mesh is world ranks 0-1; ranks 2-3 have no coordinate and take part in
+  // nothing (their collectives on it are errors, not hangs).
+  int64_t W = worldSize(), R = worldRank();
+  if (W < 2)
+    GTEST_SKIP() << "needs 2 ranks";
+  Runtime Rt(testBackend());
+  for (int64_t N : {int64_t(1), W / 2, W - 1}) {
+    DeviceMesh M =
+        Rt.init_device_mesh("auto", {N}, {"a"}, "sub" + std::to_string(N));
+    EXPECT_EQ(M.size(), N);
+    EXPECT_EQ(M.mesh(), range(0, N));
+    EXPECT_EQ(M.is_member(), R < N);
+    if (R < N) {
+      EXPECT_EQ(M.get_coordinate(), (std::vector<int64_t>{R}));
+      EXPECT_EQ(allReduceScalar(M.get_group("a"), R + 1, ReduceOp::Sum),
+                N * (N + 1) / 2);
+    } else {
+      EXPECT_TRUE(M.get_coordinate().empty());
+      auto [Code, Msg] =
+          errorOf([&] { allReduceScalar(M.get_group("a"), 1, ReduceOp::Sum); });
+      EXPECT_EQ(Code, MESHRT_ERROR_NOT_MEMBER) << Msg;
+    }
+  }
+  // Two dimensions: (2, N/2) of the first ranks, when the world is larger.
+  if (W >= 4) {
+    int64_t Half = W / 2;
+    DeviceMesh M2 =
+        Rt.init_device_mesh("auto", {2, Half / 2}, {"dp", "tp"}, "sub2d");
+    EXPECT_EQ(M2.size(), 2 * (Half / 2));
+    EXPECT_EQ(M2.is_member(), R < 2 * (Half / 2));
+  }
+  Rt.finalize();
+}
+
 TEST(DeviceMesh, ErrorsAreThrownOnEveryRankAlike) {
   int64_t W = worldSize(), R = worldRank();
   Runtime Rt(testBackend());

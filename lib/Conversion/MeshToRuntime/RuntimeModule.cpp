@@ -236,8 +236,13 @@ void RuntimeModule::emitInitAndFini(StringRef initName, StringRef finiName) {
             b, loc,
             {constI32(b, loc, MESHRT_VERSION_MAJOR),
              constI32(b, loc, MESHRT_VERSION_MINOR)});
+        // A host program runs on the job's CPU backend (MPI, or gloo
+        // without an MPI launcher) even on a GPU node; a device program on
+        // NCCL where a device is visible. MESHRT_BACKEND overrides both.
         functions.callChecked<RuntimeEntry::meshrt_init>(
-            b, loc, {constI32(b, loc, MESHRT_BACKEND_AUTO)});
+            b, loc,
+            {constI32(b, loc,
+                      onStream ? MESHRT_BACKEND_AUTO : MESHRT_BACKEND_HOST)});
         if (onStream)
           emitDeviceSelection(b, loc);
         for (MeshOp mesh : meshOrder)

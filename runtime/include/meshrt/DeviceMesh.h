@@ -74,7 +74,10 @@ enum class ReduceOp : int32_t {
 enum class Backend : int32_t {
   Auto = MESHRT_BACKEND_AUTO,
   MPI = MESHRT_BACKEND_MPI,
-  NCCL = MESHRT_BACKEND_NCCL
+  NCCL = MESHRT_BACKEND_NCCL,
+  Gloo = MESHRT_BACKEND_GLOO,
+  /// The job's CPU backend: MPI under an MPI launcher, else gloo.
+  Host = MESHRT_BACKEND_HOST
 };
 
 /// A dimension of a mesh, by name or by number (negative from the end), as

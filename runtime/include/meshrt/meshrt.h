@@ -133,12 +133,19 @@ typedef MESHRT_ENUM(meshrt_reduce_op) {
 
 // clang-format off
 /// Communication backends. MESHRT_BACKEND_AUTO reads the MESHRT_BACKEND
-/// environment variable (auto|mpi|nccl); "auto" picks NCCL when the runtime
-/// was built with it and a CUDA device is visible, MPI otherwise.
+/// environment variable (auto|host|mpi|nccl|gloo); "auto" picks NCCL when
+/// the runtime was built with it and a CUDA device is visible, else the host
+/// backend. MESHRT_BACKEND_HOST is the job's CPU backend, whatever devices
+/// the node has: MPI when an MPI launcher started the job (or none did),
+/// gloo when the ranks met through the store (torchrun, RANK/WORLD_SIZE,
+/// srun without PMI); MESHRT_BACKEND overrides it too. Programs compiled
+/// for --target=host ask for it.
 typedef MESHRT_ENUM(meshrt_backend) {
   MESHRT_BACKEND_AUTO = 0,
   MESHRT_BACKEND_MPI = 1,
-  MESHRT_BACKEND_NCCL = 2
+  MESHRT_BACKEND_NCCL = 2,
+  MESHRT_BACKEND_GLOO = 3,
+  MESHRT_BACKEND_HOST = 4
 } meshrt_backend;
 // clang-format on
 

@@ -45,7 +45,9 @@ func.func @all_reduce(%x: memref<8x16xf32>) -> memref<8x16xf32> {
 // CHECK-NEXT: %[[VERSION:.*]] = llvm.call @meshrt_check_version(%[[MAJOR]], %[[MINOR]]) : (i32, i32) -> i32
 // CHECK: llvm.icmp "eq" %[[VERSION]]
 // CHECK-NEXT: cf.assert {{.*}}"mesh runtime: meshrt_check_version failed
-// CHECK: llvm.call @meshrt_init
+// A host program asks for the job's CPU backend (MESHRT_BACKEND_HOST).
+// CHECK: %[[HOST:.*]] = llvm.mlir.constant(4 : i32) : i32
+// CHECK-NEXT: llvm.call @meshrt_init(%[[HOST]])
 // CHECK: llvm.call @meshrt_mesh_declare
 // CHECK: llvm.call @meshrt_comm_get
 // CHECK-NOT: llvm.call @meshrt_comm_get

@@ -52,7 +52,10 @@ func.func @collectives(%x: memref<8x16xf32>) -> (memref<8x16xf32>, memref<32x16x
 
 // CHECK-LABEL: llvm.func @mesh_module_init()
 // CHECK: llvm.call @meshrt_check_version
-// CHECK: llvm.call @meshrt_init
+// CHECK: cf.assert
+// A device program: NCCL where a device is visible (MESHRT_BACKEND_AUTO).
+// CHECK-NEXT: %[[AUTO:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK-NEXT: llvm.call @meshrt_init(%[[AUTO]])
 // CHECK: cf.assert
 // CHECK: %[[DEV:.*]] = llvm.alloca
 // CHECK: llvm.call @meshrt_gpu_select_device(%[[DEV]])
