@@ -18,7 +18,7 @@ for ((r = 0; r < N; r++)); do
   pids+=($!)
 done
 # A watchdog of the launcher's own: a hang is a failure, never a stuck test.
-( sleep "$MAX"; for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null && echo "envrun.sh: killed pid $p after ${MAX}s" >&2; done ) &
+( exec 2>/dev/null; sleep "$MAX"; for p in "${pids[@]}"; do kill -9 "$p" && echo "envrun.sh: killed pid $p after ${MAX}s" >&3; done ) 3>&2 &
 guard=$!
 disown "$guard" 2>/dev/null || true
 rc=0
