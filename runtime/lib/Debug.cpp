@@ -59,8 +59,8 @@ void meshrt::detail::debugWrite(const std::string &Line, long long Rank) {
         Path += *C;
       }
     }
-    int Fd = ::open(Path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-                    0644);
+    int Fd =
+        ::open(Path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (Fd >= 0) {
       std::string S = Line + "\n";
       ssize_t N = ::write(Fd, S.data(), S.size());

@@ -319,13 +319,10 @@ public:
       : P(P), Store(Store), Prefix(std::move(Prefix)), Rank(Rank), Size(Size),
         TimeoutSeconds(TimeoutSeconds) {}
 
-  meshrt_backend kind() const override {
-    return MESHRT_BACKEND_GLOO;
-  }
+  meshrt_backend kind() const override { return MESHRT_BACKEND_GLOO; }
   const char *name() const override { return "gloo"; }
   std::string version() const override {
-    return std::string("gloo ") +
-           (P.Api.GlooVersion ? P.Api.GlooVersion : "?");
+    return std::string("gloo ") + (P.Api.GlooVersion ? P.Api.GlooVersion : "?");
   }
 
   std::unique_ptr<BackendComm> createWorld() override {

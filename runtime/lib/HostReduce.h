@@ -1,4 +1,5 @@
-//===- HostReduce.h - Reductions on host buffers shared by backends -*- C++ -*-===//
+//===- HostReduce.h - Reductions on host buffers shared by backends -*- C++
+//-*-===//
 //
 // What the CPU backends (MPI, and the gloo plugin, a separate library) need
 // beyond their library's own reductions: 16-bit floats widened to float and
