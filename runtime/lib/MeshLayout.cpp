@@ -78,6 +78,7 @@ MeshLayout::resolveShape(const std::vector<int64_t> &Declared,
                     std::to_string(Known) + " process" +
                     (Known == 1 ? "" : "es") + " but " + World +
                     " (launch with mpirun -n " + std::to_string(Known) +
+                    " or torchrun --nproc_per_node=" + std::to_string(Known) +
                     ", or make one size -1 to fit any world)");
   return Resolved;
 }

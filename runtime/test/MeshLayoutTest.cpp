@@ -172,8 +172,8 @@ TEST(ResolveShape, DynamicAndErrors) {
   };
   EXPECT_EQ(Message({3, 3}, 8),
             "3:mesh shape (3, 3) needs 9 processes but the world has 8 "
-            "processes (launch with mpirun -n 9, or make one size -1 to fit "
-            "any world)");
+            "processes (launch with mpirun -n 9 or torchrun "
+            "--nproc_per_node=9, or make one size -1 to fit any world)");
   EXPECT_NE(Message({3, -1}, 8).find("not divisible"), std::string::npos);
   EXPECT_NE(Message({-1, -1}, 8).find("more than one dynamic"),
             std::string::npos);
