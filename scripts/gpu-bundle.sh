@@ -22,6 +22,7 @@ mkdir -p "$OUT/bin" "$OUT/lib" "$OUT/openmpi"
 
 for b in "$BUILD_DIR/runtime/test/meshrt-nccl-tests" \
          "$BUILD_DIR/runtime/test/meshrt-gpu-tests" \
+         "$BUILD_DIR/runtime/test/meshrt-mpi-tests" \
          "$BUILD_DIR/bin/meshrt-bench-gpu" \
          "$BUILD_DIR/bin/mesh-exec-collectives-cuda" \
          "$BUILD_DIR"/bin/mesh-scenario-*-cuda ${GPU_PROGRAMS:-}; do
@@ -29,6 +30,8 @@ for b in "$BUILD_DIR/runtime/test/meshrt-nccl-tests" \
   cp "$b" "$OUT/bin/"
 done
 cp -P "$BUILD_DIR"/lib/libmeshrt.so* "$OUT/lib/"
+# gloo, for host programs under torchrun (found next to libmeshrt).
+cp "$BUILD_DIR"/lib/libmeshrt_gloo.so "$OUT/lib/"
 # Open MPI's launcher, for several ranks sharing the one GPU (MPI backend).
 cp /usr/bin/orterun "$OUT/bin/mpirun"
 cp /usr/bin/orted "$OUT/bin/orted"
@@ -42,7 +45,7 @@ plugins=$multiarch/openmpi/lib/openmpi3
 cp -r "$plugins" "$OUT/openmpi/openmpi3"
 cp -r "$multiarch/pmix2/lib/pmix" "$OUT/openmpi/pmix"
 cp -r /usr/share/openmpi "$OUT/openmpi/share"   # help texts, for readable errors
-needed=$( (ldd "$OUT"/bin/* "$OUT"/lib/libmeshrt.so.0 "$plugins"/mca_pmix_ext3x.so \
+needed=$( (ldd "$OUT"/bin/* "$OUT"/lib/libmeshrt.so.0 "$OUT"/lib/libmeshrt_gloo.so "$plugins"/mca_pmix_ext3x.so \
              "$plugins"/mca_ess_*.so "$plugins"/mca_btl_self.so \
              "$plugins"/mca_btl_vader.so 2>/dev/null || true) |
           awk '$3 ~ /^\// {print $1 " " $3}' | sort -u)

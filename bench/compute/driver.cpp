@@ -6,6 +6,14 @@
 // <unit>". With OUT.bin, writes the last result (raw f32) for peers.py to
 // check against numpy.
 //
+// Built with -DMESH_GPU for kernels compiled with mesh-compile --target=cuda
+// (bench/compute/gpu_pack.sh): the same inputs are copied once to device
+// memory (cudaMalloc), the descriptors hold device pointers, each call's
+// result (allocated by the runtime) is freed with meshrt_device_free, and the
+// last one is copied back to the host for OUT.bin. Each compiled call
+// synchronises once at its end, so the time around it is the GPU's time.
+// The output line is the same.
+//
 //===----------------------------------------------------------------------===//
 
 #include <algorithm>
@@ -26,6 +34,35 @@ struct KernelInfo {
 };
 
 #include "kernels.inc"
+
+#if defined(MESH_DIST) && defined(MESH_GPU)
+#error "MESH_DIST and MESH_GPU are separate builds"
+#endif
+
+#ifdef MESH_GPU
+#include "meshrt/meshrt.h"
+#include <cuda_runtime_api.h>
+// The module's start-up and shut-down, generated only when the module has a
+// mesh (bench/compute's kernels have none): called when present.
+extern "C" __attribute__((weak)) void mesh_module_init();
+extern "C" __attribute__((weak)) void mesh_module_fini();
+
+namespace {
+void checkCuda(cudaError_t E, const char *What) {
+  if (E != cudaSuccess) {
+    std::fprintf(stderr, "compute-bench: %s: %s\n", What,
+                 cudaGetErrorString(E));
+    std::exit(1);
+  }
+}
+void checkRt(meshrt_status S, const char *What) {
+  if (S != MESHRT_SUCCESS) {
+    std::fprintf(stderr, "compute-bench: %s: %s\n", What, meshrt_last_error());
+    std::exit(1);
+  }
+}
+} // namespace
+#endif
 
 #ifdef MESH_DIST
 // The 2-rank build (gen_dist.py's kernels): the module's start-up and
@@ -98,6 +135,14 @@ int main(int argc, char **argv) {
 #else
   bool Quiet = false;
 #endif
+#ifdef MESH_GPU
+  if (mesh_module_init)
+    mesh_module_init();
+  // The runtime's device (by local rank, else 0) for our buffers too.
+  int64_t Device = 0;
+  checkRt(meshrt_gpu_select_device(&Device), "meshrt_gpu_select_device");
+  checkCuda(cudaSetDevice(int(Device)), "cudaSetDevice");
+#endif
   std::vector<std::vector<float>> data;
   for (size_t j = 0; j < k->inputs.size(); ++j) {
     std::vector<float> v(count(k->inputs[j]));
@@ -106,6 +151,22 @@ int main(int argc, char **argv) {
           float(uint32_t((i + j * 7919) * 2654435761u) % 1000) / 1000.0f - 0.5f;
     data.push_back(std::move(v));
   }
+#ifdef MESH_GPU
+  // The inputs in device memory, copied once; the descriptors below point
+  // there.
+  std::vector<float *> devData;
+  for (size_t j = 0; j < data.size(); ++j) {
+    float *d = nullptr;
+    size_t bytes = data[j].size() * sizeof(float);
+    checkCuda(cudaMalloc(reinterpret_cast<void **>(&d), bytes), "cudaMalloc");
+    checkCuda(cudaMemcpy(d, data[j].data(), bytes, cudaMemcpyHostToDevice),
+              "cudaMemcpy to device");
+    devData.push_back(d);
+  }
+  // A pageable copy may return before its DMA ends: wait for the legacy
+  // stream before the runtime's stream reads the inputs.
+  checkCuda(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
+#endif
   // Each input's memref descriptor: allocated and aligned pointers, offset,
   // sizes, strides (row-major), as the C interface takes it.
   std::vector<std::vector<int64_t>> raw;
@@ -114,7 +175,11 @@ int main(int argc, char **argv) {
     const std::vector<int64_t> &shape = k->inputs[j];
     size_t r = shape.size();
     std::vector<int64_t> w(3 + 2 * r);
+#ifdef MESH_GPU
+    w[0] = w[1] = int64_t(reinterpret_cast<intptr_t>(devData[j]));
+#else
     w[0] = w[1] = int64_t(reinterpret_cast<intptr_t>(data[j].data()));
+#endif
     w[2] = 0;
     int64_t stride = 1;
     for (size_t i = r; i-- > 0;) {
@@ -135,7 +200,12 @@ int main(int argc, char **argv) {
     if (i >= 2)
       times.push_back(std::chrono::duration<double>(t1 - t0).count());
     if (i + 1 < calls + 2)
+#ifdef MESH_GPU
+      checkRt(meshrt_device_free(reinterpret_cast<void *>(out[0])),
+              "meshrt_device_free");
+#else
       std::free(reinterpret_cast<void *>(out[0]));
+#endif
   }
   std::sort(times.begin(), times.end());
   double median = times[times.size() / 2];
@@ -144,11 +214,29 @@ int main(int argc, char **argv) {
                 k->unit);
   if (argc > 3) {
     FILE *f = std::fopen(argv[3], "wb");
+#ifdef MESH_GPU
+    std::vector<float> host(count(k->output));
+    checkCuda(cudaMemcpy(host.data(),
+                         reinterpret_cast<const float *>(out[1]) + out[2],
+                         host.size() * sizeof(float), cudaMemcpyDeviceToHost),
+              "cudaMemcpy to host");
+    const float *res = host.data();
+#else
     const float *res = reinterpret_cast<const float *>(out[1]) + out[2];
+#endif
     std::fwrite(res, sizeof(float), count(k->output), f);
     std::fclose(f);
   }
+#ifdef MESH_GPU
+  checkRt(meshrt_device_free(reinterpret_cast<void *>(out[0])),
+          "meshrt_device_free");
+  for (float *d : devData)
+    checkCuda(cudaFree(d), "cudaFree");
+  if (mesh_module_fini)
+    mesh_module_fini();
+#else
   std::free(reinterpret_cast<void *>(out[0]));
+#endif
 #ifdef MESH_DIST
   mesh_module_fini();
 #endif

@@ -6,8 +6,13 @@ its output's shape and its FLOP or byte count.
 Every kernel is a func.func on tensors with llvm.emit_c_interface, written
 the way a frontend writes it (torch-mlir's spelling: a fill of zero and a
 named contraction, broadcast bias adds as linalg.generic, softmax as max,
-sub, exp, sum, div)."""
+sub, exp, sum, div).
+
+COMPUTE_SIZES=gpu (bench/compute/gpu_pack.sh) writes the same kernels at
+sizes for one GPU, plus a larger GPT block, gpt_xl; unset (or cpu), the sizes
+of bench/compute/run.sh."""
 import json
+import os
 import sys
 
 def tt(shape):
@@ -18,6 +23,7 @@ def amap(n, dims):
     return f"affine_map<({ds}) -> ({', '.join(f'd{i}' for i in dims)})>"
 
 K = []  # (name, mlir, inputs, output, work, unit)
+HEADS = {}  # GPT block name -> its number of heads (kernels.json "heads")
 
 def matmul(n, epilogue=False):
     name = f"matmul{n}" + ("_bias_relu" if epilogue else "")
@@ -156,6 +162,7 @@ def gpt_block(tag, B, S, H, N):
     ins = [(B, S, H)] + [tuple(shapes[p]) for p in gpt.PARAMS]
     flops = 24 * B * S * H * H + 4 * B * S * S * H
     K.append((f"gpt_{tag}", body, ins, (B, S, H), flops, "GFLOP/s"))
+    HEADS[f"gpt_{tag}"] = N
 
 def jacobi(n):
     """One 5-point Jacobi step on an n x n grid with a zero boundary: pad by
@@ -177,23 +184,44 @@ def jacobi(n):
           "    linalg.yield %y : f32", f"  }} -> {tt(g)}", f"  return %y : {tt(g)}", "}"]
     K.append(("jacobi", "\n".join(s), [g], g, 2 * 4 * n * n, "GB/s"))
 
-for n in (256, 512, 1024):
-    matmul(n)
-matmul(512, epilogue=True)
-bmm(32, 128, 64, "scores")
-bmm(32, 128, 64, "pv")
-elementwise_chain(1 << 22)
-softmax(4096, 1024)
-layernorm(4096, 1024)
-gelu(1 << 22)
-jacobi(4096)
-gpt_block("small", 2, 128, 256, 4)
-gpt_block("large", 2, 128, 1024, 16)
+SIZES = os.environ.get("COMPUTE_SIZES", "cpu")
+if SIZES == "cpu":
+    for n in (256, 512, 1024):
+        matmul(n)
+    matmul(512, epilogue=True)
+    bmm(32, 128, 64, "scores")
+    bmm(32, 128, 64, "pv")
+    elementwise_chain(1 << 22)
+    softmax(4096, 1024)
+    layernorm(4096, 1024)
+    gelu(1 << 22)
+    jacobi(4096)
+    gpt_block("small", 2, 128, 256, 4)
+    gpt_block("large", 2, 128, 1024, 16)
+elif SIZES == "gpu":
+    # One H200: products large enough to fill it, the memory-bound kernels
+    # on 2^25 floats (128 MiB per tensor), the attention products of gpt_xl.
+    for n in (1024, 2048, 4096):
+        matmul(n)
+    matmul(2048, epilogue=True)
+    bmm(8 * 16, 512, 64, "scores")
+    bmm(8 * 16, 512, 64, "pv")
+    elementwise_chain(1 << 25)
+    softmax(8192, 4096)
+    layernorm(8192, 4096)
+    gelu(1 << 25)
+    jacobi(8192)
+    gpt_block("small", 2, 128, 256, 4)
+    gpt_block("large", 2, 128, 1024, 16)
+    gpt_block("xl", 8, 512, 1024, 16)
+else:
+    sys.exit(f"gen.py: COMPUTE_SIZES must be cpu or gpu, not '{SIZES}'")
 
 with open(sys.argv[1], "w") as f:
     f.write("\n\n".join(k[1] for k in K) + "\n")
 with open(sys.argv[2], "w") as f:
-    json.dump([{"name": k[0], "inputs": k[2], "output": k[3], "work": k[4], "unit": k[5]} for k in K], f, indent=1)
+    json.dump([dict({"name": k[0], "inputs": k[2], "output": k[3], "work": k[4], "unit": k[5]},
+                    **({"heads": HEADS[k[0]]} if k[0] in HEADS else {})) for k in K], f, indent=1)
 
 # The driver's table: one entry per kernel, its C interface declared with
 # the exact number of descriptor arguments.

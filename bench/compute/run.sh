@@ -17,6 +17,11 @@
 # -march=native, in driver.cpp). Prints per kernel the median over rounds of each one's rate
 # and of the per-round ratio ours / best peer.
 # Usage: bench/compute/run.sh [KERNEL...]   (env: ROUNDS=5 CALLS=7 BUILD_DIR KEEP=dir)
+#
+# On a GPU: bench/compute/gpu_pack.sh builds the same kernels (larger, plus
+# gpt_xl) with mesh-compile --target=cuda and driver.cpp -DMESH_GPU into
+# .gpu/compute/; on the GPU machine bash .gpu/compute/run_gpu.sh checks and
+# times them against torch on that GPU (peers.py with PEER_DEVICE=cuda).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 W=${KEEP:-$(mktemp -d)}
 mkdir -p "$W"

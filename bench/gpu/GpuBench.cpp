@@ -14,6 +14,18 @@
 //   matmul   the compiled @matmul_bias_relu (2048^3, f32): GFLOP/s, and the
 //            result checked against a double-precision host reference on
 //            random inputs.
+//   gemm     C = relu(A B + bias) at 2048, 4096 and 8192: the compiled
+//            functions of gemm.mlir.in (one per --matmul-precision: exact
+//            f32, TF32, BF16 on f32 operands, and bf16 operands) against
+//            the same product made directly on cuBLASLt (dlopen'ed; same
+//            stream, layouts, epilogue, compute type and a 32 MiB
+//            workspace), interleaved; both synchronise after each call, as
+//            a compiled call does (also reported: cuBLASLt's rate with no
+//            synchronisation between calls). TFLOP/s, ratio, and the
+//            results checked against each other and a float64 reference.
+//   copy     the compiled @ew_chain (8 B read, 4 B written per element)
+//            against cudaMemcpyAsync device to device of the same count,
+//            at 2^26 and 2^28 elements: GB/s, bytes read plus written.
 //   syncs    (emulated driver only, not in the default parts) ten calls of
 //            @chain8, each between two marks in the driver's trace
 //            (MESHRT_EMU_TRACE), so that check-syncs.sh can count the host
@@ -27,12 +39,14 @@
 // all_reduce), so a fast wrong answer fails the run.
 //
 //   mpirun -n 1 meshrt-bench-gpu [--max-bytes N] [--seconds-per-size S]
-//                                [--parts call,chain,matmul]
+//                                [--parts call,chain,matmul,gemm,copy]
+//                                [--gemm-sizes 2048,4096,8192]
 //
 //===----------------------------------------------------------------------===//
 
 #include "meshrt/meshrt.h"
 
+#include <cublasLt.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <nccl.h>
@@ -68,6 +82,13 @@ void mesh_module_fini();
 void _mlir_ciface_chain8(Desc1 *Result, Desc1 *X);
 void _mlir_ciface_matmul_bias_relu(Desc2 *Result, Desc2 *A, Desc2 *B,
                                    Desc1 *Bias);
+void _mlir_ciface_ew_chain(Desc1 *Result, Desc1 *X, Desc1 *Y);
+// gemm.mlir.in, one per arithmetic (bf16 operands travel as 16-bit words
+// behind the same descriptor layout).
+void _mlir_ciface_gemm_bias_relu_highest(Desc2 *, Desc2 *, Desc2 *, Desc1 *);
+void _mlir_ciface_gemm_bias_relu_tf32(Desc2 *, Desc2 *, Desc2 *, Desc1 *);
+void _mlir_ciface_gemm_bias_relu_bf16(Desc2 *, Desc2 *, Desc2 *, Desc1 *);
+void _mlir_ciface_gemm_bias_relu_bf16data(Desc2 *, Desc2 *, Desc2 *, Desc1 *);
 }
 
 namespace {
@@ -109,6 +130,7 @@ struct Args {
   int64_t MaxBytes = int64_t(256) << 20;
   double SecondsPerSize = 1.0;
   std::string Parts = "call,chain,matmul";
+  std::vector<int64_t> GemmSizes = {2048, 4096, 8192};
 };
 
 Args parse(int argc, char **argv) {
@@ -120,7 +142,16 @@ Args parse(int argc, char **argv) {
       A.SecondsPerSize = std::atof(argv[++I]);
     else if (!std::strcmp(argv[I], "--parts") && I + 1 < argc)
       A.Parts = argv[++I];
-    else
+    else if (!std::strcmp(argv[I], "--gemm-sizes") && I + 1 < argc) {
+      A.GemmSizes.clear();
+      for (const char *P = argv[++I]; *P;) {
+        char *End;
+        A.GemmSizes.push_back(std::strtoll(P, &End, 10));
+        if (End == P || A.GemmSizes.back() <= 0)
+          fail("--gemm-sizes: a comma-separated list of positive sizes");
+        P = *End == ',' ? End + 1 : End;
+      }
+    } else
       fail(std::string("unknown argument '") + argv[I] + "'");
   }
   return A;
@@ -425,6 +456,378 @@ void benchMatmul(const Args &A) {
   cudaFree(DBias);
 }
 
+//===----------------------------------------------------------------------===//
+// gemm: compiled products against cuBLASLt called directly
+//===----------------------------------------------------------------------===//
+
+uint16_t toBf16(float F) {
+  uint32_t U;
+  std::memcpy(&U, &F, 4);
+  U += 0x7fff + ((U >> 16) & 1); // round to nearest even (finite inputs)
+  return uint16_t(U >> 16);
+}
+float fromBf16(uint16_t H) {
+  uint32_t U = uint32_t(H) << 16;
+  float F;
+  std::memcpy(&F, &U, 4);
+  return F;
+}
+
+/// cuBLASLt, loaded the way the runtime loads it (MESHRT_CUBLASLT_LIBRARY,
+/// else libcublasLt.so.13), with the header's own types.
+struct Lt {
+  void *Lib = nullptr;
+#define LT_FN(Name) decltype(&::Name) Name = nullptr;
+  LT_FN(cublasLtCreate)
+  LT_FN(cublasLtDestroy)
+  LT_FN(cublasLtGetVersion)
+  LT_FN(cublasLtMatmulDescCreate)
+  LT_FN(cublasLtMatmulDescDestroy)
+  LT_FN(cublasLtMatmulDescSetAttribute)
+  LT_FN(cublasLtMatrixLayoutCreate)
+  LT_FN(cublasLtMatrixLayoutDestroy)
+  LT_FN(cublasLtMatmulPreferenceCreate)
+  LT_FN(cublasLtMatmulPreferenceDestroy)
+  LT_FN(cublasLtMatmulPreferenceSetAttribute)
+  LT_FN(cublasLtMatmulAlgoGetHeuristic)
+  LT_FN(cublasLtMatmul)
+#undef LT_FN
+  Lt() {
+    const char *Env = std::getenv("MESHRT_CUBLASLT_LIBRARY");
+    const char *Name = Env && *Env ? Env : "libcublasLt.so.13";
+    Lib = dlopen(Name, RTLD_NOW | RTLD_LOCAL);
+    if (!Lib)
+      fail(std::string("gemm: cannot load ") + Name + ": " + dlerror());
+#define LT_LOAD(Name)                                                          \
+  Name = reinterpret_cast<decltype(Name)>(dlsym(Lib, #Name));                  \
+  if (!Name)                                                                   \
+    fail("gemm: " #Name " is not in the cuBLASLt library");
+    LT_LOAD(cublasLtCreate)
+    LT_LOAD(cublasLtDestroy)
+    LT_LOAD(cublasLtGetVersion)
+    LT_LOAD(cublasLtMatmulDescCreate)
+    LT_LOAD(cublasLtMatmulDescDestroy)
+    LT_LOAD(cublasLtMatmulDescSetAttribute)
+    LT_LOAD(cublasLtMatrixLayoutCreate)
+    LT_LOAD(cublasLtMatrixLayoutDestroy)
+    LT_LOAD(cublasLtMatmulPreferenceCreate)
+    LT_LOAD(cublasLtMatmulPreferenceDestroy)
+    LT_LOAD(cublasLtMatmulPreferenceSetAttribute)
+    LT_LOAD(cublasLtMatmulAlgoGetHeuristic)
+    LT_LOAD(cublasLtMatmul)
+#undef LT_LOAD
+  }
+};
+
+void checkLt(cublasStatus_t S, const char *What) {
+  if (S != CUBLAS_STATUS_SUCCESS)
+    fail(std::string("gemm: ") + What + " returned status " +
+         std::to_string(int(S)));
+}
+
+/// One row-major product C[n x n] = relu(A B + bias) made directly on
+/// cuBLASLt: C^T = B^T A^T in column-major layouts (our B is cuBLASLt's A),
+/// the bias along cuBLASLt's rows, RELU_BIAS, the heuristic's first
+/// algorithm with a 32 MiB workspace.
+struct RawGemm {
+  Lt &L;
+  cublasLtHandle_t H = nullptr;
+  cublasLtMatmulDesc_t Desc = nullptr;
+  cublasLtMatrixLayout_t LA = nullptr, LB = nullptr, LC = nullptr;
+  cublasLtMatmulPreference_t Pref = nullptr;
+  cublasLtMatmulHeuristicResult_t Algo{};
+  void *Workspace = nullptr;
+  size_t WorkspaceBytes = size_t(32) << 20;
+  const void *A, *B;
+  void *C;
+  cudaStream_t Stream;
+
+  RawGemm(Lt &L, int64_t N, cudaDataType_t Type, cublasComputeType_t Compute,
+          const void *A, const void *B, const void *Bias, void *C,
+          cudaStream_t Stream)
+      : L(L), A(A), B(B), C(C), Stream(Stream) {
+    checkLt(L.cublasLtCreate(&H), "cublasLtCreate");
+    checkLt(L.cublasLtMatmulDescCreate(&Desc, Compute, CUDA_R_32F),
+            "cublasLtMatmulDescCreate");
+    cublasLtEpilogue_t Epi = CUBLASLT_EPILOGUE_RELU_BIAS;
+    checkLt(L.cublasLtMatmulDescSetAttribute(
+                Desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &Epi, sizeof(Epi)),
+            "epilogue");
+    checkLt(L.cublasLtMatmulDescSetAttribute(
+                Desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &Bias, sizeof(Bias)),
+            "bias pointer");
+    checkLt(L.cublasLtMatrixLayoutCreate(&LA, Type, N, N, N), "layout");
+    checkLt(L.cublasLtMatrixLayoutCreate(&LB, Type, N, N, N), "layout");
+    checkLt(L.cublasLtMatrixLayoutCreate(&LC, Type, N, N, N), "layout");
+    checkLt(L.cublasLtMatmulPreferenceCreate(&Pref), "preference");
+    checkLt(L.cublasLtMatmulPreferenceSetAttribute(
+                Pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &WorkspaceBytes,
+                sizeof(WorkspaceBytes)),
+            "workspace size");
+    int Found = 0;
+    checkLt(L.cublasLtMatmulAlgoGetHeuristic(H, Desc, LA, LB, LC, LC, Pref, 1,
+                                             &Algo, &Found),
+            "cublasLtMatmulAlgoGetHeuristic");
+    if (Found < 1)
+      fail("gemm: cuBLASLt's heuristic found no algorithm");
+    checkCuda(cudaMalloc(&Workspace, WorkspaceBytes), "cudaMalloc workspace");
+  }
+  ~RawGemm() {
+    cudaFree(Workspace);
+    L.cublasLtMatmulPreferenceDestroy(Pref);
+    L.cublasLtMatrixLayoutDestroy(LA);
+    L.cublasLtMatrixLayoutDestroy(LB);
+    L.cublasLtMatrixLayoutDestroy(LC);
+    L.cublasLtMatmulDescDestroy(Desc);
+    L.cublasLtDestroy(H);
+  }
+  void enqueue() {
+    float One = 1, Zero = 0;
+    checkLt(L.cublasLtMatmul(H, Desc, &One, B, LA, A, LB, &Zero, C, LC, C, LC,
+                             &Algo.algo, Workspace, WorkspaceBytes, Stream),
+            "cublasLtMatmul");
+  }
+};
+
+struct GemmVariant {
+  const char *Name, *Label;
+  void (*Fn)(Desc2 *, Desc2 *, Desc2 *, Desc1 *);
+  bool Bf16Data;
+  cublasComputeType_t Compute;
+  double Tolerance; // relative to sum |a b|, against float64
+};
+
+void benchGemm(const Args &A, cudaStream_t Stream) {
+  Lt L;
+  const GemmVariant Variants[] = {
+      {"highest", "f32, exact (COMPUTE_32F)",
+       _mlir_ciface_gemm_bias_relu_highest, false, CUBLAS_COMPUTE_32F, 1e-5},
+      {"tf32", "f32, TF32 inputs (COMPUTE_32F_FAST_TF32)",
+       _mlir_ciface_gemm_bias_relu_tf32, false, CUBLAS_COMPUTE_32F_FAST_TF32,
+       2e-3},
+      {"bf16", "f32, BF16 inputs (COMPUTE_32F_FAST_16BF)",
+       _mlir_ciface_gemm_bias_relu_bf16, false, CUBLAS_COMPUTE_32F_FAST_16BF,
+       1e-2},
+      {"bf16data", "bf16 operands and result (COMPUTE_32F)",
+       _mlir_ciface_gemm_bias_relu_bf16data, true, CUBLAS_COMPUTE_32F, 1e-2}};
+  if (Rank == 0)
+    std::printf("\n## gemm: compiled relu(A B + bias) against cuBLASLt "
+                "(version %zu) called directly\n\n"
+                "| n | arithmetic | compiled TFLOP/s | cuBLASLt TFLOP/s | "
+                "compiled / cuBLASLt (median, min-max) | cuBLASLt unsynced "
+                "TFLOP/s | max error |\n|---:|---|---:|---:|---:|---:|---:|\n",
+                L.cublasLtGetVersion());
+  std::mt19937 Gen(99 + Rank);
+  std::uniform_real_distribution<float> Dist(-1, 1);
+  for (int64_t N : A.GemmSizes) {
+    std::vector<float> HA(N * N), HB(N * N), HBias(N);
+    for (float &V : HA)
+      V = Dist(Gen);
+    for (float &V : HB)
+      V = Dist(Gen);
+    for (float &V : HBias)
+      V = Dist(Gen);
+    for (const GemmVariant &V : Variants) {
+      size_t Elt = V.Bf16Data ? 2 : 4;
+      // The operands as the variant reads them (bf16 data rounded once; the
+      // reference uses the rounded values).
+      std::vector<float> RA = HA, RB = HB, RBias = HBias;
+      std::vector<uint16_t> SA, SB, SBias;
+      if (V.Bf16Data) {
+        for (auto *P : {&RA, &RB, &RBias})
+          for (float &X : *P)
+            X = fromBf16(toBf16(X));
+        for (float X : HA)
+          SA.push_back(toBf16(X));
+        for (float X : HB)
+          SB.push_back(toBf16(X));
+        for (float X : HBias)
+          SBias.push_back(toBf16(X));
+      }
+      void *DA, *DB, *DBias, *DC;
+      checkCuda(cudaMalloc(&DA, N * N * Elt), "cudaMalloc");
+      checkCuda(cudaMalloc(&DB, N * N * Elt), "cudaMalloc");
+      checkCuda(cudaMalloc(&DBias, N * Elt), "cudaMalloc");
+      checkCuda(cudaMalloc(&DC, N * N * Elt), "cudaMalloc");
+      auto Up = [&](void *D, const std::vector<float> &F,
+                    const std::vector<uint16_t> &H16) {
+        checkCuda(cudaMemcpy(D,
+                             V.Bf16Data ? static_cast<const void *>(H16.data())
+                                        : F.data(),
+                             F.size() * Elt, cudaMemcpyHostToDevice),
+                  "h2d");
+      };
+      Up(DA, HA, SA);
+      Up(DB, HB, SB);
+      Up(DBias, HBias, SBias);
+      float *FA = static_cast<float *>(DA), *FB = static_cast<float *>(DB),
+            *FBias = static_cast<float *>(DBias);
+      Desc2 MA{FA, FA, 0, {N, N}, {N, 1}}, MB{FB, FB, 0, {N, N}, {N, 1}};
+      Desc1 MBias{FBias, FBias, 0, {N}, {1}};
+      RawGemm Raw(L, N, V.Bf16Data ? CUDA_R_16BF : CUDA_R_32F, V.Compute, DA,
+                  DB, DBias, DC, Stream);
+
+      // Results: both sides once, against each other and float64.
+      Desc2 Out{};
+      V.Fn(&Out, &MA, &MB, &MBias);
+      Raw.enqueue();
+      checkCuda(cudaStreamSynchronize(Stream), "cudaStreamSynchronize");
+      std::vector<float> Ours(N * N), Theirs(N * N);
+      auto Down = [&](std::vector<float> &H, const void *D) {
+        if (!V.Bf16Data) {
+          checkCuda(cudaMemcpy(H.data(), D, N * N * 4, cudaMemcpyDeviceToHost),
+                    "d2h");
+          return;
+        }
+        std::vector<uint16_t> H16(N * N);
+        checkCuda(cudaMemcpy(H16.data(), D, N * N * 2, cudaMemcpyDeviceToHost),
+                  "d2h");
+        for (int64_t I = 0; I < N * N; ++I)
+          H[I] = fromBf16(H16[I]);
+      };
+      Down(Ours, Out.Aligned);
+      Down(Theirs, DC);
+      checkRt(meshrt_device_free(Out.Allocated), "meshrt_device_free");
+      double MaxRel = 0;
+      for (int S = 0; S < 256; ++S) {
+        int64_t I = Gen() % N, J = Gen() % N;
+        double Acc = 0, Mag = 0;
+        for (int64_t K = 0; K < N; ++K) {
+          Acc += double(RA[I * N + K]) * RB[K * N + J];
+          Mag += std::fabs(double(RA[I * N + K]) * RB[K * N + J]);
+        }
+        double Want = std::max(0.0, Acc + RBias[J]);
+        for (const std::vector<float> *Got : {&Ours, &Theirs}) {
+          double Rel = std::fabs((*Got)[I * N + J] - Want) / (Mag + 1e-30);
+          if (!(Rel < V.Tolerance))
+            fail(std::string("gemm ") + V.Name + " n=" + std::to_string(N) +
+                 ": " + (Got == &Ours ? "compiled" : "cuBLASLt") +
+                 " element (" + std::to_string(I) + ", " + std::to_string(J) +
+                 ") is " + std::to_string((*Got)[I * N + J]) + ", want " +
+                 std::to_string(Want));
+          MaxRel = std::max(MaxRel, Rel);
+        }
+      }
+
+      // Timing: batches of calls sized to about 50 ms, interleaved.
+      double One = now();
+      V.Fn(&Out, &MA, &MB, &MBias);
+      checkRt(meshrt_device_free(Out.Allocated), "meshrt_device_free");
+      One = now() - One;
+      int Calls = int(std::clamp(0.05 / std::max(One, 1e-6), 1.0, 200.0));
+      Comparison C = interleave(
+          A.SecondsPerSize, Calls,
+          [&] {
+            for (int I = 0; I < Calls; ++I) {
+              V.Fn(&Out, &MA, &MB, &MBias);
+              checkRt(meshrt_device_free(Out.Allocated), "meshrt_device_free");
+            }
+          },
+          [&] {
+            for (int I = 0; I < Calls; ++I) {
+              Raw.enqueue();
+              checkCuda(cudaStreamSynchronize(Stream), "sync");
+            }
+          });
+      // cuBLASLt with no synchronisation between calls (the stream's
+      // throughput), for reference.
+      std::vector<double> Unsynced;
+      for (int R = 0; R < 5; ++R) {
+        double T0 = now();
+        for (int I = 0; I < Calls; ++I)
+          Raw.enqueue();
+        checkCuda(cudaStreamSynchronize(Stream), "sync");
+        Unsynced.push_back((now() - T0) / Calls);
+      }
+      double Flops = 2.0 * N * N * N;
+      std::vector<double> Sorted = C.Ratio;
+      std::sort(Sorted.begin(), Sorted.end());
+      if (Rank == 0)
+        std::printf("| %lld | %s | %.1f | %.1f | %.3f (%.3f-%.3f) | %.1f | "
+                    "%.1e |\n",
+                    (long long)N, V.Label, Flops / median(C.A) / 1e12,
+                    Flops / median(C.B) / 1e12, median(C.Ratio), Sorted.front(),
+                    Sorted.back(), Flops / median(Unsynced) / 1e12, MaxRel);
+      std::fflush(stdout);
+      cudaFree(DA);
+      cudaFree(DB);
+      cudaFree(DBias);
+      cudaFree(DC);
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// copy: a memory-bound compiled chain against a device-to-device copy
+//===----------------------------------------------------------------------===//
+
+void benchCopy(const Args &A, cudaStream_t Stream) {
+  if (Rank == 0)
+    std::printf("\n## copy: compiled @ew_chain (8 B read, 4 B written per "
+                "element) against cudaMemcpyAsync device to device\n\n"
+                "| elements | @ew_chain GB/s | copy GB/s | chain / copy "
+                "(median, min-max) |\n|---:|---:|---:|---:|\n");
+  for (int64_t N : {int64_t(1) << 26, int64_t(1) << 28}) {
+    std::vector<float> HX(N), HY(N);
+    for (int64_t I = 0; I < N; ++I) {
+      HX[I] = float((I * 7) % 11) * 0.25f - 1.0f;
+      HY[I] = float((I * 5) % 13) * 0.125f - 0.75f;
+    }
+    float *DX, *DY, *DZ;
+    checkCuda(cudaMalloc(&DX, N * 4), "cudaMalloc");
+    checkCuda(cudaMalloc(&DY, N * 4), "cudaMalloc");
+    checkCuda(cudaMalloc(&DZ, N * 4), "cudaMalloc");
+    checkCuda(cudaMemcpy(DX, HX.data(), N * 4, cudaMemcpyHostToDevice), "h2d");
+    checkCuda(cudaMemcpy(DY, HY.data(), N * 4, cudaMemcpyHostToDevice), "h2d");
+    Desc1 MX{DX, DX, 0, {N}, {1}}, MY{DY, DY, 0, {N}, {1}}, Out{};
+    _mlir_ciface_ew_chain(&Out, &MX, &MY);
+    std::vector<float> Got(N);
+    checkCuda(
+        cudaMemcpy(Got.data(), Out.Aligned, N * 4, cudaMemcpyDeviceToHost),
+        "d2h");
+    checkRt(meshrt_device_free(Out.Allocated), "meshrt_device_free");
+    for (int64_t I = 0; I < N; I += 997) {
+      float X = HX[I], Y = HY[I];
+      double Want = std::max((double(X) * Y + X - Y) * 0.5 + 1, 0.0) * X + Y;
+      if (std::fabs(Got[I] - Want) > 1e-5 * (1 + std::fabs(Want)))
+        fail("@ew_chain: element " + std::to_string(I) + " is " +
+             std::to_string(Got[I]) + ", want " + std::to_string(Want));
+    }
+    int Calls = 10;
+    Comparison C = interleave(
+        A.SecondsPerSize, Calls,
+        [&] {
+          for (int I = 0; I < Calls; ++I) {
+            _mlir_ciface_ew_chain(&Out, &MX, &MY);
+            checkRt(meshrt_device_free(Out.Allocated), "meshrt_device_free");
+          }
+        },
+        [&] {
+          for (int I = 0; I < Calls; ++I) {
+            checkCuda(cudaMemcpyAsync(DZ, DX, N * 4, cudaMemcpyDeviceToDevice,
+                                      Stream),
+                      "cudaMemcpyAsync");
+            checkCuda(cudaStreamSynchronize(Stream), "sync");
+          }
+        });
+    // Rates: bytes each moves (chain 12 B, copy 8 B per element) per second;
+    // the ratio compares rates, not times.
+    std::vector<double> RateRatio;
+    for (size_t I = 0; I < C.A.size(); ++I)
+      RateRatio.push_back((12.0 / C.A[I]) / (8.0 / C.B[I]));
+    std::sort(RateRatio.begin(), RateRatio.end());
+    if (Rank == 0)
+      std::printf("| 2^%d | %.0f | %.0f | %.3f (%.3f-%.3f) |\n",
+                  int(std::log2(double(N))), 12.0 * N / median(C.A) / 1e9,
+                  8.0 * N / median(C.B) / 1e9, median(RateRatio),
+                  RateRatio.front(), RateRatio.back());
+    std::fflush(stdout);
+    cudaFree(DX);
+    cudaFree(DY);
+    cudaFree(DZ);
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -472,6 +875,10 @@ int main(int argc, char **argv) {
     benchChain(A, Nccl, Stream);
   if (wants(A, "matmul"))
     benchMatmul(A);
+  if (wants(A, "gemm"))
+    benchGemm(A, Stream);
+  if (wants(A, "copy"))
+    benchCopy(A, Stream);
   if (wants(A, "syncs"))
     markSyncs();
   mesh_module_fini();

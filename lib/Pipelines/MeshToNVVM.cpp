@@ -56,10 +56,9 @@ static void addHostStage(OpPassManager &pm,
 /// `hostKernels`, the stage stops before the kernels are outlined).
 static void addDeviceStage(OpPassManager &pm,
                            const mesh::MeshToNVVMOptions &options) {
+  // Empty: each loop nest's own shape chooses (mesh-gpu-tile-parallel-loops).
   SmallVector<int64_t> tiles(options.tileSizes.begin(),
                              options.tileSizes.end());
-  if (tiles.empty())
-    tiles = {16, 16};
   // Contractions (with the bias and activation after them) to cuBLASLt,
   // before anything becomes a kernel; the buffers they use are device
   // buffers like the collectives'.
@@ -86,9 +85,9 @@ static void addDeviceStage(OpPassManager &pm,
   // No canonicalisation between tiling and mapping: it would merge the
   // nested loops again and give every block one thread. Without min/max
   // bounds, ragged and dynamic shapes still become one guarded kernel.
-  pm.addNestedPass<func::FuncOp>(
-      createParallelLoopTilingPass(tiles, /*noMinMaxBounds=*/true));
-  pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
+  mesh::MeshGpuTileParallelLoopsOptions tiling;
+  tiling.tileSizes = tiles;
+  pm.addNestedPass<func::FuncOp>(mesh::createMeshGpuTileParallelLoops(tiling));
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(mesh::createMeshGpuSerialKernels());

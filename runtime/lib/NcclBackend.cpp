@@ -315,6 +315,7 @@ public:
     checkCuda(L.Cuda.GetDeviceCount(&Count), "cudaGetDeviceCount");
     if (Count < 1)
       throw Error(MESHRT_ERROR_BACKEND, "no CUDA device is visible");
+    Visible = Count;
     // One device per process on the node (NCCL rejects two ranks on one
     // device); with one visible device per process this picks it. The
     // device and its stream are the process's (Gpu.cpp), shared with
@@ -364,10 +365,20 @@ public:
     Config.commName = "meshrt-world";
     ncclComm_t C = nullptr;
     R = N.CommInitRankConfig(&C, Size, Id, Rank, &Config);
-    if (R != ncclSuccess)
-      throw Error(MESHRT_ERROR_BACKEND,
-                  std::string("ncclCommInitRankConfig failed: ") +
-                      N.GetErrorString(R) + " (" + N.GetLastError(C) + ")");
+    if (R != ncclSuccess) {
+      std::string Last = N.GetLastError(C);
+      std::string Msg = std::string("ncclCommInitRankConfig failed: ") +
+                        N.GetErrorString(R) + " (" + Last + ")";
+      // Several processes of the node on one GPU (more processes than
+      // visible devices): say what to change, not only what NCCL saw.
+      if (Last.find("Duplicate GPU") != std::string::npos)
+        Msg += "; NCCL needs one GPU per process, and this node shows " +
+               std::to_string(Visible) +
+               " to each process: start at most that many processes per "
+               "node (torchrun --nproc_per_node, mpirun -npernode), or give "
+               "each process its own device (CUDA_VISIBLE_DEVICES)";
+      throw Error(MESHRT_ERROR_BACKEND, Msg);
+    }
     return std::make_unique<NcclComm>(C, Rank, Size, *this, "the world");
   }
 
@@ -425,6 +436,8 @@ public:
     }
   }
 
+  /// The CUDA devices this process sees (cudaGetDeviceCount).
+  int Visible = 0;
   /// The shared stream of the device (Gpu.cpp), not owned.
   cudaStream_t Stream = nullptr;
   void *Scratch = nullptr;

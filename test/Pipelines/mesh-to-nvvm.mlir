@@ -65,7 +65,9 @@ mesh.mesh @world(["x" = 4])
 // DEVICE: return
 // DEVICE: gpu.module @mesh_kernels
 
-// OPTIONS: gpu.launch_func {{.*}} @mesh_kernels::@step_kernel blocks in (%c8, %c1, %c1) threads in (%c8, %c32, %c1)
+// tile-sizes=8,32 over 64x32: 8 x 1 blocks of 8 x 32 threads, threadIdx.x
+// along the rows (the 32).
+// OPTIONS: gpu.launch_func {{.*}} @mesh_kernels::@step_kernel blocks in (%c8, %c1, %c1) threads in (%c32, %c8, %c1)
 // OPTIONS: gpu.binary @mesh_kernels {{.*}}chip = "sm_80"{{.*}}.target sm_80
 func.func @step(%a: tensor<64x32xf32>, %b: tensor<64x32xf32>) -> (tensor<64x32xf32>, tensor<f32>) attributes {llvm.emit_c_interface} {
   %bias = arith.constant dense<0.5> : tensor<64x32xf32>

@@ -624,6 +624,54 @@ def MeshGpuCopyKernels
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def MeshGpuTileParallelLoops
+    : Pass<"mesh-gpu-tile-parallel-loops", "::mlir::func::FuncOp"> {
+  let summary = "Splits each parallel loop nest into blocks of threads, "
+                "threadIdx.x along rows";
+  let description = [{
+    Part of the device stage of `--mesh-to-nvvm`, after linalg ops became
+    `scf.parallel` nests and before `convert-parallel-loops-to-gpu`. Each
+    outermost `scf.parallel` (outside any `gpu.launch`) is tiled into a
+    loop over blocks and a loop over the threads of a block, and both get
+    their hardware mapping:
+
+    * threads: the innermost dimension takes as many of
+      `threads-per-block` as its static extent can use (rounded up to a
+      power of two; all of them when the extent is dynamic), the next one
+      out what is left, and so on; threads are mapped innermost first, so
+      that `threadIdx.x` walks along the last dimension and neighbouring
+      threads touch neighbouring elements of a row-major buffer (coalesced
+      loads and stores);
+    * blocks: mapped outermost first, so that the long outer dimensions
+      (rows, batches) are on `blockIdx.x`, which has no 65535 limit.
+
+    A nest of more than three dimensions first has its outer dimensions
+    collapsed into one, so the two innermost stay on threads. `tile-sizes`
+    replaces the automatic sizes (threads per block along the leading
+    dimensions, as `parallel-loop-tiling` takes them), with no collapsing.
+    Tiles have no min/max bounds: ragged and dynamic extents become guarded
+    threads of one kernel. Parallel loops nested inside run sequentially in
+    their thread.
+
+    ```mlir
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c4096, %c1024) step (%c1, %c1) { ... }
+    // becomes blocks (%bi, %bj) of 1 x 256 threads: 4096 x 4 blocks, with
+    // %bi on blockIdx.x, %bj on blockIdx.y and %j's thread on threadIdx.x
+    ```
+  }];
+  let options = [
+    ListOption<"tileSizes", "tile-sizes", "int64_t",
+               "Threads per block along the leading dimensions, instead of "
+               "the automatic choice">,
+    Option<"threadsPerBlock", "threads-per-block", "int64_t", "256",
+           "Threads per block of the automatic choice (a power of two, at "
+           "most 1024)">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::affine::AffineDialect"];
+}
+
 def MeshGpuHostBuffers : Pass<"mesh-gpu-host-buffers", "::mlir::ModuleOp"> {
   let summary = "Marks the buffers that only scalar host code touches";
   let description = [{

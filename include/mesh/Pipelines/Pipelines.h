@@ -111,7 +111,9 @@ struct MeshToNVVMOptions : public MeshCompileOptions<MeshToNVVMOptions> {
   PassOptions::ListOption<int64_t> tileSizes{
       *this, "tile-sizes",
       llvm::cl::desc("Threads per block along the leading parallel "
-                     "dimensions (default 16,16)")};
+                     "dimensions (default: chosen per loop nest, 256 "
+                     "threads with threadIdx.x along the innermost "
+                     "dimension; see mesh-gpu-tile-parallel-loops)")};
   PassOptions::Option<GpuMatmul> gpuMatmul{
       *this, "gpu-matmul", llvm::cl::desc("How contractions run on the GPU"),
       llvm::cl::init(GpuMatmul::Library),

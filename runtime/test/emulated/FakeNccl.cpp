@@ -32,6 +32,7 @@
 #include <vector>
 
 extern "C" {
+int fakeCudaCurrentDevice();
 void fakeCudaMarkBusy(const void *S, int Polls);
 void fakeCudaAccess(int Open);
 int fakeCudaStreamId(const void *S);
@@ -56,6 +57,10 @@ struct P2P {
 };
 
 int NextCommId = 0;
+
+/// The last error of a communicator's creation, as ncclGetLastError gives
+/// it (NCCL's own words for the cases emulated).
+std::string LastInitError;
 
 /// Device memory is readable while one of these lives.
 struct OpenDeviceMemory {
@@ -287,9 +292,9 @@ const char *ncclGetErrorString(ncclResult_t R) {
 }
 
 const char *ncclGetLastError(ncclComm_t Comm) {
-  return Comm && Comm->AsyncError != ncclSuccess
-             ? "emulated remote error (FAKE_NCCL_ASYNC_ERROR)"
-             : "";
+  if (Comm && Comm->AsyncError != ncclSuccess)
+    return "emulated remote error (FAKE_NCCL_ASYNC_ERROR)";
+  return LastInitError.c_str();
 }
 
 ncclResult_t ncclGetUniqueId(ncclUniqueId *Id) {
@@ -312,6 +317,19 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *Comm, int NRanks,
   *Comm = wrap(C);
   if ((*Comm)->Size != NRanks || (*Comm)->Rank != Rank)
     return ncclInvalidUsage;
+  // As NCCL does: two ranks of one communicator on one device (every
+  // emulated device is on this one node) is invalid usage, on every rank.
+  std::vector<int> Devices(NRanks);
+  int Mine = fakeCudaCurrentDevice();
+  MPI_Allgather(&Mine, 1, MPI_INT, Devices.data(), 1, MPI_INT, C);
+  for (int A = 0; A < NRanks; ++A)
+    for (int B = A + 1; B < NRanks; ++B)
+      if (Devices[A] == Devices[B]) {
+        LastInitError = "Duplicate GPU detected : rank " + std::to_string(A) +
+                        " and rank " + std::to_string(B) +
+                        " both on CUDA device " + std::to_string(Devices[A]);
+        return ncclInvalidUsage;
+      }
   return ncclSuccess;
 }
 
