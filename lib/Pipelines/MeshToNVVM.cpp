@@ -85,6 +85,10 @@ static void addDeviceStage(OpPassManager &pm,
   // No canonicalisation between tiling and mapping: it would merge the
   // nested loops again and give every block one thread. Without min/max
   // bounds, ragged and dynamic shapes still become one guarded kernel.
+  // Row reductions: a block per row (not in the host-kernels test target,
+  // which runs launches as host loops and has no barriers).
+  if (!options.hostKernels)
+    pm.addNestedPass<func::FuncOp>(mesh::createMeshGpuRowReductions());
   mesh::MeshGpuTileParallelLoopsOptions tiling;
   tiling.tileSizes = tiles;
   pm.addNestedPass<func::FuncOp>(mesh::createMeshGpuTileParallelLoops(tiling));

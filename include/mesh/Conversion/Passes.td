@@ -624,6 +624,74 @@ def MeshGpuCopyKernels
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def MeshGpuRowReductions
+    : Pass<"mesh-gpu-row-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Makes row reductions one block per row with a tree "
+                "across its threads";
+  let description = [{
+    Part of the device stage of `--mesh-to-nvvm`, after linalg ops became
+    `scf.parallel` nests (and were fused) and before they are tiled. A
+    reduction along the last dimension (softmax's max and sum, layer norm's
+    sums, a loss per row) is an `scf.parallel` over the rows whose body
+    holds an `scf.for` over the row that loads an accumulator, combines
+    (`addf`, `maximumf`, `mulf`, `addi`, `maxsi`, `andi`, ...) and stores it
+    back. Tiled like other nests, each thread would walk one row, and
+    neighbouring threads would read addresses a row apart.
+
+    This pass turns such a nest (at most three parallel dimensions; f32 or
+    i32 accumulators, what the warp shuffles move; every
+    `scf.for` in it such a reduction, whose loads take the loop's induction
+    variable as their last index or not at all; the rest of the body
+    region-free ops) into one `gpu.launch` with a block per row and
+    `threads-per-block` threads (fewer for short static rows, at least 32):
+    each thread folds the row's elements `tid`, `tid + threads`, ... from
+    the combiner's neutral element, `gpu.all_reduce` combines the block's
+    partial values (warp shuffles and shared memory, by
+    `convert-gpu-to-nvvm`), and thread 0 combines the result into the
+    accumulator. What else the row does (the fill before, a division after,
+    a second reduction reading the first one's result) runs once per row:
+    stores in thread 0, each followed by `gpu.barrier`. Floating-point sums
+    are reassociated, as a GPU library's are.
+
+    Not run with `host-kernels` (the test target runs launches as host
+    loops and has no barrier): there, rows stay one thread each.
+
+    ```mlir
+    scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+      scf.for %j = %c0 to %c1000 step %c1 {
+        %a = memref.load %x[%i, %j] : memref<64x1000xf32>
+        %o = memref.load %m[%i] : memref<64xf32>
+        %r = arith.maximumf %a, %o : f32
+        memref.store %r, %m[%i] : memref<64xf32>
+      }
+    }
+    // becomes
+    gpu.launch blocks(%b, %by, %bz) in (%gx = %c64, ...) threads(%t, %ty, %tz) in (%nx = %c256, ...) {
+      %p = scf.for %j = %t to %c1000 step %c256 iter_args(%acc = %ninf) -> (f32) {
+        %a = memref.load %x[%b, %j] : memref<64x1000xf32>
+        %r = arith.maximumf %a, %acc : f32
+        scf.yield %r : f32
+      }
+      %all = gpu.all_reduce maximumf %p uniform {} : (f32) -> f32
+      scf.if %first {   // %t == 0
+        %o = memref.load %m[%b] : memref<64xf32>
+        %r = arith.maximumf %all, %o : f32
+        memref.store %r, %m[%b] : memref<64xf32>
+      }
+      gpu.barrier
+      gpu.terminator
+    }
+    ```
+  }];
+  let options = [
+    Option<"threadsPerBlock", "threads-per-block", "int64_t", "256",
+           "Threads per block (a power of two from 32 to 1024)">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def MeshGpuTileParallelLoops
     : Pass<"mesh-gpu-tile-parallel-loops", "::mlir::func::FuncOp"> {
   let summary = "Splits each parallel loop nest into blocks of threads, "

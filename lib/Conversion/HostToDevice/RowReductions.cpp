@@ -1,0 +1,358 @@
+//===- RowReductions.cpp - row reductions as one block per row ------------===//
+//
+// A linalg reduction along the last dimension (softmax's max and sum, layer
+// norm's sums, a loss per row) becomes, after convert-linalg-to-parallel-
+// loops, an scf.parallel over the rows whose body holds an scf.for over the
+// row that loads the accumulator, combines, and stores it back. Tiled as it
+// is, each thread walks one row, and neighbouring threads read addresses a
+// row apart. This pass makes such a nest one gpu.launch with a block per row:
+// the threads of the block stride over the row (neighbours read neighbours),
+// each folds its share, gpu.all_reduce combines the block's partial values
+// (shuffles and shared memory, by convert-gpu-to-nvvm), and thread 0 applies
+// the result to the accumulator. What the row's body does besides (a fill
+// before, a division after, a second reduction that reads the first's
+// result) runs once per row in thread 0, each store followed by a barrier.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mesh/Conversion/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
+#include <limits>
+
+namespace mlir {
+namespace mesh {
+#define GEN_PASS_DEF_MESHGPUROWREDUCTIONS
+#include "mesh/Conversion/Passes.h.inc"
+} // namespace mesh
+} // namespace mlir
+
+using namespace mlir;
+
+namespace {
+
+/// One scf.for that accumulates into a location that does not move with
+/// its induction variable: load, combine, store back.
+struct Reduction {
+  scf::ForOp loop;
+  memref::LoadOp accLoad;
+  Operation *combiner;
+  memref::StoreOp accStore;
+  Value element; // the combiner's other operand
+  gpu::AllReduceOperation kind;
+};
+
+/// The all_reduce kind of a combining op, if it is one.
+std::optional<gpu::AllReduceOperation> reductionKind(Operation *op) {
+  using K = gpu::AllReduceOperation;
+  return llvm::TypeSwitch<Operation *, std::optional<K>>(op)
+      .Case([](arith::AddFOp) { return K::ADD; })
+      .Case([](arith::AddIOp) { return K::ADD; })
+      .Case([](arith::MulFOp) { return K::MUL; })
+      .Case([](arith::MulIOp) { return K::MUL; })
+      .Case([](arith::MaximumFOp) { return K::MAXIMUMF; })
+      .Case([](arith::MinimumFOp) { return K::MINIMUMF; })
+      .Case([](arith::MaxNumFOp) { return K::MAXNUMF; })
+      .Case([](arith::MinNumFOp) { return K::MINNUMF; })
+      .Case([](arith::MaxSIOp) { return K::MAXSI; })
+      .Case([](arith::MinSIOp) { return K::MINSI; })
+      .Case([](arith::MaxUIOp) { return K::MAXUI; })
+      .Case([](arith::MinUIOp) { return K::MINUI; })
+      .Case([](arith::AndIOp) { return K::AND; })
+      .Case([](arith::OrIOp) { return K::OR; })
+      .Case([](arith::XOrIOp) { return K::XOR; })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// The neutral element of `kind` for `type`.
+TypedAttr identity(gpu::AllReduceOperation kind, Type type) {
+  using K = gpu::AllReduceOperation;
+  if (auto f = dyn_cast<FloatType>(type)) {
+    const llvm::fltSemantics &sem = f.getFloatSemantics();
+    switch (kind) {
+    case K::ADD:
+      return FloatAttr::get(f, llvm::APFloat::getZero(sem));
+    case K::MUL:
+      return FloatAttr::get(f, llvm::APFloat::getOne(sem));
+    case K::MAXIMUMF:
+    case K::MAXNUMF:
+      return FloatAttr::get(f, llvm::APFloat::getInf(sem, /*Negative=*/true));
+    case K::MINIMUMF:
+    case K::MINNUMF:
+      return FloatAttr::get(f, llvm::APFloat::getInf(sem, /*Negative=*/false));
+    default:
+      return {};
+    }
+  }
+  auto i = dyn_cast<IntegerType>(type);
+  if (!i)
+    return {};
+  unsigned w = i.getWidth();
+  switch (kind) {
+  case K::ADD:
+  case K::OR:
+  case K::XOR:
+  case K::MAXUI:
+    return IntegerAttr::get(i, llvm::APInt::getZero(w));
+  case K::MUL:
+    return IntegerAttr::get(i, llvm::APInt(w, 1));
+  case K::AND:
+  case K::MINUI:
+    return IntegerAttr::get(i, llvm::APInt::getAllOnes(w));
+  case K::MAXSI:
+    return IntegerAttr::get(i, llvm::APInt::getSignedMinValue(w));
+  case K::MINSI:
+    return IntegerAttr::get(i, llvm::APInt::getSignedMaxValue(w));
+  default:
+    return {};
+  }
+}
+
+bool definedOutside(Value v, Operation *op) {
+  return !op->isAncestor(v.getParentBlock()->getParentOp()) &&
+         v.getParentRegion() != &op->getRegion(0);
+}
+
+/// The reduction `loop` performs, if it is one this pass rewrites: a body of
+/// region-free ops, one store (into the accumulator, at indices that do not
+/// change in the loop, of a combining op of the loaded accumulator and a
+/// value that does not depend on it), and loads whose last index is the
+/// induction variable (or that do not use it), so that consecutive threads
+/// read consecutive elements.
+std::optional<Reduction> matchReduction(scf::ForOp loop) {
+  if (loop.getNumRegionIterArgs() != 0)
+    return std::nullopt;
+  Value iv = loop.getInductionVar();
+  memref::StoreOp store;
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    if (op.getNumRegions() != 0)
+      return std::nullopt;
+    if (auto s = dyn_cast<memref::StoreOp>(op)) {
+      if (store)
+        return std::nullopt;
+      store = s;
+      continue;
+    }
+    if (auto l = dyn_cast<memref::LoadOp>(op)) {
+      auto idx = l.getIndices();
+      for (auto [n, v] : llvm::enumerate(idx))
+        if (v == iv && n + 1 != idx.size())
+          return std::nullopt;
+      continue;
+    }
+    if (!isMemoryEffectFree(&op))
+      return std::nullopt;
+  }
+  if (!store)
+    return std::nullopt;
+  for (Value v : store.getIndices())
+    if (!definedOutside(v, loop))
+      return std::nullopt;
+  Operation *combiner = store.getValueToStore().getDefiningOp();
+  if (!combiner || combiner->getBlock() != loop.getBody() ||
+      combiner->getNumOperands() != 2 || combiner->getNumResults() != 1)
+    return std::nullopt;
+  std::optional<gpu::AllReduceOperation> kind = reductionKind(combiner);
+  Type type = combiner->getResult(0).getType();
+  // gpu.all_reduce becomes warp shuffles of 32-bit values (nvvm.shfl.sync):
+  // other element types keep a thread per row.
+  if (!kind || !(type.isF32() || type.isInteger(32)) || !identity(*kind, type))
+    return std::nullopt;
+  for (unsigned k = 0; k < 2; ++k) {
+    auto acc = combiner->getOperand(k).getDefiningOp<memref::LoadOp>();
+    if (!acc || acc.getMemRef() != store.getMemRef() ||
+        acc.getIndices() != store.getIndices() ||
+        acc->getBlock() != loop.getBody() || !acc->hasOneUse())
+      continue;
+    Value element = combiner->getOperand(1 - k);
+    // The element must not be computed from the accumulator.
+    SmallVector<Value> work = {element};
+    bool fromAcc = false;
+    llvm::SmallPtrSet<Operation *, 16> seen;
+    while (!work.empty() && !fromAcc) {
+      Operation *def = work.pop_back_val().getDefiningOp();
+      if (!def || def->getBlock() != loop.getBody() || !seen.insert(def).second)
+        continue;
+      fromAcc = def == acc;
+      llvm::append_range(work, def->getOperands());
+    }
+    if (fromAcc)
+      continue;
+    // No other load of the accumulator's buffer in the loop.
+    for (Operation &op : loop.getBody()->without_terminator())
+      if (auto l = dyn_cast<memref::LoadOp>(op);
+          l && l != acc && l.getMemRef() == store.getMemRef())
+        return std::nullopt;
+    return Reduction{loop, acc, combiner, store, element, *kind};
+  }
+  return std::nullopt;
+}
+
+struct RowReductions
+    : public mesh::impl::MeshGpuRowReductionsBase<RowReductions> {
+  using Base::Base;
+
+  /// Threads for a row of `trips` elements (if static).
+  int64_t threadsFor(std::optional<int64_t> trips) const {
+    if (!trips)
+      return threadsPerBlock;
+    return std::clamp<int64_t>(llvm::PowerOf2Ceil(uint64_t(*trips)), 32,
+                               threadsPerBlock);
+  }
+
+  /// The nest's reductions, in order, if every op of its body is one of
+  /// them, a region-free op, or a store/load; else nothing.
+  static std::optional<SmallVector<Reduction>> matchNest(scf::ParallelOp nest) {
+    if (nest.getNumReductions() != 0 || nest.getNumLoops() > 3)
+      return std::nullopt;
+    SmallVector<Reduction> found;
+    for (Operation &op : nest.getBody()->without_terminator()) {
+      if (auto loop = dyn_cast<scf::ForOp>(op)) {
+        std::optional<Reduction> r = matchReduction(loop);
+        if (!r)
+          return std::nullopt;
+        found.push_back(*r);
+        continue;
+      }
+      if (op.getNumRegions() != 0)
+        return std::nullopt;
+    }
+    if (found.empty())
+      return std::nullopt;
+    return found;
+  }
+
+  void rewrite(scf::ParallelOp nest, SmallVector<Reduction> &reductions) {
+    OpBuilder b(nest);
+    Location loc = nest.getLoc();
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    // Blocks: one per row, the nest's dimensions outermost first on x, y, z.
+    SmallVector<Value, 3> grid(3, one);
+    for (unsigned d = 0; d < nest.getNumLoops(); ++d) {
+      Value span = arith::SubIOp::create(b, loc, nest.getUpperBound()[d],
+                                         nest.getLowerBound()[d]);
+      grid[d] = arith::CeilDivSIOp::create(b, loc, span, nest.getStep()[d]);
+    }
+    int64_t threads = 32;
+    for (Reduction r : reductions) {
+      std::optional<int64_t> trips;
+      if (std::optional<APInt> t = r.loop.getStaticTripCount())
+        trips = t->getSExtValue();
+      threads = std::max(threads, threadsFor(trips));
+    }
+    Value blockSize = arith::ConstantIndexOp::create(b, loc, threads);
+    auto launch = gpu::LaunchOp::create(b, loc, grid[0], grid[1], grid[2],
+                                        blockSize, one, one);
+    b.setInsertionPointToStart(&launch.getBody().front());
+    IRMapping map;
+    Value bids[3] = {launch.getBlockIds().x, launch.getBlockIds().y,
+                     launch.getBlockIds().z};
+    for (unsigned d = 0; d < nest.getNumLoops(); ++d) {
+      Value off = arith::MulIOp::create(b, loc, bids[d], nest.getStep()[d]);
+      map.map(nest.getInductionVars()[d],
+              arith::AddIOp::create(b, loc, nest.getLowerBound()[d], off));
+    }
+    Value tid = launch.getThreadIds().x;
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value isFirst =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, zero);
+    auto inFirstThread = [&](function_ref<void(OpBuilder &)> body) {
+      auto ifOp = scf::IfOp::create(b, loc, isFirst, /*withElse=*/false);
+      OpBuilder inner = ifOp.getThenBodyBuilder();
+      body(inner);
+      gpu::BarrierOp::create(b, loc);
+    };
+    for (Operation &op : nest.getBody()->without_terminator()) {
+      auto loop = dyn_cast<scf::ForOp>(op);
+      if (!loop) {
+        if (isMemoryEffectFree(&op) || isa<memref::LoadOp>(op)) {
+          b.clone(op, map);
+          continue;
+        }
+        // A store (or another effect) of the row: once, by thread 0.
+        inFirstThread([&](OpBuilder &inner) { inner.clone(op, map); });
+        continue;
+      }
+      Reduction r = *llvm::find_if(
+          reductions, [&](const Reduction &x) { return x.loop == loop; });
+      Type type = r.combiner->getResult(0).getType();
+      Value neutral =
+          arith::ConstantOp::create(b, loc, type, identity(r.kind, type));
+      // This thread's share: iterations tid, tid + threads, ...
+      Value lb = map.lookupOrDefault(loop.getLowerBound());
+      Value ub = map.lookupOrDefault(loop.getUpperBound());
+      Value step = map.lookupOrDefault(loop.getStep());
+      Value start = arith::AddIOp::create(
+          b, loc, lb, arith::MulIOp::create(b, loc, tid, step));
+      Value stride = arith::MulIOp::create(b, loc, step, blockSize);
+      auto partial = scf::ForOp::create(
+          b, loc, start, ub, stride, ValueRange{neutral},
+          [&](OpBuilder &lb2, Location, Value iv, ValueRange acc) {
+            IRMapping inner = map;
+            inner.map(loop.getInductionVar(), iv);
+            for (Operation &x : loop.getBody()->without_terminator()) {
+              if (&x == r.accLoad.getOperation() || &x == r.combiner ||
+                  &x == r.accStore.getOperation())
+                continue;
+              lb2.clone(x, inner);
+            }
+            Value elt = inner.lookupOrDefault(r.element);
+            Operation *c = lb2.clone(*r.combiner, inner);
+            c->setOperands({elt, acc[0]});
+            scf::YieldOp::create(lb2, loc, c->getResult(0));
+          });
+      auto total = gpu::AllReduceOp::create(
+          b, loc, partial.getResult(0),
+          gpu::AllReduceOperationAttr::get(b.getContext(), r.kind),
+          /*uniform=*/true);
+      // Thread 0 applies the row's value to the accumulator.
+      inFirstThread([&](OpBuilder &inner) {
+        IRMapping m = map;
+        Operation *acc = inner.clone(*r.accLoad, m);
+        Operation *c = inner.clone(*r.combiner, m);
+        unsigned accPos =
+            r.combiner->getOperand(0) == r.accLoad.getResult() ? 0 : 1;
+        c->setOperand(accPos, acc->getResult(0));
+        c->setOperand(1 - accPos, total.getResult());
+        m.map(r.combiner->getResult(0), c->getResult(0));
+        inner.clone(*r.accStore, m);
+      });
+    }
+    gpu::TerminatorOp::create(b, loc);
+    nest.erase();
+  }
+
+  void runOnOperation() override {
+    if (threadsPerBlock < 32 || threadsPerBlock > 1024 ||
+        !llvm::isPowerOf2_64(threadsPerBlock)) {
+      getOperation().emitError()
+          << "mesh-gpu-row-reductions: threads-per-block must be a power of "
+             "two from 32 to 1024, not "
+          << int64_t(threadsPerBlock);
+      return signalPassFailure();
+    }
+    SmallVector<std::pair<scf::ParallelOp, SmallVector<Reduction>>> work;
+    getOperation().walk([&](scf::ParallelOp nest) {
+      if (nest->getParentOfType<scf::ParallelOp>() ||
+          nest->getParentOfType<gpu::LaunchOp>())
+        return;
+      if (std::optional<SmallVector<Reduction>> r = matchNest(nest))
+        work.push_back({nest, std::move(*r)});
+    });
+    for (auto &[nest, reductions] : work)
+      rewrite(nest, reductions);
+  }
+};
+
+} // namespace
