@@ -510,6 +510,16 @@ connect(const MeshrtGlooStore &S, const std::string &Prefix, int64_t Rank,
                      ", store keys '" + Prefix + "/...') failed: ";
   try {
     C->Ctx->connectFullMesh(Store, C->Device);
+    // connectFullMesh returns on a rank once its own side of every pair is
+    // set up, which can be before its peers' sides are: a rank that then
+    // destroys the communicator at once (a mesh declared and the runtime
+    // finalized) closed the sockets under a peer still connecting
+    // ("Connection closed by peer" there, seen on 8 ranks on 2 cores). A
+    // barrier on the new context makes the creation complete on every
+    // member before any returns.
+    gloo::BarrierOptions Done(C->Ctx);
+    Done.setTimeout(C->Timeout);
+    gloo::barrier(Done);
   } catch (const Failure &E) {
     if (E.Status == MESHRT_ERROR_INVALID_ARGUMENT)
       throw Failure(E.Status, Head + E.what());
