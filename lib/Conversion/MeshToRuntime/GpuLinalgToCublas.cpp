@@ -313,6 +313,103 @@ struct Epilogue {
   Activation act = Activation::None;
 };
 
+/// The value an epilogue step reads for `buffer`: the buffer, or the one
+/// reshaping view of it that is its only user. `users` becomes the reader's
+/// users; `biasDim` follows the view's dims (-1 when a reshape merges or
+/// splits the biased dim, which must stay the last dim).
+Value readThroughView(Value buffer, SmallVector<Operation *> &users,
+                      int64_t &biasDim) {
+  if (users.size() != 1 ||
+      !isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(users[0]))
+    return buffer;
+  Value read = users[0]->getResult(0);
+  if (biasDim >= 0) {
+    auto type = cast<MemRefType>(buffer.getType());
+    auto viewType = cast<MemRefType>(read.getType());
+    if (biasDim != type.getRank() - 1 ||
+        viewType.getShape().back() != type.getShape().back())
+      biasDim = -1;
+    else
+      biasDim = viewType.getRank() - 1;
+  }
+  users.assign(read.getUsers().begin(), read.getUsers().end());
+  return read;
+}
+
+/// `users`' one op as an elementwise generic on buffers, after `after` in
+/// its block, that reads `read` (of the generic's rank) and writes a buffer
+/// of the same element type by identity without reading it.
+FailureOr<linalg::GenericOp> matchElementwiseReader(Operation *after,
+                                                    Value read,
+                                                    ArrayRef<Operation *> users,
+                                                    std::string &why) {
+  auto fail = [&](const Twine &reason) {
+    why = reason.str();
+    return failure();
+  };
+  if (users.size() != 1)
+    return fail("the product's result has other users than one elementwise "
+                "op");
+  auto generic = dyn_cast<linalg::GenericOp>(users[0]);
+  if (!generic || generic->getBlock() != after->getBlock() ||
+      !after->isBeforeInBlock(generic))
+    return fail("the product's result is not read by a later generic of its "
+                "block");
+  if (!generic.hasPureBufferSemantics() || generic.getNumDpsInits() != 1 ||
+      generic.getNumReductionLoops() != 0 || generic.getNumResults() != 0)
+    return fail("the op reading the product is not elementwise on buffers");
+  if (generic.getNumLoops() != cast<MemRefType>(read.getType()).getRank())
+    return fail("the op reading the product has another rank");
+  OpOperand *init = generic.getDpsInitOperand(0);
+  if (!generic.getMatchingIndexingMap(init).isIdentity() ||
+      !generic.getMatchingBlockArgument(init).use_empty())
+    return fail("the elementwise op reads its output or writes it permuted");
+  if (cast<MemRefType>(init->get().getType()).getElementType() !=
+      cast<MemRefType>(read.getType()).getElementType())
+    return fail("the elementwise op changes the element type");
+  return generic;
+}
+
+/// Sets `step`'s bias from `generic`'s input `in`: a contiguous vector along
+/// dim `biasDim` read directly, or broadcast into a buffer that dies in
+/// `generic`.
+LogicalResult matchBias(linalg::GenericOp generic, OpOperand *in,
+                        int64_t biasDim, Step &step, std::string &why) {
+  auto fail = [&](const Twine &reason) {
+    why = reason.str();
+    return failure();
+  };
+  AffineMap map = generic.getMatchingIndexingMap(in);
+  auto type = cast<MemRefType>(in->get().getType());
+  if (type.getRank() == 1 && map.getNumResults() == 1 &&
+      map.getResult(0) == getAffineDimExpr(biasDim, generic.getContext())) {
+    step.bias = in->get();
+  } else if (map.isIdentity()) {
+    Value root = in->get();
+    if (!isAllocation(root))
+      return fail("the elementwise op's other input is not a bias");
+    SmallVector<Operation *> writers = usersBesides(root, {generic});
+    auto broadcast = writers.size() == 1
+                         ? dyn_cast<linalg::BroadcastOp>(writers[0])
+                         : nullptr;
+    if (!broadcast || broadcast.getInit() != root ||
+        cast<MemRefType>(broadcast.getInput().getType()).getRank() != 1 ||
+        int64_t(broadcast.getDimensions().size()) !=
+            int64_t(generic.getNumLoops()) - 1 ||
+        llvm::is_contained(broadcast.getDimensions(), biasDim))
+      return fail("the elementwise op's other input is not a vector "
+                  "broadcast along the output's columns");
+    step.bias = broadcast.getInput();
+    step.biasBroadcast = broadcast;
+  } else {
+    return fail("the elementwise op's other input is not a bias along the "
+                "output's columns");
+  }
+  if (!isContiguousVector(step.bias))
+    return fail("the bias is not contiguous");
+  return success();
+}
+
 /// The step that reads the allocation `buffer` (the product's output, or the
 /// previous step's), where the buffer dies there: an all-parallel generic of
 /// the buffer's rank (through a reshaping view of it, read by identity),
@@ -328,95 +425,32 @@ FailureOr<Step> matchStep(Operation *after, Value buffer,
   if (!isAllocation(buffer))
     return fail("the product's output is not an allocation of the function");
   SmallVector<Operation *> users = usersBesides(buffer, producers);
-  // Reshaping views of the buffer: read through them.
-  Value read = buffer;
-  if (users.size() == 1 &&
-      isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(users[0])) {
-    Operation *view = users[0];
-    read = view->getResult(0);
-    if (biasDim >= 0) {
-      // The bias follows the view's dims: only a reshape that keeps the
-      // biased dim as one dim of its own (at the end) keeps it.
-      auto type = cast<MemRefType>(buffer.getType());
-      auto viewType = cast<MemRefType>(read.getType());
-      if (biasDim != type.getRank() - 1 ||
-          viewType.getShape().back() != type.getShape().back())
-        biasDim = -1;
-      else
-        biasDim = viewType.getRank() - 1;
-    }
-    users.clear();
-    for (Operation *user : read.getUsers())
-      users.push_back(user);
-  }
-  if (users.size() != 1)
-    return fail("the product's result has other users than one elementwise "
-                "op");
-  auto generic = dyn_cast<linalg::GenericOp>(users[0]);
-  if (!generic || generic->getBlock() != after->getBlock() ||
-      !after->isBeforeInBlock(generic))
-    return fail("the product's result is not read by a later generic of its "
-                "block");
-  if (!generic.hasPureBufferSemantics() || generic.getNumDpsInits() != 1 ||
-      generic.getNumReductionLoops() != 0 || generic.getNumResults() != 0)
-    return fail("the op reading the product is not elementwise on buffers");
-  int64_t rank = cast<MemRefType>(read.getType()).getRank();
-  if (generic.getNumLoops() != rank)
-    return fail("the op reading the product has another rank");
-  OpOperand *init = generic.getDpsInitOperand(0);
-  if (!generic.getMatchingIndexingMap(init).isIdentity() ||
-      generic.getMatchingBlockArgument(init).use_empty() == false)
-    return fail("the elementwise op reads its output or writes it permuted");
-  if (cast<MemRefType>(init->get().getType()).getElementType() !=
-      cast<MemRefType>(read.getType()).getElementType())
-    return fail("the elementwise op changes the element type");
+  Value read = readThroughView(buffer, users, biasDim);
+  FailureOr<linalg::GenericOp> generic =
+      matchElementwiseReader(after, read, users, why);
+  if (failed(generic))
+    return failure();
   Step step;
-  step.op = generic;
+  step.op = *generic;
   std::optional<unsigned> xArg, biasArg;
-  for (OpOperand *in : generic.getDpsInputOperands()) {
-    AffineMap map = generic.getMatchingIndexingMap(in);
-    unsigned arg = generic.getMatchingBlockArgument(in).getArgNumber();
-    if (in->get() == read && map.isIdentity() && !xArg) {
+  for (OpOperand *in : generic->getDpsInputOperands()) {
+    unsigned arg = generic->getMatchingBlockArgument(in).getArgNumber();
+    if (in->get() == read && generic->getMatchingIndexingMap(in).isIdentity() &&
+        !xArg) {
       xArg = arg;
       continue;
     }
     if (biasArg || biasDim < 0)
       return fail("the elementwise op has other inputs than the product and "
                   "one bias");
-    // A vector along the biased dim, read directly ...
-    auto type = cast<MemRefType>(in->get().getType());
-    if (type.getRank() == 1 && map.getNumResults() == 1 &&
-        map.getResult(0) == getAffineDimExpr(biasDim, generic.getContext())) {
-      step.bias = in->get();
-    } else if (map.isIdentity()) {
-      // ... or broadcast into a buffer that dies here.
-      Value root = in->get();
-      if (!isAllocation(root))
-        return fail("the elementwise op's other input is not a bias");
-      SmallVector<Operation *> writers = usersBesides(root, {generic});
-      auto broadcast = writers.size() == 1
-                           ? dyn_cast<linalg::BroadcastOp>(writers[0])
-                           : nullptr;
-      if (!broadcast || broadcast.getInit() != root ||
-          cast<MemRefType>(broadcast.getInput().getType()).getRank() != 1 ||
-          int64_t(broadcast.getDimensions().size()) != rank - 1 ||
-          llvm::is_contained(broadcast.getDimensions(), biasDim))
-        return fail("the elementwise op's other input is not a vector "
-                    "broadcast along the output's columns");
-      step.bias = broadcast.getInput();
-      step.biasBroadcast = broadcast;
-    } else {
-      return fail("the elementwise op's other input is not a bias along the "
-                  "output's columns");
-    }
-    if (!isContiguousVector(step.bias))
-      return fail("the bias is not contiguous");
+    if (failed(matchBias(*generic, in, biasDim, step, why)))
+      return failure();
     biasArg = arg;
   }
   if (!xArg)
     return fail("the elementwise op does not read the product by identity");
   std::optional<Activation> act =
-      recognise(*generic.getBlock(), *xArg, biasArg);
+      recognise(*generic->getBlock(), *xArg, biasArg);
   if (!act)
     return fail("the elementwise op's body is not a bias add, ReLU or the "
                 "tanh GELU (cuBLASLt's epilogues)");
@@ -526,163 +560,222 @@ struct MeshGpuLinalgToCublasPass
       keep(op, why);
       return success();
     }
-    Value out = op.getDpsInits()[0];
-    Value a = op.getDpsInputs()[0], bIn = op.getDpsInputs()[1];
-    for (auto [i, buffer, rows, cols] :
-         {std::make_tuple(0u, a, loops->m, std::optional<unsigned>(loops->k)),
-          std::make_tuple(1u, bIn, std::optional<unsigned>(loops->k), loops->n),
-          std::make_tuple(2u, out, loops->m, loops->n)})
-      if (std::optional<std::string> problem =
-              layoutProblem(op, i, buffer, rows, cols)) {
-        keep(op, *problem);
-        return success();
-      }
-
-    // The accumulator: zeros, a bias broadcast along the rows, or what the
-    // buffer holds.
-    AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-    int64_t nDim = -1;
-    if (loops->n)
-      for (auto [pos, e] : llvm::enumerate(outMap.getResults()))
-        if (cast<AffineDimExpr>(e).getPosition() == *loops->n)
-          nDim = pos;
-    SmallVector<Operation *> folded;
-    Value bias;
-    bool accumulate = true;
-    if (linalg::FillOp fill = foldableZeroFill(op, out)) {
-      folded.push_back(fill);
-      accumulate = false;
-    } else if (linalg::BroadcastOp broadcast =
-                   nDim >= 0 ? biasBroadcastInto(op, out, nDim) : nullptr;
-               broadcast && isContiguousVector(broadcast.getInput()) &&
-               isStaticUnitStride(op, out, loops->n)) {
-      folded.push_back(broadcast);
-      bias = broadcast.getInput();
-      accumulate = false;
-    }
-
-    // The epilogue: steps while the buffer they read dies there.
-    Epilogue epilogue;
-    epilogue.out = out;
-    epilogue.bias = bias;
-    if (accumulate) {
-      noEpilogue(op, "the product accumulates into its output (cuBLASLt's "
-                     "epilogue would need another output buffer)");
-    } else {
-      Operation *last = op;
-      Value read = out;
-      SmallVector<Operation *> producers = {op};
-      producers.append(folded.begin(), folded.end());
-      while (epilogue.steps.size() < 2) {
-        // A bias only along the output's columns when C's columns have a
-        // unit stride, and only one bias.
-        int64_t biasDim = (!epilogue.bias && nDim >= 0 &&
-                           isStaticUnitStride(op, out, loops->n) &&
-                           nDim == int64_t(outMap.getNumResults()) - 1)
-                              ? nDim
-                              : -1;
-        FailureOr<Step> step = matchStep(last, read, producers, biasDim, why);
-        if (failed(step)) {
-          if (epilogue.steps.empty())
-            noEpilogue(op, why);
-          break;
-        }
-        // An activation after an activation is not cuBLASLt's.
-        if (epilogue.act != Activation::None) {
-          noEpilogue(op, "two activations");
-          break;
-        }
-        if (step->bias && epilogue.act != Activation::None)
-          break;
-        // The product's inputs must not be written before the call, which
-        // goes where this step is.
-        bool written = false;
-        for (Operation *between = op->getNextNode(); between != step->op;
-             between = between->getNextNode())
-          written |= mayWrite(between, getViewRoot(a)) ||
-                     mayWrite(between, getViewRoot(bIn)) ||
-                     (step->bias && mayWrite(between, getViewRoot(step->bias)));
-        if (written) {
-          noEpilogue(op, "an input of the product is written before its "
-                         "epilogue");
-          break;
-        }
-        if (step->bias)
-          epilogue.bias = step->bias;
-        epilogue.act = step->act;
-        epilogue.steps.push_back(*step);
-        last = step->op;
-        Value next = step->op.getDpsInits()[0];
-        epilogue.out = next;
-        read = next;
-        producers = {step->op};
-      }
-    }
-
-    // The output the call writes, shaped as the product's (the last step
-    // may write through a reshape of it).
-    Operation *at = epilogue.steps.empty()
-                        ? op.getOperation()
-                        : epilogue.steps.back().op.getOperation();
-    OpBuilder b(at);
-    Location loc = op.getLoc();
-    Value d = epilogue.out;
-    auto outType = cast<MemRefType>(out.getType());
-    auto dType = cast<MemRefType>(d.getType());
-    if (dType.getShape() != outType.getShape()) {
-      // Collapse back where the output is contiguous, else keep the steps.
-      std::optional<SmallVector<ReassociationIndices>> groups =
-          getReassociationIndicesForCollapse(dType.getShape(),
-                                             outType.getShape());
-      if (!groups ||
-          !memref::CollapseShapeOp::isGuaranteedCollapsible(dType, *groups)) {
-        noEpilogue(op, "the epilogue's output is not a contiguous reshape of "
-                       "the product's");
-        epilogue.steps.clear();
-        epilogue.out = out;
-        epilogue.act = Activation::None;
-        epilogue.bias = bias;
-        at = op;
-        b.setInsertionPoint(op);
-        d = out;
-      } else {
-        d = memref::CollapseShapeOp::create(b, loc, d, *groups);
-      }
-    }
-    if (std::optional<std::string> problem =
-            layoutProblem(op, 2, d, loops->m, loops->n)) {
+    if (std::optional<std::string> problem = operandLayoutProblem(op, *loops)) {
       keep(op, *problem);
       return success();
     }
+    int64_t nDim = outputDimOf(op, loops->n);
+    Accumulator acc = foldAccumulator(op, *loops, nDim);
+    Epilogue epilogue = growEpilogue(op, *loops, acc, nDim);
+    OpBuilder b(op);
+    Value d = placeCallOutput(b, op, acc, epilogue);
+    if (std::optional<std::string> problem =
+            layoutProblem(op, 2, d, loops->m, loops->n)) {
+      if (auto collapse = d.getDefiningOp<memref::CollapseShapeOp>();
+          collapse && collapse->use_empty())
+        collapse->erase();
+      keep(op, *problem);
+      return success();
+    }
+    emitCall(b, functions, op, *loops, d, epilogue, acc.accumulate,
+             precisionCode);
+    LLVM_DEBUG(llvm::dbgs() << "to meshrt_gpu_gemm (" << epilogue.steps.size()
+                            << " epilogue steps): " << op << "\n");
+    eraseReplaced(op, acc, epilogue);
+    return success();
+  }
 
-    GemmCallArgs args = buildGemmCallArgs(b, op, *loops, d);
+  /// Why cuBLASLt cannot read A, B or C as they are laid out, if it cannot.
+  static std::optional<std::string>
+  operandLayoutProblem(linalg::LinalgOp op, const GemmLoops &loops) {
+    Value out = op.getDpsInits()[0];
+    Value a = op.getDpsInputs()[0], bIn = op.getDpsInputs()[1];
+    for (auto [i, buffer, rows, cols] :
+         {std::make_tuple(0u, a, loops.m, std::optional<unsigned>(loops.k)),
+          std::make_tuple(1u, bIn, std::optional<unsigned>(loops.k), loops.n),
+          std::make_tuple(2u, out, loops.m, loops.n)})
+      if (std::optional<std::string> problem =
+              layoutProblem(op, i, buffer, rows, cols))
+        return problem;
+    return std::nullopt;
+  }
+
+  /// The position of `loop` among the output's dims, or -1.
+  static int64_t outputDimOf(linalg::LinalgOp op,
+                             std::optional<unsigned> loop) {
+    if (!loop)
+      return -1;
+    AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+    for (auto [pos, e] : llvm::enumerate(outMap.getResults()))
+      if (cast<AffineDimExpr>(e).getPosition() == *loop)
+        return pos;
+    return -1;
+  }
+
+  /// What the product's accumulator starts from: zeros or a bias broadcast
+  /// along the rows (both folded into the call), else what the output
+  /// buffer holds (`accumulate`).
+  struct Accumulator {
+    SmallVector<Operation *> folded;
+    Value bias;
+    bool accumulate = true;
+  };
+
+  static Accumulator foldAccumulator(linalg::LinalgOp op,
+                                     const GemmLoops &loops, int64_t nDim) {
+    Value out = op.getDpsInits()[0];
+    Accumulator acc;
+    if (linalg::FillOp fill = foldableZeroFill(op, out)) {
+      acc.folded.push_back(fill);
+      acc.accumulate = false;
+    } else if (linalg::BroadcastOp broadcast =
+                   nDim >= 0 ? biasBroadcastInto(op, out, nDim) : nullptr;
+               broadcast && isContiguousVector(broadcast.getInput()) &&
+               isStaticUnitStride(op, out, loops.n)) {
+      acc.folded.push_back(broadcast);
+      acc.bias = broadcast.getInput();
+      acc.accumulate = false;
+    }
+    return acc;
+  }
+
+  /// The elementwise steps after the product that cuBLASLt's epilogue can
+  /// do (at most a bias and one activation), taken while the buffer each
+  /// reads dies there.
+  Epilogue growEpilogue(linalg::LinalgOp op, const GemmLoops &loops,
+                        const Accumulator &acc, int64_t nDim) {
+    Value out = op.getDpsInits()[0];
+    Epilogue epilogue;
+    epilogue.out = out;
+    epilogue.bias = acc.bias;
+    if (acc.accumulate) {
+      noEpilogue(op, "the product accumulates into its output (cuBLASLt's "
+                     "epilogue would need another output buffer)");
+      return epilogue;
+    }
+    // A bias only along the output's columns when C's columns have a unit
+    // stride.
+    int64_t outRank = cast<MemRefType>(out.getType()).getRank();
+    bool columnBias = nDim >= 0 && nDim == outRank - 1 &&
+                      isStaticUnitStride(op, out, loops.n);
+    Operation *last = op;
+    SmallVector<Operation *> producers = {op};
+    producers.append(acc.folded.begin(), acc.folded.end());
+    std::string why;
+    while (epilogue.steps.size() < 2) {
+      int64_t biasDim = !epilogue.bias && columnBias ? nDim : -1;
+      FailureOr<Step> step =
+          matchStep(last, epilogue.out, producers, biasDim, why);
+      if (failed(step)) {
+        if (epilogue.steps.empty())
+          noEpilogue(op, why);
+        break;
+      }
+      // An activation after an activation is not cuBLASLt's.
+      if (epilogue.act != Activation::None) {
+        noEpilogue(op, "two activations");
+        break;
+      }
+      if (inputWrittenBefore(op, *step)) {
+        noEpilogue(op, "an input of the product is written before its "
+                       "epilogue");
+        break;
+      }
+      if (step->bias)
+        epilogue.bias = step->bias;
+      epilogue.act = step->act;
+      epilogue.steps.push_back(*step);
+      last = step->op;
+      epilogue.out = step->op.getDpsInits()[0];
+      producers = {step->op};
+    }
+    return epilogue;
+  }
+
+  /// Whether the product's inputs (or the step's bias) may be written
+  /// between the product and `step`, where the call would go.
+  static bool inputWrittenBefore(linalg::LinalgOp op, const Step &step) {
+    Value a = getViewRoot(op.getDpsInputs()[0]);
+    Value bIn = getViewRoot(op.getDpsInputs()[1]);
+    Value bias = step.bias ? getViewRoot(step.bias) : Value();
+    for (Operation *between = op->getNextNode(); between != step.op;
+         between = between->getNextNode())
+      if (mayWrite(between, a) || mayWrite(between, bIn) ||
+          (bias && mayWrite(between, bias)))
+        return true;
+    return false;
+  }
+
+  /// Sets `b` where the call goes (the last step folded, else the product)
+  /// and returns the buffer it writes, shaped as the product's output: the
+  /// last step may write through a reshape of it, collapsed back where the
+  /// output is contiguous; otherwise the steps stay and the call writes the
+  /// product's own output.
+  Value placeCallOutput(OpBuilder &b, linalg::LinalgOp op,
+                        const Accumulator &acc, Epilogue &epilogue) {
+    Value out = op.getDpsInits()[0];
+    if (!epilogue.steps.empty())
+      b.setInsertionPoint(epilogue.steps.back().op);
+    Value d = epilogue.out;
+    auto outType = cast<MemRefType>(out.getType());
+    auto dType = cast<MemRefType>(d.getType());
+    if (dType.getShape() == outType.getShape())
+      return d;
+    std::optional<SmallVector<ReassociationIndices>> groups =
+        getReassociationIndicesForCollapse(dType.getShape(),
+                                           outType.getShape());
+    if (groups &&
+        memref::CollapseShapeOp::isGuaranteedCollapsible(dType, *groups))
+      return memref::CollapseShapeOp::create(b, op.getLoc(), d, *groups);
+    noEpilogue(op, "the epilogue's output is not a contiguous reshape of "
+                   "the product's");
+    epilogue.steps.clear();
+    epilogue.out = out;
+    epilogue.act = Activation::None;
+    epilogue.bias = acc.bias;
+    b.setInsertionPoint(op);
+    return out;
+  }
+
+  /// The address of the first element of the contiguous vector `vector`,
+  /// or a null pointer for a null value.
+  static Value vectorPointer(OpBuilder &b, Location loc, Value vector) {
+    Type ptrType = LLVM::LLVMPointerType::get(b.getContext());
+    if (!vector)
+      return LLVM::ZeroOp::create(b, loc, ptrType);
+    Type element = cast<MemRefType>(vector.getType()).getElementType();
+    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, vector);
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, vector);
+    Value offsetBytes =
+        arith::MulIOp::create(b, loc, meta.getOffset(),
+                              arith::ConstantIndexOp::create(
+                                  b, loc, element.getIntOrFloatBitWidth() / 8));
+    Value address = arith::AddIOp::create(b, loc, base, offsetBytes);
+    Value address64 =
+        arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
+    return LLVM::IntToPtrOp::create(b, loc, ptrType, address64);
+  }
+
+  /// Emits at `b` the runtime call that computes `op` with `epilogue` into
+  /// `d`: meshrt_gemm_epilogue on the host target, else meshrt_gpu_gemm
+  /// with a plan slot of its own on the shared stream.
+  void emitCall(OpBuilder &b, RuntimeFunctions &functions, linalg::LinalgOp op,
+                const GemmLoops &loops, Value d, const Epilogue &epilogue,
+                bool accumulate, int32_t precisionCode) {
+    Location loc = op.getLoc();
+    GemmCallArgs args = buildGemmCallArgs(b, op, loops, d);
     Type i32 = b.getI32Type();
     Type ptrType = LLVM::LLVMPointerType::get(b.getContext());
-    Type element = outType.getElementType();
+    Type element =
+        cast<MemRefType>(op.getDpsInits()[0].getType()).getElementType();
     auto i32Const = [&](int64_t v) -> Value {
       return arith::ConstantIntOp::create(b, loc, i32, v);
     };
-    Value biasPointer;
-    if (epilogue.bias) {
-      auto meta =
-          memref::ExtractStridedMetadataOp::create(b, loc, epilogue.bias);
-      Value base =
-          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, epilogue.bias);
-      Value offsetBytes = arith::MulIOp::create(
-          b, loc, meta.getOffset(),
-          arith::ConstantIndexOp::create(b, loc,
-                                         element.getIntOrFloatBitWidth() / 8));
-      Value address = arith::AddIOp::create(b, loc, base, offsetBytes);
-      Value address64 =
-          arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
-      biasPointer = LLVM::IntToPtrOp::create(b, loc, ptrType, address64);
-    } else {
-      biasPointer = LLVM::ZeroOp::create(b, loc, ptrType);
-    }
+    Value biasPointer = vectorPointer(b, loc, epilogue.bias);
     Value dtype = i32Const(*gemmDtype(element));
     Value acc = i32Const(accumulate ? 1 : 0);
     Value act = i32Const(static_cast<int32_t>(epilogue.act));
-    Value prec = i32Const(precisionCode);
+    Value prec = host ? Value() : i32Const(precisionCode);
     std::string what = ((host ? "meshrt_gemm_epilogue" : "meshrt_gpu_gemm") +
                         Twine(" for '") + op->getName().getStringRef() + "'")
                            .str();
@@ -709,39 +802,41 @@ struct MeshGpuLinalgToCublasPass
            acc,
            biasPointer,
            act});
-    } else {
-      Value plan = LLVM::AddressOfOp::create(b, loc, planSlot(getOperation()));
-      Value stream = LLVM::ZeroOp::create(b, loc, ptrType);
-      functions.callChecked<RuntimeEntry::meshrt_gpu_gemm>(b, loc, what,
-                                                           {plan,
-                                                            dtype,
-                                                            args.batch,
-                                                            args.m,
-                                                            args.n,
-                                                            args.k,
-                                                            args.pointers[0],
-                                                            args.strides[0][0],
-                                                            args.strides[0][1],
-                                                            args.strides[0][2],
-                                                            args.pointers[1],
-                                                            args.strides[1][0],
-                                                            args.strides[1][1],
-                                                            args.strides[1][2],
-                                                            args.pointers[2],
-                                                            args.strides[2][0],
-                                                            args.strides[2][1],
-                                                            args.strides[2][2],
-                                                            acc,
-                                                            biasPointer,
-                                                            act,
-                                                            prec,
-                                                            stream});
+      return;
     }
-    LLVM_DEBUG(llvm::dbgs() << "to meshrt_gpu_gemm (" << epilogue.steps.size()
-                            << " epilogue steps): " << op << "\n");
+    Value plan = LLVM::AddressOfOp::create(b, loc, planSlot(getOperation()));
+    Value stream = LLVM::ZeroOp::create(b, loc, ptrType);
+    functions.callChecked<RuntimeEntry::meshrt_gpu_gemm>(b, loc, what,
+                                                         {plan,
+                                                          dtype,
+                                                          args.batch,
+                                                          args.m,
+                                                          args.n,
+                                                          args.k,
+                                                          args.pointers[0],
+                                                          args.strides[0][0],
+                                                          args.strides[0][1],
+                                                          args.strides[0][2],
+                                                          args.pointers[1],
+                                                          args.strides[1][0],
+                                                          args.strides[1][1],
+                                                          args.strides[1][2],
+                                                          args.pointers[2],
+                                                          args.strides[2][0],
+                                                          args.strides[2][1],
+                                                          args.strides[2][2],
+                                                          acc,
+                                                          biasPointer,
+                                                          act,
+                                                          prec,
+                                                          stream});
+  }
 
-    // Erase what the call replaces, then buffers left with no reader.
-    SmallVector<Value> buffers = {out};
+  /// Erases what the call replaces (the steps, their bias broadcasts, the
+  /// folded initialisation, the product), then buffers left with no reader.
+  static void eraseReplaced(linalg::LinalgOp op, const Accumulator &acc,
+                            Epilogue &epilogue) {
+    SmallVector<Value> buffers = {op.getDpsInits()[0]};
     for (Step &step : epilogue.steps) {
       buffers.push_back(step.op.getDpsInits()[0]);
       if (step.biasBroadcast)
@@ -753,12 +848,11 @@ struct MeshGpuLinalgToCublasPass
       if (broadcast)
         broadcast->erase();
     }
-    for (Operation *f : folded)
+    for (Operation *f : acc.folded)
       f->erase();
     op->erase();
     for (Value buffer : buffers)
       eraseIfDead(buffer);
-    return success();
   }
 
   /// Whether `op`'s output `buffer` has a static unit stride along `loop`.
