@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BlockSize.h"
 #include "mesh/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -39,6 +40,7 @@ namespace mesh {
 } // namespace mlir
 
 using namespace mlir;
+using mlir::mesh::verifyThreadsPerBlock;
 
 namespace {
 
@@ -334,14 +336,9 @@ struct RowReductions
   }
 
   void runOnOperation() override {
-    if (threadsPerBlock < 32 || threadsPerBlock > 1024 ||
-        !llvm::isPowerOf2_64(threadsPerBlock)) {
-      getOperation().emitError()
-          << "mesh-gpu-row-reductions: threads-per-block must be a power of "
-             "two from 32 to 1024, not "
-          << int64_t(threadsPerBlock);
+    if (failed(verifyThreadsPerBlock(getOperation(), getArgument(),
+                                     threadsPerBlock, /*min=*/32)))
       return signalPassFailure();
-    }
     SmallVector<std::pair<scf::ParallelOp, SmallVector<Reduction>>> work;
     getOperation().walk([&](scf::ParallelOp nest) {
       if (nest->getParentOfType<scf::ParallelOp>() ||

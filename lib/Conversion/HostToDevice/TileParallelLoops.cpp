@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BlockSize.h"
 #include "mesh/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -29,6 +30,8 @@ namespace mesh {
 } // namespace mlir
 
 using namespace mlir;
+using mlir::mesh::kMaxThreadsPerBlock;
+using mlir::mesh::verifyThreadsPerBlock;
 
 namespace {
 
@@ -93,14 +96,9 @@ struct TileParallelLoops
   using Base::Base;
 
   void runOnOperation() override {
-    if (threadsPerBlock < 1 || threadsPerBlock > 1024 ||
-        !llvm::isPowerOf2_64(threadsPerBlock)) {
-      getOperation().emitError()
-          << "mesh-gpu-tile-parallel-loops: threads-per-block must be a "
-             "power of two from 1 to 1024, not "
-          << int64_t(threadsPerBlock);
+    if (failed(verifyThreadsPerBlock(getOperation(), getArgument(),
+                                     threadsPerBlock, /*min=*/1)))
       return signalPassFailure();
-    }
     int64_t product = 1;
     for (int64_t t : tileSizes) {
       if (t < 1) {
@@ -112,10 +110,11 @@ struct TileParallelLoops
       }
       product *= t;
     }
-    if (product > 1024) {
+    if (product > kMaxThreadsPerBlock) {
       getOperation().emitError()
           << "mesh-gpu-tile-parallel-loops: tile sizes of " << product
-          << " threads per block (a GPU block has at most 1024)";
+          << " threads per block (a GPU block has at most "
+          << kMaxThreadsPerBlock << ")";
       return signalPassFailure();
     }
     SmallVector<scf::ParallelOp> roots;
