@@ -58,6 +58,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -124,6 +125,44 @@ double median(std::vector<double> V) {
   std::sort(V.begin(), V.end());
   size_t N = V.size();
   return N % 2 ? V[N / 2] : (V[N / 2 - 1] + V[N / 2]) / 2;
+}
+
+/// One product's results to check: its name and its N x N values.
+struct NamedResult {
+  const char *Name;
+  const std::vector<float> *Values;
+};
+
+/// Checks `Samples` random entries of each of `Results` (N x N values of
+/// relu(A B + bias), row-major) against a float64 reference, and returns the
+/// largest error relative to sum |a b|; an entry beyond `Tolerance` ends the
+/// run with a message naming `What`, the result and the entry.
+double checkSampledBiasRelu(const std::vector<float> &A,
+                            const std::vector<float> &B,
+                            const std::vector<float> &Bias, int64_t N,
+                            std::initializer_list<NamedResult> Results,
+                            int Samples, double Tolerance, std::mt19937 &Gen,
+                            const std::string &What) {
+  double MaxRel = 0;
+  for (int S = 0; S < Samples; ++S) {
+    int64_t I = Gen() % N, J = Gen() % N;
+    double Acc = 0, Mag = 0;
+    for (int64_t K = 0; K < N; ++K) {
+      Acc += double(A[I * N + K]) * B[K * N + J];
+      Mag += std::fabs(double(A[I * N + K]) * B[K * N + J]);
+    }
+    double Want = std::max(0.0, Acc + Bias[J]);
+    for (const NamedResult &R : Results) {
+      double Got = (*R.Values)[I * N + J];
+      double Rel = std::fabs(Got - Want) / (Mag + 1e-30);
+      if (!(Rel < Tolerance))
+        fail(What + ": " + R.Name + " element (" + std::to_string(I) + ", " +
+             std::to_string(J) + ") is " + std::to_string(Got) + ", want " +
+             std::to_string(Want));
+      MaxRel = std::max(MaxRel, Rel);
+    }
+  }
+  return MaxRel;
 }
 
 struct Args {
@@ -419,22 +458,8 @@ void benchMatmul(const Args &A) {
       "d2h");
   checkRt(meshrt_device_free(Out.Allocated), "meshrt_device_free");
   // Check 512 random entries against a double-precision reference.
-  double MaxRel = 0;
-  for (int S = 0; S < 512; ++S) {
-    int64_t I = Gen() % N, J = Gen() % N;
-    double Acc = 0, Mag = 0;
-    for (int64_t K = 0; K < N; ++K) {
-      Acc += double(HA[I * N + K]) * HB[K * N + J];
-      Mag += std::fabs(double(HA[I * N + K]) * HB[K * N + J]);
-    }
-    double Want = std::max(0.0, Acc + HBias[J]);
-    double Rel = std::fabs(HOut[I * N + J] - Want) / (Mag + 1e-30);
-    if (!(Rel < 1e-5))
-      fail("@matmul_bias_relu: element (" + std::to_string(I) + ", " +
-           std::to_string(J) + ") is " + std::to_string(HOut[I * N + J]) +
-           ", want " + std::to_string(Want));
-    MaxRel = std::max(MaxRel, Rel);
-  }
+  double MaxRel = checkSampledBiasRelu(HA, HB, HBias, N, {{"compiled", &HOut}},
+                                       512, 1e-5, Gen, "@matmul_bias_relu");
   std::vector<double> T;
   double End = now() + std::max(1.0, A.SecondsPerSize);
   while (T.size() < 3 || (now() < End && T.size() < 200)) {
@@ -688,26 +713,10 @@ void benchGemm(const Args &A, cudaStream_t Stream) {
       Down(Ours, Out.Aligned);
       Down(Theirs, DC);
       checkRt(meshrt_device_free(Out.Allocated), "meshrt_device_free");
-      double MaxRel = 0;
-      for (int S = 0; S < 256; ++S) {
-        int64_t I = Gen() % N, J = Gen() % N;
-        double Acc = 0, Mag = 0;
-        for (int64_t K = 0; K < N; ++K) {
-          Acc += double(RA[I * N + K]) * RB[K * N + J];
-          Mag += std::fabs(double(RA[I * N + K]) * RB[K * N + J]);
-        }
-        double Want = std::max(0.0, Acc + RBias[J]);
-        for (const std::vector<float> *Got : {&Ours, &Theirs}) {
-          double Rel = std::fabs((*Got)[I * N + J] - Want) / (Mag + 1e-30);
-          if (!(Rel < V.Tolerance))
-            fail(std::string("gemm ") + V.Name + " n=" + std::to_string(N) +
-                 ": " + (Got == &Ours ? "compiled" : "cuBLASLt") +
-                 " element (" + std::to_string(I) + ", " + std::to_string(J) +
-                 ") is " + std::to_string((*Got)[I * N + J]) + ", want " +
-                 std::to_string(Want));
-          MaxRel = std::max(MaxRel, Rel);
-        }
-      }
+      double MaxRel = checkSampledBiasRelu(
+          RA, RB, RBias, N, {{"compiled", &Ours}, {"cuBLASLt", &Theirs}}, 256,
+          V.Tolerance, Gen,
+          std::string("gemm ") + V.Name + " n=" + std::to_string(N));
 
       // Timing: batches of calls sized to about 50 ms, interleaved.
       double One = now();
