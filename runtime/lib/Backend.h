@@ -172,6 +172,25 @@ inline void checkMpi(int Code, const char *What) {
     mpiFail(Code, What);
 }
 
+/// Takes communicator `C` into use: its errors are returned, not fatal, and
+/// `Rank`, `Size` are this process's place in it.
+inline void adoptMpiComm(MPI_Comm C, int64_t &Rank, int64_t &Size) {
+  MPI_Comm_set_errhandler(C, MPI_ERRORS_RETURN);
+  int R = 0, S = 1;
+  MPI_Comm_rank(C, &R);
+  MPI_Comm_size(C, &S);
+  Rank = R;
+  Size = S;
+}
+
+/// Frees an owned communicator, unless MPI is finalized already.
+inline void releaseMpiComm(MPI_Comm &C) {
+  int Fin = 0;
+  MPI_Finalized(&Fin);
+  if (!Fin && C != MPI_COMM_NULL)
+    MPI_Comm_free(&C);
+}
+
 } // namespace detail
 } // namespace meshrt
 

@@ -95,19 +95,9 @@ class MpiBackend;
 class MpiComm final : public BackendComm {
 public:
   MpiComm(MPI_Comm C, const MpiBackend &B) : C(C), B(B) {
-    MPI_Comm_set_errhandler(C, MPI_ERRORS_RETURN);
-    int R = 0, S = 1;
-    MPI_Comm_rank(C, &R);
-    MPI_Comm_size(C, &S);
-    Rank = R;
-    Size = S;
+    adoptMpiComm(C, Rank, Size);
   }
-  ~MpiComm() override {
-    int Fin = 0;
-    MPI_Finalized(&Fin);
-    if (!Fin && C != MPI_COMM_NULL)
-      MPI_Comm_free(&C);
-  }
+  ~MpiComm() override { releaseMpiComm(C); }
 
   // Blocking calls run on host memory directly; stream-ordered ones
   // (OnStream) stage device buffers (see staged()).

@@ -24,20 +24,8 @@ namespace {
 
 class MpiControl final : public ControlGroup {
 public:
-  explicit MpiControl(MPI_Comm C) : C(C) {
-    MPI_Comm_set_errhandler(C, MPI_ERRORS_RETURN);
-    int R = 0, S = 1;
-    MPI_Comm_rank(C, &R);
-    MPI_Comm_size(C, &S);
-    Rank = R;
-    Size = S;
-  }
-  ~MpiControl() override {
-    int Fin = 0;
-    MPI_Finalized(&Fin);
-    if (!Fin && C != MPI_COMM_NULL)
-      MPI_Comm_free(&C);
-  }
+  explicit MpiControl(MPI_Comm C) : C(C) { adoptMpiComm(C, Rank, Size); }
+  ~MpiControl() override { releaseMpiComm(C); }
   const char *kind() const override { return "mpi"; }
 
   void allReduce(int64_t *Data, size_t N, bool Max, const char *What) override {

@@ -78,21 +78,15 @@ Attempt greet(int Fd, Clock::time_point Deadline, std::string &Why) {
 /// socket, or -1 with `Why` set.
 int tryConnect(const std::string &Host, int Port, Clock::time_point Deadline,
                Attempt &Outcome, std::string &Why) {
-  addrinfo Hints{};
-  Hints.ai_family = AF_UNSPEC;
-  Hints.ai_socktype = SOCK_STREAM;
-  addrinfo *Res = nullptr;
-  std::string PortStr = std::to_string(Port);
-  int Rc = getaddrinfo(Host.empty() ? nullptr : Host.c_str(), PortStr.c_str(),
-                       &Hints, &Res);
+  int Rc = 0;
+  AddressList Addresses = resolveStream(Host, Port, /*Passive=*/false, Rc);
   Outcome = Attempt::Retry;
-  if (Rc != 0) {
+  if (!Addresses) {
     // Kubernetes publishes a pod's name some time after it starts: retry.
     Why = "cannot resolve '" + Host + "': " + gai_strerror(Rc);
     return -1;
   }
-  std::unique_ptr<addrinfo, void (*)(addrinfo *)> Free(Res, freeaddrinfo);
-  for (addrinfo *A = Res; A; A = A->ai_next) {
+  for (addrinfo *A = Addresses.get(); A; A = A->ai_next) {
     if (A->ai_family != AF_INET && A->ai_family != AF_INET6)
       continue;
     int Fd = openSocket(A->ai_family);
@@ -231,29 +225,27 @@ StoreClient::call(uint8_t Op, const std::vector<const std::string *> &Items,
   // own timeout on top of that is the grace for the answer to arrive.
   double Limit = std::min(Wait + OpTimeout, 2 * MaxTimeoutSeconds);
   Clock::time_point Deadline = after(Limit);
-  auto Lost = [&](Io R, int Err) {
-    if (R == Io::Timeout)
-      return "no answer from the store at " + Address + " within " +
-             formatSeconds(Limit) + " s; is rank 0 alive?";
+  // A failed exchange ends the call; after a timeout the connection is out
+  // of step with the store, so later calls fail at once.
+  auto lose = [&](Io R, int Err) {
+    if (R == Io::Timeout) {
+      Broken = "no answer from the store at " + Address + " within " +
+               formatSeconds(Limit) + " s; is rank 0 alive?";
+      ::close(Fd);
+      Fd = -1;
+      throw Error(MESHRT_ERROR_TIMEOUT, "store: " + What + ": " + Broken);
+    }
     if (R == Io::Closed)
-      return "lost the connection to the store at " + Address + " (" +
-             (Err ? osError(Err) : std::string("the store closed it")) +
-             "); has the store (rank 0) exited?";
-    return "lost the connection to the store at " + Address + " (" +
-           osError(Err) + ")";
+      fail(What, "lost the connection to the store at " + Address + " (" +
+                     (Err ? osError(Err) : std::string("the store closed it")) +
+                     "); has the store (rank 0) exited?");
+    fail(What, "lost the connection to the store at " + Address + " (" +
+                   osError(Err) + ")");
   };
   int Err = 0;
   Io R = sendAll(Fd, Frame.data(), Frame.size(), Deadline, Err);
-  if (R != Io::Ok) {
-    std::string Why = Lost(R, Err);
-    if (R == Io::Timeout) {
-      Broken = Why;
-      ::close(Fd);
-      Fd = -1;
-      throw Error(MESHRT_ERROR_TIMEOUT, "store: " + What + ": " + Why);
-    }
-    fail(What, Why);
-  }
+  if (R != Io::Ok)
+    lose(R, Err);
   char HeaderBuf[HeaderBytes];
   R = recvAll(Fd, HeaderBuf, HeaderBytes, Deadline, Err);
   Header H;
@@ -266,16 +258,8 @@ StoreClient::call(uint8_t Op, const std::vector<const std::string *> &Items,
     Payload2.resize(H.PayloadBytes);
     R = recvAll(Fd, &Payload2[0], Payload2.size(), Deadline, Err);
   }
-  if (R != Io::Ok) {
-    std::string Why = Lost(R, Err);
-    if (R == Io::Timeout) {
-      Broken = Why;
-      ::close(Fd);
-      Fd = -1;
-      throw Error(MESHRT_ERROR_TIMEOUT, "store: " + What + ": " + Why);
-    }
-    fail(What, Why);
-  }
+  if (R != Io::Ok)
+    lose(R, Err);
   Reply Rep;
   Rep.Status = H.Code;
   Rep.Int = H.Arg;

@@ -567,19 +567,12 @@ struct BindFailure {
 /// the first address is taken on another: the caller tries again.
 bool listenAll(const std::string &Host, int Port, std::vector<int> &Fds,
                int &BoundPort) {
-  addrinfo Hints{};
-  Hints.ai_family = AF_UNSPEC;
-  Hints.ai_socktype = SOCK_STREAM;
-  Hints.ai_flags = AI_PASSIVE;
-  addrinfo *Res = nullptr;
-  std::string PortStr = std::to_string(Port);
-  int Rc = getaddrinfo(Host.empty() ? nullptr : Host.c_str(), PortStr.c_str(),
-                       &Hints, &Res);
-  if (Rc != 0)
+  int Rc = 0;
+  AddressList Addresses = resolveStream(Host, Port, /*Passive=*/true, Rc);
+  if (!Addresses)
     throw Error(MESHRT_ERROR_BACKEND,
                 "store: cannot listen on " + formatStoreAddress(Host, Port) +
                     ": cannot resolve '" + Host + "': " + gai_strerror(Rc));
-  std::unique_ptr<addrinfo, void (*)(addrinfo *)> Free(Res, freeaddrinfo);
   auto CloseAll = [&] {
     for (int Fd : Fds)
       ::close(Fd);
@@ -588,7 +581,7 @@ bool listenAll(const std::string &Host, int Port, std::vector<int> &Fds,
   BoundPort = Port;
   std::vector<std::string> Seen;
   BindFailure First;
-  for (addrinfo *A = Res; A; A = A->ai_next) {
+  for (addrinfo *A = Addresses.get(); A; A = A->ai_next) {
     if (A->ai_family != AF_INET && A->ai_family != AF_INET6)
       continue;
     sockaddr_storage Addr{};

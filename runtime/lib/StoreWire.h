@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <set>
 #include <system_error>
 #include <thread>
@@ -283,6 +284,39 @@ inline std::string numericHost(const sockaddr *Addr, socklen_t Len) {
 
 enum class Io { Ok, Closed, Timeout, Failed };
 
+/// getaddrinfo's list of stream addresses for `Host` (every interface, or
+/// the loopback, when empty) and `Port`, freed with the holder; `Passive`
+/// for addresses to listen on. Null with getaddrinfo's code in `Rc` when
+/// the host does not resolve.
+using AddressList = std::unique_ptr<addrinfo, void (*)(addrinfo *)>;
+inline AddressList resolveStream(const std::string &Host, int Port,
+                                 bool Passive, int &Rc) {
+  addrinfo Hints{};
+  Hints.ai_family = AF_UNSPEC;
+  Hints.ai_socktype = SOCK_STREAM;
+  Hints.ai_flags = Passive ? AI_PASSIVE : 0;
+  addrinfo *Res = nullptr;
+  std::string PortStr = std::to_string(Port);
+  Rc = getaddrinfo(Host.empty() ? nullptr : Host.c_str(), PortStr.c_str(),
+                   &Hints, &Res);
+  return AddressList(Rc == 0 ? Res : nullptr, freeaddrinfo);
+}
+
+/// Waits until `Fd` is ready for `Events` (POLLIN or POLLOUT), a signal
+/// arrives (Ok: the caller retries) or `Deadline` passes (Timeout); Failed
+/// with `Err` set when poll fails.
+inline Io waitFor(int Fd, short Events, Clock::time_point Deadline, int &Err) {
+  pollfd Pfd{Fd, Events, 0};
+  int Ms = pollMillis(Deadline);
+  if (Ms == 0 && Clock::now() >= Deadline)
+    return Io::Timeout;
+  if (::poll(&Pfd, 1, Ms) < 0 && errno != EINTR) {
+    Err = errno;
+    return Io::Failed;
+  }
+  return Io::Ok;
+}
+
 /// Sends all `N` bytes before `Deadline`; `Err` is errno on Failed.
 inline Io sendAll(int Fd, const char *P, size_t N, Clock::time_point Deadline,
                   int &Err) {
@@ -299,15 +333,8 @@ inline Io sendAll(int Fd, const char *P, size_t N, Clock::time_point Deadline,
       Err = errno;
       return (Err == EPIPE || Err == ECONNRESET) ? Io::Closed : Io::Failed;
     }
-    pollfd Pfd{Fd, POLLOUT, 0};
-    int Ms = pollMillis(Deadline);
-    if (Ms == 0 && Clock::now() >= Deadline)
-      return Io::Timeout;
-    int R = ::poll(&Pfd, 1, Ms);
-    if (R < 0 && errno != EINTR) {
-      Err = errno;
-      return Io::Failed;
-    }
+    if (Io W = waitFor(Fd, POLLOUT, Deadline, Err); W != Io::Ok)
+      return W;
   }
   return Io::Ok;
 }
@@ -333,15 +360,8 @@ inline Io recvAll(int Fd, char *P, size_t N, Clock::time_point Deadline,
       Err = errno;
       return Err == ECONNRESET ? Io::Closed : Io::Failed;
     }
-    pollfd Pfd{Fd, POLLIN, 0};
-    int Ms = pollMillis(Deadline);
-    if (Ms == 0 && Clock::now() >= Deadline)
-      return Io::Timeout;
-    int R = ::poll(&Pfd, 1, Ms);
-    if (R < 0 && errno != EINTR) {
-      Err = errno;
-      return Io::Failed;
-    }
+    if (Io W = waitFor(Fd, POLLIN, Deadline, Err); W != Io::Ok)
+      return W;
   }
   return Io::Ok;
 }
