@@ -184,38 +184,31 @@ def jacobi(n):
           "    linalg.yield %y : f32", f"  }} -> {tt(g)}", f"  return %y : {tt(g)}", "}"]
     K.append(("jacobi", "\n".join(s), [g], g, 2 * 4 * n * n, "GB/s"))
 
+# Each kernel's sizes, per target: "cpu" for one CPU thread, "gpu" for one
+# H200 (products large enough to fill it, the memory-bound kernels on 2^25
+# floats, 128 MiB per tensor, and a larger GPT block, gpt_xl).
+SIZE_TABLE = [
+    # generator, cpu sizes, gpu sizes
+    (matmul, [(256,), (512,), (1024,)], [(1024,), (2048,), (4096,)]),
+    (lambda n: matmul(n, epilogue=True), [(512,)], [(2048,)]),
+    (bmm, [(32, 128, 64, "scores")], [(8 * 16, 512, 64, "scores")]),
+    (bmm, [(32, 128, 64, "pv")], [(8 * 16, 512, 64, "pv")]),
+    (elementwise_chain, [(1 << 22,)], [(1 << 25,)]),
+    (softmax, [(4096, 1024)], [(8192, 4096)]),
+    (layernorm, [(4096, 1024)], [(8192, 4096)]),
+    (gelu, [(1 << 22,)], [(1 << 25,)]),
+    (jacobi, [(4096,)], [(8192,)]),
+    (gpt_block, [("small", 2, 128, 256, 4), ("large", 2, 128, 1024, 16)],
+     [("small", 2, 128, 256, 4), ("large", 2, 128, 1024, 16),
+      ("xl", 8, 512, 1024, 16)]),
+]
+TARGETS = ("cpu", "gpu")
 SIZES = os.environ.get("COMPUTE_SIZES", "cpu")
-if SIZES == "cpu":
-    for n in (256, 512, 1024):
-        matmul(n)
-    matmul(512, epilogue=True)
-    bmm(32, 128, 64, "scores")
-    bmm(32, 128, 64, "pv")
-    elementwise_chain(1 << 22)
-    softmax(4096, 1024)
-    layernorm(4096, 1024)
-    gelu(1 << 22)
-    jacobi(4096)
-    gpt_block("small", 2, 128, 256, 4)
-    gpt_block("large", 2, 128, 1024, 16)
-elif SIZES == "gpu":
-    # One H200: products large enough to fill it, the memory-bound kernels
-    # on 2^25 floats (128 MiB per tensor), the attention products of gpt_xl.
-    for n in (1024, 2048, 4096):
-        matmul(n)
-    matmul(2048, epilogue=True)
-    bmm(8 * 16, 512, 64, "scores")
-    bmm(8 * 16, 512, 64, "pv")
-    elementwise_chain(1 << 25)
-    softmax(8192, 4096)
-    layernorm(8192, 4096)
-    gelu(1 << 25)
-    jacobi(8192)
-    gpt_block("small", 2, 128, 256, 4)
-    gpt_block("large", 2, 128, 1024, 16)
-    gpt_block("xl", 8, 512, 1024, 16)
-else:
+if SIZES not in TARGETS:
     sys.exit(f"gen.py: COMPUTE_SIZES must be cpu or gpu, not '{SIZES}'")
+for generator, *per_target in SIZE_TABLE:
+    for args in per_target[TARGETS.index(SIZES)]:
+        generator(*args)
 
 with open(sys.argv[1], "w") as f:
     f.write("\n\n".join(k[1] for k in K) + "\n")
