@@ -779,57 +779,41 @@ struct MeshGpuLinalgToCublasPass
     std::string what = ((host ? "meshrt_gemm_epilogue" : "meshrt_gpu_gemm") +
                         Twine(" for '") + op->getName().getStringRef() + "'")
                            .str();
+    // The arguments both entries take, in meshrt.h's order: the product,
+    // its accumulation and its epilogue.
+    const Value product[] = {dtype,
+                             args.batch,
+                             args.m,
+                             args.n,
+                             args.k,
+                             args.pointers[0],
+                             args.strides[0][0],
+                             args.strides[0][1],
+                             args.strides[0][2],
+                             args.pointers[1],
+                             args.strides[1][0],
+                             args.strides[1][1],
+                             args.strides[1][2],
+                             args.pointers[2],
+                             args.strides[2][0],
+                             args.strides[2][1],
+                             args.strides[2][2],
+                             acc,
+                             biasPointer,
+                             act};
     if (host) {
-      functions.callChecked<RuntimeEntry::meshrt_gemm_epilogue>(
-          b, loc, what,
-          {dtype,
-           args.batch,
-           args.m,
-           args.n,
-           args.k,
-           args.pointers[0],
-           args.strides[0][0],
-           args.strides[0][1],
-           args.strides[0][2],
-           args.pointers[1],
-           args.strides[1][0],
-           args.strides[1][1],
-           args.strides[1][2],
-           args.pointers[2],
-           args.strides[2][0],
-           args.strides[2][1],
-           args.strides[2][2],
-           acc,
-           biasPointer,
-           act});
+      functions.callChecked<RuntimeEntry::meshrt_gemm_epilogue>(b, loc, what,
+                                                                product);
       return;
     }
-    Value plan = LLVM::AddressOfOp::create(b, loc, planSlot(getOperation()));
-    Value stream = LLVM::ZeroOp::create(b, loc, ptrType);
-    functions.callChecked<RuntimeEntry::meshrt_gpu_gemm>(b, loc, what,
-                                                         {plan,
-                                                          dtype,
-                                                          args.batch,
-                                                          args.m,
-                                                          args.n,
-                                                          args.k,
-                                                          args.pointers[0],
-                                                          args.strides[0][0],
-                                                          args.strides[0][1],
-                                                          args.strides[0][2],
-                                                          args.pointers[1],
-                                                          args.strides[1][0],
-                                                          args.strides[1][1],
-                                                          args.strides[1][2],
-                                                          args.pointers[2],
-                                                          args.strides[2][0],
-                                                          args.strides[2][1],
-                                                          args.strides[2][2],
-                                                          acc,
-                                                          biasPointer,
-                                                          act,
-                                                          prec,
-                                                          stream});
+    // meshrt_gpu_gemm: the plan slot first, the precision and the stream
+    // last.
+    Value gpuArgs[1 + std::size(product) + 2];
+    gpuArgs[0] = LLVM::AddressOfOp::create(b, loc, planSlot(getOperation()));
+    llvm::copy(product, gpuArgs + 1);
+    gpuArgs[1 + std::size(product)] = prec;
+    gpuArgs[2 + std::size(product)] = LLVM::ZeroOp::create(b, loc, ptrType);
+    functions.callChecked<RuntimeEntry::meshrt_gpu_gemm>(b, loc, what, gpuArgs);
   }
 
   /// Erases what the call replaces (the steps, their bias broadcasts, the
