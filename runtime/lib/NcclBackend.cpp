@@ -32,12 +32,15 @@
 #include <nccl.h>
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 using namespace meshrt;
 using namespace meshrt::detail;
@@ -51,6 +54,7 @@ namespace {
 struct CudaApi {
   decltype(&::cudaGetDeviceCount) GetDeviceCount = nullptr;
   decltype(&::cudaSetDevice) SetDevice = nullptr;
+  decltype(&::cudaDeviceGetPCIBusId) DeviceGetPCIBusId = nullptr;
   decltype(&::cudaStreamCreateWithFlags) StreamCreateWithFlags = nullptr;
   decltype(&::cudaStreamDestroy) StreamDestroy = nullptr;
   decltype(&::cudaStreamQuery) StreamQuery = nullptr;
@@ -100,6 +104,7 @@ struct Libraries {
 void bindCuda(void *Cudart, CudaApi &C, std::string &Err) {
   bind(Cudart, "cudaGetDeviceCount", C.GetDeviceCount, Err);
   bind(Cudart, "cudaSetDevice", C.SetDevice, Err);
+  bind(Cudart, "cudaDeviceGetPCIBusId", C.DeviceGetPCIBusId, Err);
   bind(Cudart, "cudaStreamCreateWithFlags", C.StreamCreateWithFlags, Err);
   bind(Cudart, "cudaStreamDestroy", C.StreamDestroy, Err);
   bind(Cudart, "cudaStreamQuery", C.StreamQuery, Err);
@@ -344,8 +349,41 @@ public:
     return "cuda:" + std::to_string(Device);
   }
 
+  /// Refuses, on every rank alike, a group in which two processes of one
+  /// node use one GPU (NCCL cannot run them): each rank's host name and
+  /// device PCI bus id are gathered and compared before NCCL starts, and
+  /// the error says what to change.
+  void checkOneGpuPerProcess() {
+    struct Identity {
+      char Host[64];
+      char BusId[32];
+    };
+    Identity Mine{};
+    gethostname(Mine.Host, sizeof(Mine.Host) - 1);
+    checkCuda(libraries().Cuda.DeviceGetPCIBusId(
+                  Mine.BusId, sizeof(Mine.BusId) - 1, Device),
+              "cudaDeviceGetPCIBusId");
+    std::vector<Identity> All(size_t(Control.size()));
+    Control.allGather(&Mine, All.data(), sizeof(Identity), "NCCL device check");
+    for (size_t A = 0; A < All.size(); ++A)
+      for (size_t B = A + 1; B < All.size(); ++B)
+        if (!std::strncmp(All[A].Host, All[B].Host, sizeof(Mine.Host)) &&
+            !std::strncmp(All[A].BusId, All[B].BusId, sizeof(Mine.BusId)))
+          throw Error(
+              MESHRT_ERROR_BACKEND,
+              "NCCL needs one GPU per process, and this node shows " +
+                  std::to_string(Visible) + " to each process: ranks " +
+                  std::to_string(A) + " and " + std::to_string(B) +
+                  " both use the GPU at PCI bus " + All[A].BusId +
+                  " of node '" + All[A].Host +
+                  "'; start at most that many processes per node "
+                  "(torchrun --nproc_per_node, mpirun -npernode), or give "
+                  "each process its own device (CUDA_VISIBLE_DEVICES)");
+  }
+
   std::unique_ptr<BackendComm> createWorld() override {
     const NcclApi &N = libraries().Nccl;
+    checkOneGpuPerProcess();
     int Rank = int(Control.rank()), Size = int(Control.size());
     ncclUniqueId Id;
     ncclResult_t R = ncclSuccess;
@@ -369,14 +407,6 @@ public:
       std::string Last = N.GetLastError(C);
       std::string Msg = std::string("ncclCommInitRankConfig failed: ") +
                         N.GetErrorString(R) + " (" + Last + ")";
-      // Several processes of the node on one GPU (more processes than
-      // visible devices): say what to change, not only what NCCL saw.
-      if (Last.find("Duplicate GPU") != std::string::npos)
-        Msg += "; NCCL needs one GPU per process, and this node shows " +
-               std::to_string(Visible) +
-               " to each process: start at most that many processes per "
-               "node (torchrun --nproc_per_node, mpirun -npernode), or give "
-               "each process its own device (CUDA_VISIBLE_DEVICES)";
       throw Error(MESHRT_ERROR_BACKEND, Msg);
     }
     return std::make_unique<NcclComm>(C, Rank, Size, *this, "the world");

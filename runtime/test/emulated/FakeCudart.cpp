@@ -56,6 +56,16 @@ cudaError_t cudaGetDeviceCount(int *Count) {
   return *Count > 0 ? cudaSuccess : cudaErrorNoDevice;
 }
 
+/// Bus ids as a node's PCI bus gives them: one per emulated device.
+cudaError_t cudaDeviceGetPCIBusId(char *Id, int Len, int Device) {
+  if (Device < 0 || Device >= deviceCount())
+    return cudaErrorInvalidDevice;
+  if (Len < 13)
+    return cudaErrorInvalidValue;
+  std::snprintf(Id, size_t(Len), "0000:%02x:00.0", 0x18 + Device);
+  return cudaSuccess;
+}
+
 cudaError_t cudaSetDevice(int Device) {
   return fakeCudaSetDevice(Device) ? cudaSuccess : cudaErrorInvalidDevice;
 }
