@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CApi.h"
 #include "Abort.h"
 #include "Blas.h"
 #include "Context.h"
@@ -46,30 +47,8 @@ meshrt_mesh_t wrap(Mesh *M) { return reinterpret_cast<meshrt_mesh_t>(M); }
 Comm *unwrap(meshrt_comm_t C) { return reinterpret_cast<Comm *>(C); }
 meshrt_comm_t wrap(Comm *C) { return reinterpret_cast<meshrt_comm_t>(C); }
 
-/// Records the error and applies the policy.
-meshrt_status fail(const char *Fn, meshrt_status S, const char *Msg) {
-  LastError = std::string(Fn) + ": " + Msg;
-  if (policy().load(std::memory_order_relaxed) == MESHRT_ERRORS_RETURN)
-    return S;
-  int64_t Rank = processRank();
-  std::fflush(stderr);
-  writeStderr("meshrt: rank " + std::to_string(Rank) + ": error: " + LastError +
-              " [" + meshrt_status_name(S) + "]\n");
-  abortJob(1);
-}
-
-/// Runs `Body`, mapping exceptions to statuses.
 template <typename F> meshrt_status guarded(const char *Fn, F &&Body) {
-  try {
-    Body();
-    return MESHRT_SUCCESS;
-  } catch (const Error &E) {
-    return fail(Fn, E.status(), E.what());
-  } catch (const std::bad_alloc &) {
-    return fail(Fn, MESHRT_ERROR_BACKEND, "out of memory");
-  } catch (const std::exception &E) {
-    return fail(Fn, MESHRT_ERROR_BACKEND, E.what());
-  }
+  return guardedCall(Fn, std::forward<F>(Body));
 }
 
 std::shared_ptr<Context> context() {
@@ -119,6 +98,18 @@ int64_t checkedAxis(Mesh &M, int64_t Axis) {
 }
 
 } // namespace
+
+meshrt_status meshrt::detail::reportCallFailure(const char *Fn, meshrt_status S,
+                                                const char *Msg) {
+  LastError = std::string(Fn) + ": " + Msg;
+  if (policy().load(std::memory_order_relaxed) == MESHRT_ERRORS_RETURN)
+    return S;
+  int64_t Rank = processRank();
+  std::fflush(stderr);
+  writeStderr("meshrt: rank " + std::to_string(Rank) + ": error: " + LastError +
+              " [" + meshrt_status_name(S) + "]\n");
+  abortJob(1);
+}
 
 extern "C" {
 

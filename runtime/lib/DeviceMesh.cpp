@@ -42,6 +42,15 @@ void Group::checkBlocks(size_t Elements) const {
                     " equal blocks for " + comm().label());
 }
 
+Group Group::from_handle(meshrt_comm_t Handle) {
+  if (!Handle || !detail::handles::isLive(Handle))
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                "the group is not a communicator of this runtime (a garbage "
+                "handle, or one whose mesh or runtime is gone)");
+  Comm *C = reinterpret_cast<Comm *>(Handle);
+  return Group(C->mesh().context().shared_from_this(), C);
+}
+
 int64_t Group::rank() const { return comm().rank(); }
 int64_t Group::size() const { return comm().size(); }
 std::vector<int64_t> Group::members() const { return comm().members(); }

@@ -146,6 +146,9 @@ class MESHRT_API Group {
 public:
   /// An empty handle.
   Group() = default;
+  /// The group of a C ABI communicator handle (meshrt_comm_get); a handle
+  /// that is not a live communicator is MESHRT_ERROR_INVALID_ARGUMENT.
+  static Group from_handle(meshrt_comm_t Handle);
 
   /// This process's rank in the group.
   int64_t rank() const;
