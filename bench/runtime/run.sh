@@ -11,7 +11,8 @@
 # CHECK_RANKS (default "2 8": the cost of MESHRT_CHECK_COLLECTIVES=1, check
 # off and on interleaved in one run at each of these world sizes; "" skips),
 # GLOO_RANKS (default "2 8": meshrt on MPI and on gloo interleaved, the
-# same mesh on two contexts; "" skips).
+# same mesh on two contexts; "" skips), PYTHON_RANKS (default "1 2": the
+# Python package's all_reduce against the same call from C; "" skips).
 # Build first, e.g.:
 #   cmake -S runtime -B /tmp/rt-build -G Ninja && ninja -C /tmp/rt-build -j1
 set -euo pipefail
@@ -65,3 +66,10 @@ done
 echo
 echo "## communicator set-up, 8 ranks"
 OMPI_MCA_mpi_yield_when_idle=1 mpirun -n 8 "$bin/meshrt-bench-setup" --reps "${REPS:-20}"
+for n in ${PYTHON_RANKS-1 2}; do
+  echo
+  echo "## all_reduce from Python (mesh.distributed) against the same call in C, $n ranks"
+  MESHRT_LIBRARY="$build/lib/libmeshrt.so" PYTHONPATH="$root/python" \
+    mpirun -n "$n" /usr/bin/python3 "$root/bench/runtime/python_call_cost.py" \
+    "${SECONDS_PER_SIZE:-2}"
+done

@@ -87,6 +87,7 @@ def init_process_group(backend=None):
         raise ValueError(f"init_process_group: backend '{backend}' is not "
                          f"one of {sorted(k for k in BACKENDS if k != 'auto')}")
     check(lib.meshrt_init(BACKENDS[backend or "auto"]))
+    _ensure_world()
 
 
 def is_initialized():
@@ -194,7 +195,8 @@ class Group:
     def all_reduce(self, tensor, op=ReduceOp.SUM):
         """Reduces ``tensor`` over the group, in place."""
         b = _buffers.buffer(tensor, "all_reduce", "tensor", writable=True)
-        op = ReduceOp(op)
+        if op.__class__ is not ReduceOp:
+            op = ReduceOp(op)
         if b.device:
             check(lib.meshrt_all_reduce_on_stream(
                 self._handle, b.ptr, b.ptr, b.count, b.dtype, op, b.stream))
@@ -607,6 +609,7 @@ def _create(device_type, shape, mesh_dim_names, ranks, backend_override,
         int64s(ranks) if ranks else None, len(dims), strings(dims),
         (ctypes.c_int32 * max(1, len(kinds)))(*kinds), None,
         ctypes.byref(h)))
+    _ensure_world()
     return h.value
 
 
@@ -630,12 +633,30 @@ def init_device_mesh(device_type, mesh_shape, *, mesh_dim_names=None,
 _world = None
 
 
-def _group(group):
+def _ensure_world():
+    """Declares the world mesh of the module-level functions (collective).
+    It is made right after every collective start (init_process_group, the
+    first mesh), where every rank is, so that a later call on one rank only
+    (get_backend()) never waits for the others."""
     global _world
+    if _world is None:
+        h = ctypes.c_void_p()
+        check(lib.meshrt_dm_create(b"auto", 1, int64s([-1]),
+                                   strings(["world"]), 0, None, 0, None,
+                                   None, b"__python_world",
+                                   ctypes.byref(h)))
+        _world = DeviceMesh(None, None, _handle=h.value)
+
+
+def _group(group):
     if group is not None:
         return group
     if _world is None:
-        _world = init_device_mesh("auto", (-1,), mesh_dim_names=("world",))
+        if not is_initialized():
+            raise RuntimeError(
+                "mesh.distributed: the runtime is not started; call "
+                "init_process_group() or init_device_mesh() first")
+        _ensure_world()  # The runtime was started outside this package.
     return _world.get_group()
 
 
