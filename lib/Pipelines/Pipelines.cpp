@@ -24,7 +24,7 @@ using namespace mlir;
 void mlir::mesh::addBufferizationAndRuntimeCalls(
     OpPassManager &pm, bool partition, bool writableArguments,
     StringRef initSymbol, StringRef finiSymbol, bool initInMain, bool onStream,
-    bool fuseElementwise, bool loopBuffers) {
+    bool fuseElementwise, bool loopBuffers, StringRef signatureSymbol) {
   // A global program is partitioned first, never compiled whole for every
   // device.
   if (partition)
@@ -35,6 +35,15 @@ void mlir::mesh::addBufferizationAndRuntimeCalls(
   prepare.writableArguments = writableArguments;
   prepare.freesBuffers = true;
   pm.addPass(createPrepareForBufferization(prepare));
+  // Per-device signatures, for loaders (mesh-compile --shared).
+  if (!signatureSymbol.empty()) {
+    MeshExportSignatureOptions signature;
+    signature.symbol = signatureSymbol.str();
+    signature.initSymbol = initSymbol.str();
+    signature.finiSymbol = finiSymbol.str();
+    signature.deviceBuffers = onStream;
+    pm.addPass(createMeshExportSignature(signature));
+  }
   // A loop's step written as a call: inlined, so that the rewrites below see
   // its buffers.
   if (loopBuffers)
@@ -97,7 +106,7 @@ void mlir::mesh::buildMeshToLLVMPipeline(OpPassManager &pm,
   addBufferizationAndRuntimeCalls(
       pm, options.partition, options.writableArguments, options.initSymbol,
       options.finiSymbol, options.initInMain, /*onStream=*/false,
-      /*fuseElementwise=*/true, /*loopBuffers=*/true);
+      /*fuseElementwise=*/true, /*loopBuffers=*/true, options.signatureSymbol);
   // Buffers an iteration allocates and frees (temporaries, collectives'
   // results and staging) allocated once around the loop.
   pm.addNestedPass<func::FuncOp>(createMeshHoistLoopBuffers());

@@ -10,6 +10,7 @@ where the runtime must end the job (a peer gone).
 
 import ctypes
 import os
+import sys
 
 # meshrt.h's statuses, by code.
 STATUS_NAMES = {
@@ -157,6 +158,21 @@ _declare("meshrt_all_to_all_on_stream", [_vp, _vp, _vp, _i64, _i32, _vp])
 _declare("meshrt_broadcast_on_stream", [_vp, _vp, _i64, _i32, _i64, _vp])
 
 lib.meshrt_set_error_policy(ERRORS_RETURN)
+
+# Whether the interpreter is ending on an uncaught exception: then nothing
+# collective runs at exit (the module shut-downs, the runtime's finalize),
+# since the peers are not there; the process exits with the runtime
+# initialised, and the runtime ends the job with its message.
+exiting_on_error = False
+
+
+def _note_uncaught(kind, value, tb, _previous=sys.excepthook):
+    global exiting_on_error
+    exiting_on_error = True
+    _previous(kind, value, tb)
+
+
+sys.excepthook = _note_uncaught
 
 
 def check(status):

@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 
-from . import _buffers
+from . import _buffers, _lib
 from ._lib import (BACKENDS, MeshError, MeshTimeoutError, NotMemberError,
                    UnknownDimError, check, int64s, lib, out_string, strings)
 
@@ -55,23 +55,16 @@ class ReduceOp(enum.IntEnum):
 # The process group: start, identity, end
 # ---------------------------------------------------------------------------
 
-_exiting_on_error = False
-
-
-def _note_uncaught(kind, value, tb, _previous=sys.excepthook):
-    global _exiting_on_error
-    _exiting_on_error = True
-    _previous(kind, value, tb)
-
-
-sys.excepthook = _note_uncaught
-
-
 def _finalize_at_exit():
     # Finalizing is collective: a process that ends on an uncaught error
     # leaves the runtime initialised, so the job ends with the runtime's
     # message instead of peers waiting in a finalize that never completes.
-    if not _exiting_on_error and lib.meshrt_is_initialized():
+    if _lib.exiting_on_error:
+        return
+    runtime = sys.modules.get("mesh.runtime")
+    if runtime is not None:
+        runtime._close_at_exit()  # Loaded modules first: their shut-downs.
+    if lib.meshrt_is_initialized():
         check(lib.meshrt_finalize())
 
 

@@ -151,6 +151,64 @@ def MeshLineBufferStdout
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def MeshExportSignature
+    : Pass<"mesh-export-signature", "::mlir::ModuleOp"> {
+  let summary = "Records the exported functions' per-device signatures in "
+                "the module, for loaders";
+  let description = [{
+    Adds a constant, NUL-terminated JSON string `symbol` (an external
+    `llvm.mlir.global`) that says what a loader needs to call the module's
+    functions through their C interface: for every public function with
+    `llvm.emit_c_interface`, its arguments and results, each with its
+    element type and, for tensors and memrefs, its per-device shape (-1 for
+    a dynamic size); the names of the start-up and shut-down functions; and
+    whether buffers are host or device memory. The Python package
+    (`mesh.runtime.load`) reads it from a library made by
+    `mesh-compile --shared`, checks each call's arguments against it and
+    builds the memref descriptors.
+
+    It runs after partitioning, so the shapes are those of one device. A
+    function whose argument or result has a type the C interface cannot
+    carry as a buffer or a scalar (a tuple, a vector, a non-integer index
+    type of another dialect) is listed with an `unsupported` reason instead
+    of its types.
+
+    ```mlir
+    func.func @f(%x: tensor<4x8xf32>, %n: index) -> tensor<4x8xf32>
+        attributes {llvm.emit_c_interface} { ... }
+    // mesh-export-signature{symbol=mesh_module_signature} adds
+    //   llvm.mlir.global external constant @mesh_module_signature(...)
+    // whose text, laid out, is
+    //   {"version": 1, "init": "mesh_module_init",
+    //    "fini": "mesh_module_fini", "memory": "host",
+    //    "functions": [
+    //      {"name": "f",
+    //       "args": [
+    //         {"dtype": "f32", "shape": [4, 8]},
+    //         {"dtype": "index", "shape": null}
+    //       ],
+    //       "results": [
+    //         {"dtype": "f32", "shape": [4, 8]}
+    //       ]
+    //      }
+    //    ]
+    //   }
+    ```
+  }];
+  let options = [
+    Option<"symbol", "symbol", "std::string", "\"mesh_module_signature\"",
+           "Name of the global holding the JSON">,
+    Option<"initSymbol", "init-symbol", "std::string", "\"mesh_module_init\"",
+           "Name of the module's start-up function">,
+    Option<"finiSymbol", "fini-symbol", "std::string", "\"mesh_module_fini\"",
+           "Name of the module's shut-down function">,
+    Option<"deviceBuffers", "device-buffers", "bool", "false",
+           "Buffer arguments and results are device memory (the GPU "
+           "target)">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def MeshFuseElementwise
     : Pass<"mesh-fuse-elementwise", "::mlir::func::FuncOp"> {
   let summary = "Fuses elementwise linalg ops, as linalg-fuse-elementwise-ops "

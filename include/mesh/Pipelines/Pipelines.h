@@ -35,6 +35,12 @@ struct MeshCompileOptions : public mlir::PassPipelineOptions<Derived> {
                      "annotations first (mesh-partition-if-annotated); "
                      "false: such a program is an error"),
       llvm::cl::init(true)};
+  mlir::detail::PassOptions::Option<std::string> signatureSymbol{
+      *this, "signature-symbol",
+      llvm::cl::desc("Name of a global that holds the exported functions' "
+                     "per-device signatures as JSON (mesh-export-signature), "
+                     "for loaders; empty: none"),
+      llvm::cl::init("")};
   mlir::detail::PassOptions::Option<bool> initInMain{
       *this, "init-in-main",
       llvm::cl::desc("Call start-up and shut-down from main, if any"),
@@ -62,13 +68,15 @@ struct MeshToLLVMOptions : public MeshCompileOptions<MeshToLLVMOptions> {
 /// calls in loops are inlined, loops carry padded blocks, pads fill their
 /// border only and a loop's carried buffer alternates between two (the
 /// host pipeline; the GPU pipeline's buffers are device memory, not yet
-/// measured with these).
+/// measured with these). With a `signatureSymbol`, the exported functions'
+/// per-device signatures are recorded in a global of that name.
 void addBufferizationAndRuntimeCalls(mlir::OpPassManager &pm, bool partition,
                                      bool writableArguments,
                                      llvm::StringRef initSymbol,
                                      llvm::StringRef finiSymbol,
                                      bool initInMain, bool onStream,
-                                     bool fuseElementwise, bool loopBuffers);
+                                     bool fuseElementwise, bool loopBuffers,
+                                     llvm::StringRef signatureSymbol = {});
 
 /// The end of --mesh-to-llvm, after the runtime calls: linalg to loops and
 /// the standard conversions of host code to the LLVM dialect.
