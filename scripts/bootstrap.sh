@@ -9,7 +9,7 @@ JOBS=${JOBS:-$(nproc)}
 
 PKGS=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 libclang-rt-22-dev
       clang-format-22 openmpi-bin libopenmpi-dev libopenblas-dev libgtest-dev cmake ninja-build python3 bc pkg-config
-      libgloo-dev python3-torch)
+      libgloo-dev python3-numpy python3-torch)
 
 install_packages() {
   local missing=()

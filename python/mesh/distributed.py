@@ -125,6 +125,15 @@ def _pair(op, a, a_name, b, b_name):
                          "memory or both on the GPU")
 
 
+def _blocks(op, whole, whole_name, block, block_name, n):
+    """`whole` must hold one `block` per member of a group of `n`."""
+    if whole.count != block.count * n:
+        raise ValueError(
+            f"{op}: {whole_name} has {whole.count} elements; it needs "
+            f"{block.count * n} ({block_name}'s {block.count} times the "
+            f"group's {n} member{'s' if n != 1 else ''})")
+
+
 def _stream(op, *bufs):
     streams = {b.stream for b in bufs if b.stream is not None}
     if len(streams) > 1:
@@ -204,12 +213,7 @@ class Group:
         o = _buffers.buffer(output_tensor, op, "output_tensor", True)
         i = _buffers.buffer(input_tensor, op, "input_tensor", False)
         _pair(op, o, "output_tensor", i, "input_tensor")
-        n = self.size()
-        if o.count != i.count * n:
-            raise ValueError(
-                f"{op}: output_tensor has {o.count} elements; it needs "
-                f"{i.count * n} (input_tensor's {i.count} times the group's "
-                f"{n} members)")
+        _blocks(op, o, "output_tensor", i, "input_tensor", self.size())
         if o.device:
             check(lib.meshrt_all_gather_on_stream(
                 self._handle, i.ptr, o.ptr, i.count, i.dtype,
@@ -225,12 +229,7 @@ class Group:
         o = _buffers.buffer(output, name, "output", True)
         i = _buffers.buffer(input, name, "input", False)
         _pair(name, o, "output", i, "input")
-        n = self.size()
-        if i.count != o.count * n:
-            raise ValueError(
-                f"{name}: input has {i.count} elements; it needs "
-                f"{o.count * n} (output's {o.count} times the group's {n} "
-                "members)")
+        _blocks(name, i, "input", o, "output", self.size())
         op = ReduceOp(op)
         if o.device:
             check(lib.meshrt_reduce_scatter_on_stream(
