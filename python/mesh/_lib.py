@@ -137,7 +137,8 @@ _declare("meshrt_dm_unflatten", [_vp, _cp, _i64, _p64, _cpp,
                                  ctypes.POINTER(_vp)])
 _declare("meshrt_dm_concatenate", [_i64, ctypes.POINTER(_vp),
                                    ctypes.POINTER(_vp)])
-_declare("meshrt_dm_from_group", [_vp, _cp, _cp, ctypes.POINTER(_vp)])
+_declare("meshrt_dm_from_group", [_i64, ctypes.POINTER(_vp), _cp, _i64, _p64,
+                                  _i64, _p64, _cpp, ctypes.POINTER(_vp)])
 _declare("meshrt_dm_equal", [_vp, _vp, _p64])
 _declare("meshrt_dm_hash", [_vp, ctypes.POINTER(ctypes.c_uint64)])
 _declare("meshrt_comm_members", [_vp, _p64])

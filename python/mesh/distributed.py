@@ -529,34 +529,53 @@ class DeviceMesh:
 
     @staticmethod
     def from_group(group, device_type, mesh=None, *, mesh_dim_names=None):
-        """A 1-D mesh over the members of ``group`` (local). ``mesh``, if
-        given, must be the group's ranks."""
-        if isinstance(group, (list, tuple)):
-            if len(group) != 1:
-                raise NotImplementedError(
-                    "DeviceMesh.from_group: a list of groups (an N-D mesh) "
-                    "is in the C++ API only; pass one group")
-            group = group[0]
-        if not isinstance(group, Group):
-            raise TypeError("DeviceMesh.from_group: group is a "
-                            f"mesh.distributed.Group, not "
-                            f"{type(group).__name__}")
-        if mesh is not None and list(np.asarray(mesh).reshape(-1)) != \
-                group.members:
-            raise ValueError(f"DeviceMesh.from_group: mesh "
-                             f"{np.asarray(mesh).tolist()} is not the group's "
-                             f"ranks {group.members}")
+        """A mesh from existing groups, as torch's from_group: one group
+        makes a 1-D mesh over its members (local; ``mesh``, if given, must
+        be its ranks); a list of groups, one per dimension, with ``mesh``
+        (the rank array; its shape is the mesh's) makes an N-D mesh
+        (collective over the world; a rank outside the mesh passes [])."""
+        groups = list(group) if isinstance(group, (list, tuple)) else \
+            [group]
+        for g in groups:
+            if not isinstance(g, Group):
+                raise TypeError("DeviceMesh.from_group: groups are "
+                                "mesh.distributed.Group, not "
+                                f"{type(g).__name__}")
         names = None
         if mesh_dim_names is not None:
             names = _names_tuple(mesh_dim_names, "DeviceMesh.from_group")
-            if len(names) != 1:
+        arr = (ctypes.c_void_p * max(1, len(groups)))(
+            *[g.handle for g in groups])
+        h = ctypes.c_void_p()
+        if not isinstance(group, (list, tuple)) or \
+                (len(groups) == 1 and mesh is None):
+            if names is not None and len(names) != 1:
                 raise ValueError("DeviceMesh.from_group: one group makes a "
                                  f"1-D mesh, but {len(names)} names were "
                                  "given")
-        h = ctypes.c_void_p()
+            if mesh is not None and \
+                    list(np.asarray(mesh).reshape(-1)) != groups[0].members:
+                raise ValueError(
+                    f"DeviceMesh.from_group: mesh "
+                    f"{np.asarray(mesh).tolist()} is not the group's ranks "
+                    f"{groups[0].members}")
+            check(lib.meshrt_dm_from_group(
+                1, arr, device_type.encode(), 0, None, 0, None,
+                strings(names) if names else None, ctypes.byref(h)))
+            return DeviceMesh(None, None, _handle=h.value,
+                              _named=names is not None)
+        if mesh is None:
+            raise ValueError("DeviceMesh.from_group: a list of groups needs "
+                             "mesh, the rank array of the mesh they form")
+        ranks = np.asarray(mesh)
+        if names is not None and len(names) != ranks.ndim:
+            raise ValueError(f"DeviceMesh.from_group: mesh has {ranks.ndim} "
+                             f"dimensions but {len(names)} names were given")
+        flat = [int(r) for r in ranks.reshape(-1)]
         check(lib.meshrt_dm_from_group(
-            group.handle, device_type.encode(),
-            names[0].encode() if names else None, ctypes.byref(h)))
+            len(groups), arr, device_type.encode(), len(flat), int64s(flat),
+            ranks.ndim, int64s(ranks.shape),
+            strings(names) if names else None, ctypes.byref(h)))
         return DeviceMesh(None, None, _handle=h.value,
                           _named=names is not None)
 

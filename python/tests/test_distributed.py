@@ -189,6 +189,18 @@ class Scenarios(unittest.TestCase):
         one = DeviceMesh.from_group(m.get_group("tp"), "cpu",
                                     mesh_dim_names=("tp",))
         self.assertEqual(one.get_group().members, m.get_group("tp").members)
+        # The N-D form: a mesh from one group per dimension and the ranks.
+        two = DeviceMesh.from_group([m.get_group("dp"), m.get_group("tp")],
+                                    "cpu", ranks.tolist(),
+                                    mesh_dim_names=("a", "b"))
+        self.assertEqual(two.shape, m.shape)
+        self.assertEqual(two.get_group("a").members,
+                         m.get_group("dp").members)
+        self.assertEqual(two.get_group("b").members,
+                         m.get_group("tp").members)
+        with self.assertRaisesRegex(ValueError, "needs mesh"):
+            DeviceMesh.from_group([m.get_group("dp"), m.get_group("tp")],
+                                  "cpu")
 
 
 class Buffers(unittest.TestCase):

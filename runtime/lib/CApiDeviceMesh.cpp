@@ -249,16 +249,44 @@ meshrt_status meshrt_dm_concatenate(int64_t N,
   });
 }
 
-meshrt_status meshrt_dm_from_group(meshrt_comm_t G, const char *DeviceType,
-                                   const char *Name,
+meshrt_status meshrt_dm_from_group(int64_t NGroups, const meshrt_comm_t *G,
+                                   const char *DeviceType, int64_t NRanks,
+                                   const int64_t *Ranks, int64_t NDims,
+                                   const int64_t *Shape,
+                                   const char *const *Names,
                                    meshrt_device_mesh_t *Out) {
   return guardedCall("meshrt_dm_from_group", [&] {
     need(Out, "out");
     need(DeviceType, "device_type");
-    std::vector<std::string> Names;
-    if (Name)
-      Names.emplace_back(Name);
-    give(DeviceMesh::from_group(Group::from_handle(G), DeviceType, Names), Out);
+    checkCount(NGroups, "ngroups");
+    checkCount(NDims, "ndims");
+    if (NGroups > 0)
+      need(G, "groups");
+    std::vector<Group> Groups;
+    for (int64_t I = 0; I < NGroups; ++I)
+      Groups.push_back(Group::from_handle(G[I]));
+    if (NGroups == 1 && NRanks == 0 && NDims == 0) {
+      std::vector<std::string> N;
+      if (Names) {
+        need(Names[0], "names");
+        N.emplace_back(Names[0]);
+      }
+      give(DeviceMesh::from_group(Groups[0], DeviceType, N), Out);
+      return;
+    }
+    if (NRanks < 0)
+      throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
+                  "nranks " + std::to_string(NRanks) + " is negative");
+    if (NRanks > 0)
+      need(Ranks, "ranks");
+    if (NDims > 0)
+      need(Shape, "shape");
+    std::vector<std::string> N =
+        Names ? strings(NDims, Names, "names") : std::vector<std::string>();
+    give(DeviceMesh::from_group(Groups, DeviceType,
+                                std::vector<int64_t>(Ranks, Ranks + NRanks),
+                                std::vector<int64_t>(Shape, Shape + NDims), N),
+         Out);
   });
 }
 

@@ -103,12 +103,15 @@ MESHRT_API meshrt_status meshrt_dm_unflatten(meshrt_device_mesh_t dm,
 MESHRT_API meshrt_status meshrt_dm_concatenate(
     int64_t n, const meshrt_device_mesh_t *meshes, meshrt_device_mesh_t *out);
 
-/// A 1-D mesh over the members of `group` (PyTorch's from_group with one
-/// group); `name` null: "dim0". Local.
-MESHRT_API meshrt_status meshrt_dm_from_group(meshrt_comm_t group,
-                                              const char *device_type,
-                                              const char *name,
-                                              meshrt_device_mesh_t *out);
+/// PyTorch's from_group. With one group, `nranks` 0 and `ndims` 0: a 1-D
+/// mesh over its members (local), named `names[0]` if `names` is not null.
+/// Otherwise an N-D mesh over `ranks` (row-major over `shape`) whose
+/// dimension k uses `groups[k]` (collective over the world; a rank outside
+/// the mesh passes no groups).
+MESHRT_API meshrt_status meshrt_dm_from_group(
+    int64_t ngroups, const meshrt_comm_t *groups, const char *device_type,
+    int64_t nranks, const int64_t *ranks, int64_t ndims, const int64_t *shape,
+    const char *const *names, meshrt_device_mesh_t *out);
 
 /// 1 if the meshes are equal (PyTorch's __eq__), and a hash that agrees.
 MESHRT_API meshrt_status meshrt_dm_equal(meshrt_device_mesh_t a,
