@@ -276,13 +276,21 @@ class Module:
             self.functions[fn.name] = fn
             if not hasattr(self, fn.name):
                 setattr(self, fn.name, fn)
-        init = getattr(self._lib, self.signature["init"])
-        init.restype, init.argtypes = None, []
-        self._fini = getattr(self._lib, self.signature["fini"])
-        self._fini.restype, self._fini.argtypes = None, []
-        init()
+        # A module without meshes has no start-up or shut-down to run.
+        init = self._entry(self.signature["init"])
+        self._fini = self._entry(self.signature["fini"])
+        if init:
+            init()
         self._open = True
         _open_modules.add(self)
+
+    def _entry(self, name):
+        try:
+            fn = getattr(self._lib, name)
+        except AttributeError:
+            return None
+        fn.restype, fn.argtypes = None, []
+        return fn
 
     def _check_open(self, name):
         if not self._open:
@@ -292,7 +300,8 @@ class Module:
         """Runs the module's shut-down (collective); later calls raise."""
         if getattr(self, "_open", False):
             self._open = False
-            self._fini()
+            if self._fini:
+                self._fini()
 
     def __enter__(self):
         return self
