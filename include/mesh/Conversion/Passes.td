@@ -700,7 +700,9 @@ def MeshGpuRowReductions
     i32 accumulators, what the warp shuffles move; every
     `scf.for` in it such a reduction, whose loads take the loop's induction
     variable as their last index or not at all; the rest of the body
-    region-free ops) into one `gpu.launch` with a block per row and
+    region-free ops) into one `gpu.launch` with a block per row (all on
+    `blockIdx.x`, row-major over the nest's dimensions, since y and z stop
+    at 65535 blocks) and
     `threads-per-block` threads (fewer for short static rows, at least 32):
     each thread folds the row's elements `tid`, `tid + threads`, ... from
     the combiner's neutral element, `gpu.all_reduce` combines the block's

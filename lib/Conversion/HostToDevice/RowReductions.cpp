@@ -239,12 +239,18 @@ struct RowReductions
     OpBuilder b(nest);
     Location loc = nest.getLoc();
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    // Blocks: one per row, the nest's dimensions outermost first on x, y, z.
-    SmallVector<Value, 3> grid(3, one);
-    for (unsigned d = 0; d < nest.getNumLoops(); ++d) {
+    // Blocks: one per row, all on blockIdx.x (up to 2^31 - 1; y and z stop
+    // at 65535), row-major over the nest's dimensions.
+    unsigned rank = nest.getNumLoops();
+    SmallVector<Value, 3> trips;
+    Value rows;
+    for (unsigned d = 0; d < rank; ++d) {
       Value span = arith::SubIOp::create(b, loc, nest.getUpperBound()[d],
                                          nest.getLowerBound()[d]);
-      grid[d] = arith::CeilDivSIOp::create(b, loc, span, nest.getStep()[d]);
+      trips.push_back(
+          arith::CeilDivSIOp::create(b, loc, span, nest.getStep()[d]));
+      rows = d == 0 ? trips.back()
+                    : arith::MulIOp::create(b, loc, rows, trips.back());
     }
     int64_t threads = 32;
     for (Reduction r : reductions) {
@@ -254,14 +260,19 @@ struct RowReductions
       threads = std::max(threads, threadsFor(trips));
     }
     Value blockSize = arith::ConstantIndexOp::create(b, loc, threads);
-    auto launch = gpu::LaunchOp::create(b, loc, grid[0], grid[1], grid[2],
-                                        blockSize, one, one);
+    auto launch =
+        gpu::LaunchOp::create(b, loc, rows, one, one, blockSize, one, one);
     b.setInsertionPointToStart(&launch.getBody().front());
     IRMapping map;
-    Value bids[3] = {launch.getBlockIds().x, launch.getBlockIds().y,
-                     launch.getBlockIds().z};
-    for (unsigned d = 0; d < nest.getNumLoops(); ++d) {
-      Value off = arith::MulIOp::create(b, loc, bids[d], nest.getStep()[d]);
+    // The row's position along each dimension, innermost fastest.
+    Value rest = launch.getBlockIds().x;
+    for (unsigned d = rank; d-- > 0;) {
+      Value coord = rest;
+      if (d > 0) {
+        coord = arith::RemUIOp::create(b, loc, rest, trips[d]);
+        rest = arith::DivUIOp::create(b, loc, rest, trips[d]);
+      }
+      Value off = arith::MulIOp::create(b, loc, coord, nest.getStep()[d]);
       map.map(nest.getInductionVars()[d],
               arith::AddIOp::create(b, loc, nest.getLowerBound()[d], off));
     }

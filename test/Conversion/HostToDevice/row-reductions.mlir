@@ -96,16 +96,20 @@ func.func @row_mean(%x: memref<8x40xf32>, %s: memref<8xf32>, %mean: memref<8xf32
 
 // -----
 
-// Two parallel dimensions (batch x heads rows of attention scores) become
-// blockIdx.x and blockIdx.y; an integer maximum starts from the smallest
-// integer.
+// Two parallel dimensions (batch x heads rows of attention scores) are one
+// grid of 4 x 8 blocks on blockIdx.x (y and z stop at 65535 blocks), the
+// row's coordinates taken back from the block id, heads fastest; an integer
+// maximum starts from the smallest integer.
 
 // CHECK-LABEL: func.func @rows_2d
-// CHECK: gpu.launch blocks(%[[BX:[a-z0-9]+]], %[[BY:[a-z0-9]+]], %{{.*}}) in
-// CHECK: arith.muli %[[BX]]
-// CHECK: arith.muli %[[BY]]
+// CHECK: %[[ROWS:.*]] = arith.muli %{{.*}}, %{{.*}} : index
+// CHECK-NEXT: %[[T:.*]] = arith.constant 128 : index
+// CHECK-NEXT: gpu.launch blocks(%[[BX:[a-z0-9]+]], %{{.*}}, %{{.*}}) in ({{.*}} = %[[ROWS]], {{.*}} = %[[ONE:[a-z0-9_]+]], {{.*}} = %[[ONE]])
+// CHECK: %[[H:.*]] = arith.remui %[[BX]], %{{.*}} : index
+// CHECK: %[[B:.*]] = arith.divui %[[BX]], %{{.*}} : index
 // CHECK: %[[MIN:.*]] = arith.constant -2147483648 : i32
 // CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[MIN]]) -> (i32)
+// CHECK: memref.load %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] : memref<4x8x128xi32>
 // CHECK: gpu.all_reduce maxsi
 func.func @rows_2d(%x: memref<4x8x128xi32>, %m: memref<4x8xi32>) {
   %c0 = arith.constant 0 : index
