@@ -235,12 +235,28 @@ struct RowReductions
     return found;
   }
 
-  void rewrite(scf::ParallelOp nest, SmallVector<Reduction> &reductions) {
-    OpBuilder b(nest);
+  /// Threads per block: enough for the longest static row, at least 32.
+  int64_t blockThreads(ArrayRef<Reduction> reductions) const {
+    int64_t threads = 32;
+    for (Reduction r : reductions) {
+      std::optional<int64_t> trips;
+      if (std::optional<APInt> t = r.loop.getStaticTripCount())
+        trips = t->getSExtValue();
+      threads = std::max(threads, threadsFor(trips));
+    }
+    return threads;
+  }
+
+  /// The launch of one block per row of `nest`, `threads` threads each
+  /// (`blockSize`): all on blockIdx.x (up to 2^31 - 1; y and z stop at
+  /// 65535), row-major over the nest's dimensions. Leaves `b` at the start
+  /// of its body, with `map` taking the nest's induction variables to the
+  /// block's row.
+  static gpu::LaunchOp launchPerRow(OpBuilder &b, scf::ParallelOp nest,
+                                    int64_t threads, Value &blockSize,
+                                    IRMapping &map) {
     Location loc = nest.getLoc();
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    // Blocks: one per row, all on blockIdx.x (up to 2^31 - 1; y and z stop
-    // at 65535), row-major over the nest's dimensions.
     unsigned rank = nest.getNumLoops();
     SmallVector<Value, 3> trips;
     Value rows;
@@ -252,18 +268,10 @@ struct RowReductions
       rows = d == 0 ? trips.back()
                     : arith::MulIOp::create(b, loc, rows, trips.back());
     }
-    int64_t threads = 32;
-    for (Reduction r : reductions) {
-      std::optional<int64_t> trips;
-      if (std::optional<APInt> t = r.loop.getStaticTripCount())
-        trips = t->getSExtValue();
-      threads = std::max(threads, threadsFor(trips));
-    }
-    Value blockSize = arith::ConstantIndexOp::create(b, loc, threads);
+    blockSize = arith::ConstantIndexOp::create(b, loc, threads);
     auto launch =
         gpu::LaunchOp::create(b, loc, rows, one, one, blockSize, one, one);
     b.setInsertionPointToStart(&launch.getBody().front());
-    IRMapping map;
     // The row's position along each dimension, innermost fastest.
     Value rest = launch.getBlockIds().x;
     for (unsigned d = rank; d-- > 0;) {
@@ -276,71 +284,93 @@ struct RowReductions
       map.map(nest.getInductionVars()[d],
               arith::AddIOp::create(b, loc, nest.getLowerBound()[d], off));
     }
+    return launch;
+  }
+
+  /// Emits `body` for thread 0 only, then a barrier of the block.
+  static void inFirstThread(OpBuilder &b, Location loc, Value isFirst,
+                            function_ref<void(OpBuilder &)> body) {
+    auto ifOp = scf::IfOp::create(b, loc, isFirst, /*withElse=*/false);
+    OpBuilder inner = ifOp.getThenBodyBuilder();
+    body(inner);
+    gpu::BarrierOp::create(b, loc);
+  }
+
+  /// Reduction `r` of the row across the block: each thread folds
+  /// iterations tid, tid + threads, ... from the neutral element,
+  /// gpu.all_reduce combines them, and thread 0 applies the total to the
+  /// accumulator.
+  static void reduceRow(OpBuilder &b, Reduction r, IRMapping &map, Value tid,
+                        Value blockSize, Value isFirst) {
+    scf::ForOp loop = r.loop;
+    Location loc = loop.getLoc();
+    Type type = r.combiner->getResult(0).getType();
+    Value neutral =
+        arith::ConstantOp::create(b, loc, type, identity(r.kind, type));
+    Value lb = map.lookupOrDefault(loop.getLowerBound());
+    Value ub = map.lookupOrDefault(loop.getUpperBound());
+    Value step = map.lookupOrDefault(loop.getStep());
+    Value start = arith::AddIOp::create(
+        b, loc, lb, arith::MulIOp::create(b, loc, tid, step));
+    Value stride = arith::MulIOp::create(b, loc, step, blockSize);
+    auto partial = scf::ForOp::create(
+        b, loc, start, ub, stride, ValueRange{neutral},
+        [&](OpBuilder &lb2, Location, Value iv, ValueRange acc) {
+          IRMapping inner = map;
+          inner.map(loop.getInductionVar(), iv);
+          for (Operation &x : loop.getBody()->without_terminator()) {
+            if (&x == r.accLoad.getOperation() || &x == r.combiner ||
+                &x == r.accStore.getOperation())
+              continue;
+            lb2.clone(x, inner);
+          }
+          Value elt = inner.lookupOrDefault(r.element);
+          Operation *c = lb2.clone(*r.combiner, inner);
+          c->setOperands({elt, acc[0]});
+          scf::YieldOp::create(lb2, loc, c->getResult(0));
+        });
+    auto total = gpu::AllReduceOp::create(
+        b, loc, partial.getResult(0),
+        gpu::AllReduceOperationAttr::get(b.getContext(), r.kind),
+        /*uniform=*/true);
+    inFirstThread(b, loc, isFirst, [&](OpBuilder &inner) {
+      IRMapping m = map;
+      Operation *acc = inner.clone(*r.accLoad, m);
+      Operation *c = inner.clone(*r.combiner, m);
+      unsigned accPos =
+          r.combiner->getOperand(0) == r.accLoad.getResult() ? 0 : 1;
+      c->setOperand(accPos, acc->getResult(0));
+      c->setOperand(1 - accPos, total.getResult());
+      m.map(r.combiner->getResult(0), c->getResult(0));
+      inner.clone(*r.accStore, m);
+    });
+  }
+
+  void rewrite(scf::ParallelOp nest, SmallVector<Reduction> &reductions) {
+    OpBuilder b(nest);
+    Location loc = nest.getLoc();
+    IRMapping map;
+    Value blockSize;
+    gpu::LaunchOp launch =
+        launchPerRow(b, nest, blockThreads(reductions), blockSize, map);
     Value tid = launch.getThreadIds().x;
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     Value isFirst =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, zero);
-    auto inFirstThread = [&](function_ref<void(OpBuilder &)> body) {
-      auto ifOp = scf::IfOp::create(b, loc, isFirst, /*withElse=*/false);
-      OpBuilder inner = ifOp.getThenBodyBuilder();
-      body(inner);
-      gpu::BarrierOp::create(b, loc);
-    };
     for (Operation &op : nest.getBody()->without_terminator()) {
-      auto loop = dyn_cast<scf::ForOp>(op);
-      if (!loop) {
-        if (isMemoryEffectFree(&op) || isa<memref::LoadOp>(op)) {
-          b.clone(op, map);
-          continue;
-        }
+      if (auto loop = dyn_cast<scf::ForOp>(op)) {
+        reduceRow(
+            b,
+            *llvm::find_if(reductions,
+                           [&](const Reduction &x) { return x.loop == loop; }),
+            map, tid, blockSize, isFirst);
+      } else if (isMemoryEffectFree(&op) || isa<memref::LoadOp>(op)) {
+        b.clone(op, map);
+      } else {
         // A store (or another effect) of the row: once, by thread 0.
-        inFirstThread([&](OpBuilder &inner) { inner.clone(op, map); });
-        continue;
+        inFirstThread(b, loc, isFirst,
+                      [&](OpBuilder &inner) { inner.clone(op, map); });
       }
-      Reduction r = *llvm::find_if(
-          reductions, [&](const Reduction &x) { return x.loop == loop; });
-      Type type = r.combiner->getResult(0).getType();
-      Value neutral =
-          arith::ConstantOp::create(b, loc, type, identity(r.kind, type));
-      // This thread's share: iterations tid, tid + threads, ...
-      Value lb = map.lookupOrDefault(loop.getLowerBound());
-      Value ub = map.lookupOrDefault(loop.getUpperBound());
-      Value step = map.lookupOrDefault(loop.getStep());
-      Value start = arith::AddIOp::create(
-          b, loc, lb, arith::MulIOp::create(b, loc, tid, step));
-      Value stride = arith::MulIOp::create(b, loc, step, blockSize);
-      auto partial = scf::ForOp::create(
-          b, loc, start, ub, stride, ValueRange{neutral},
-          [&](OpBuilder &lb2, Location, Value iv, ValueRange acc) {
-            IRMapping inner = map;
-            inner.map(loop.getInductionVar(), iv);
-            for (Operation &x : loop.getBody()->without_terminator()) {
-              if (&x == r.accLoad.getOperation() || &x == r.combiner ||
-                  &x == r.accStore.getOperation())
-                continue;
-              lb2.clone(x, inner);
-            }
-            Value elt = inner.lookupOrDefault(r.element);
-            Operation *c = lb2.clone(*r.combiner, inner);
-            c->setOperands({elt, acc[0]});
-            scf::YieldOp::create(lb2, loc, c->getResult(0));
-          });
-      auto total = gpu::AllReduceOp::create(
-          b, loc, partial.getResult(0),
-          gpu::AllReduceOperationAttr::get(b.getContext(), r.kind),
-          /*uniform=*/true);
-      // Thread 0 applies the row's value to the accumulator.
-      inFirstThread([&](OpBuilder &inner) {
-        IRMapping m = map;
-        Operation *acc = inner.clone(*r.accLoad, m);
-        Operation *c = inner.clone(*r.combiner, m);
-        unsigned accPos =
-            r.combiner->getOperand(0) == r.accLoad.getResult() ? 0 : 1;
-        c->setOperand(accPos, acc->getResult(0));
-        c->setOperand(1 - accPos, total.getResult());
-        m.map(r.combiner->getResult(0), c->getResult(0));
-        inner.clone(*r.accStore, m);
-      });
     }
     gpu::TerminatorOp::create(b, loc);
     nest.erase();
