@@ -68,6 +68,13 @@ template <typename T> inline void need(T *P, const char *What) {
     nullArgument(What);
 }
 
+void nonNegative(int64_t V, const char *What) {
+  if (V < 0)
+    throw Error(MESHRT_ERROR_INVALID_ARGUMENT, std::string(What) + " is " +
+                                                   std::to_string(V) +
+                                                   "; it must not be negative");
+}
+
 Comm &comm(meshrt_comm_t C) {
   need(C, "comm");
   if (__builtin_expect(!handles::isLive(C), 0))
@@ -718,6 +725,14 @@ meshrt_status meshrt_permute_on_stream(meshrt_comm_t C, const void *Send,
   });
 }
 
+meshrt_status meshrt_gpu_device_count(int64_t *Count) {
+  return guarded("meshrt_gpu_device_count", [&] {
+    need(Count, "count");
+    *Count = 0;
+    *Count = gpuDeviceCount();
+  });
+}
+
 meshrt_status meshrt_gpu_select_device(int64_t *Device) {
   return guarded("meshrt_gpu_select_device", [&] {
     need(Device, "device");
@@ -739,6 +754,35 @@ meshrt_status meshrt_stream_synchronize(void *Stream) {
 
 meshrt_status meshrt_device_free(void *Ptr) {
   return guarded("meshrt_device_free", [&] { gpuFree(Ptr, nullptr, "free"); });
+}
+
+meshrt_status meshrt_device_alloc(int64_t Bytes, void **Ptr) {
+  return guarded("meshrt_device_alloc", [&] {
+    need(Ptr, "ptr");
+    nonNegative(Bytes, "bytes");
+    *Ptr = Bytes ? gpuAlloc(size_t(Bytes), nullptr, "meshrt_device_alloc")
+                 : nullptr;
+  });
+}
+
+meshrt_status meshrt_device_copy(void *Dst, const void *Src, int64_t Bytes,
+                                 void *Stream) {
+  return guarded("meshrt_device_copy", [&] {
+    nonNegative(Bytes, "bytes");
+    if (!Bytes)
+      return;
+    need(Dst, "dst");
+    need(Src, "src");
+    gpuMakeCurrent();
+    std::string What = std::to_string(Bytes) + " bytes";
+    gpuCopyAsync(Dst, Src, size_t(Bytes), Stream, "meshrt_device_copy",
+                 What.c_str());
+  });
+}
+
+meshrt_status meshrt_stream_wait_stream(void *Stream, void *Producer) {
+  return guarded("meshrt_stream_wait_stream",
+                 [&] { gpuStreamWaitStream(Stream, Producer); });
 }
 
 meshrt_status meshrt_gpu_gemm(void **Plan, meshrt_dtype T, int64_t Batch,

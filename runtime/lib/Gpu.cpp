@@ -498,6 +498,14 @@ void *meshrt::detail::gpuSharedStream() { return selected().Stream; }
 
 void meshrt::detail::gpuMakeCurrent() { selected(); }
 
+int meshrt::detail::gpuDeviceCount() {
+  const DriverApi &D = driver();
+  check(D.Init(0), "cuInit");
+  int Count = 0;
+  check(D.DeviceGetCount(&Count), "cuDeviceGetCount");
+  return Count;
+}
+
 void meshrt::detail::gpuPollStream(void *Stream, const char *Op,
                                    const char *When) {
   CUstream S = streamOrShared(Stream);
@@ -672,6 +680,21 @@ void meshrt::detail::gpuCopyAsync(void *Dst, const void *Src, size_t Bytes,
                                     streamOrShared(Stream));
   if (R != CUDA_SUCCESS)
     driverFail(R, std::string(Op) + ": cuMemcpyAsync (" + What + ")");
+}
+
+void meshrt::detail::gpuStreamWaitStream(void *Stream, void *Producer) {
+  CUstream Waiter = streamOrShared(Stream);
+  CUstream From = streamOrShared(Producer);
+  if (Waiter == From)
+    return;
+  CUevent E = nullptr;
+  check(driver().EventCreate(&E, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  CUresult R = driver().EventRecord(E, From);
+  if (R == CUDA_SUCCESS)
+    R = driver().StreamWaitEvent(Waiter, E, 0);
+  // An event destroyed after the wait is enqueued still orders the wait.
+  driver().EventDestroy(E);
+  check(R, "cuEventRecord/cuStreamWaitEvent");
 }
 
 namespace {
@@ -909,6 +932,7 @@ namespace {
 int meshrt::detail::gpuSelectDevice(int64_t) { noCuda(); }
 void *meshrt::detail::gpuSharedStream() { noCuda(); }
 void meshrt::detail::gpuMakeCurrent() { noCuda(); }
+int meshrt::detail::gpuDeviceCount() { noCuda(); }
 void meshrt::detail::gpuPollStream(void *, const char *, const char *) {
   noCuda();
 }
@@ -937,5 +961,6 @@ void meshrt::detail::gpuCopyAsync(void *, const void *, size_t, void *,
                                   const char *, const char *) {
   noCuda();
 }
+void meshrt::detail::gpuStreamWaitStream(void *, void *) { noCuda(); }
 
 #endif // MESHRT_HAVE_NCCL

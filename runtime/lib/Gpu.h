@@ -24,6 +24,11 @@ namespace detail {
 /// meshrt::Error (MESHRT_ERROR_BACKEND) when there is no driver or device.
 int gpuSelectDevice(int64_t LocalRank = -1);
 
+/// The number of CUDA devices the driver shows this process, without
+/// selecting one. Throws meshrt::Error (MESHRT_ERROR_BACKEND) when the driver
+/// cannot be loaded or initialised.
+int gpuDeviceCount();
+
 /// The shared stream of the selected device (selects it first if needed).
 void *gpuSharedStream();
 
@@ -119,6 +124,11 @@ void gpuZeroAsync(void *Dst, size_t Bytes, void *Stream, const char *What);
 /// driver error, with `Op` and `What` in the message.
 void gpuCopyAsync(void *Dst, const void *Src, size_t Bytes, void *Stream,
                   const char *Op, const char *What);
+
+/// Makes `Stream` wait on the device for the work enqueued on `Producer` so
+/// far (each null: the shared stream), through an event. Throws on a driver
+/// error.
+void gpuStreamWaitStream(void *Stream, void *Producer);
 
 } // namespace detail
 } // namespace meshrt

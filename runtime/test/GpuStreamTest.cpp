@@ -179,6 +179,45 @@ int runStream() {
                                           MESHRT_BXOR, S),
               MESHRT_ERROR_UNSUPPORTED, "NCCL has no bitwise reductions");
 
+  // A host's (or a binding's) own device buffers: allocated, filled from
+  // the host, copied device to device after a wait on another stream (the
+  // legacy default stream, as a producer would name it), read back.
+  int64_t Seen = 0;
+  ok(meshrt_gpu_device_count(&Seen), "meshrt_gpu_device_count");
+  expect(Seen == Devices, "meshrt_gpu_device_count gives " +
+                              std::to_string(Seen) + ", not " +
+                              std::to_string(Devices));
+  const int64_t Bytes = Count * int64_t(sizeof(float));
+  void *D1 = nullptr, *D2 = nullptr, *Zero = &Seen;
+  ok(meshrt_device_alloc(Bytes, &D1), "meshrt_device_alloc");
+  ok(meshrt_device_alloc(Bytes, &D2), "meshrt_device_alloc");
+  ok(meshrt_device_alloc(0, &Zero), "meshrt_device_alloc(0)");
+  expect(Zero == nullptr, "meshrt_device_alloc(0) gives null");
+  std::vector<float> In(static_cast<size_t>(Count)),
+      Back(static_cast<size_t>(Count), -1.0f);
+  for (int64_t I = 0; I < Count; ++I)
+    In[size_t(I)] = float(G * Count + I);
+  ok(meshrt_device_copy(D1, In.data(), Bytes, nullptr), "copy to device");
+  ok(meshrt_stream_wait_stream(nullptr, reinterpret_cast<void *>(1)),
+     "meshrt_stream_wait_stream(shared, legacy)");
+  ok(meshrt_stream_wait_stream(S, S), "meshrt_stream_wait_stream(S, S)");
+  ok(meshrt_device_copy(D2, D1, Bytes, S), "copy device to device");
+  ok(meshrt_device_copy(Back.data(), D2, Bytes, S), "copy to host");
+  ok(meshrt_device_copy(Back.data(), D2, 0, S), "copy of 0 bytes");
+  ok(meshrt_stream_synchronize(S), "meshrt_stream_synchronize");
+  expectEqual(Back, In, "meshrt_device_copy round trip");
+  expectError(meshrt_device_alloc(-1, &Zero), MESHRT_ERROR_INVALID_ARGUMENT,
+              "meshrt_device_alloc: bytes is -1; it must not be negative");
+  expectError(meshrt_device_alloc(Bytes, nullptr),
+              MESHRT_ERROR_INVALID_ARGUMENT,
+              "meshrt_device_alloc: ptr is null");
+  expectError(meshrt_device_copy(nullptr, D1, Bytes, S),
+              MESHRT_ERROR_INVALID_ARGUMENT, "meshrt_device_copy: dst is null");
+  expectError(meshrt_stream_wait_stream(reinterpret_cast<void *>(0x40), S),
+              MESHRT_ERROR_BACKEND, "meshrt_stream_wait_stream: ");
+  ok(meshrt_device_free(D1), "meshrt_device_free(D1)");
+  ok(meshrt_device_free(D2), "meshrt_device_free(D2)");
+
   // Frees: stream-ordered, one through the C ABI as host code would.
   for (void *P : {DSend, DA2A, DBc, DGath, DRs, DA2AOut})
     mgpuMemFree(P, S);
@@ -430,6 +469,15 @@ int runHostAccess() {
 
 /// No driver: the first mgpu* call that needs it ends the job clearly.
 int runNoDriver() {
+  int64_t Devices = -1;
+  meshrt_set_error_policy(MESHRT_ERRORS_RETURN);
+  // No driver, or a driver without a device: an error, not a count.
+  expectError(meshrt_gpu_device_count(&Devices), MESHRT_ERROR_BACKEND,
+              "meshrt_gpu_device_count: c");
+  expect(Devices == 0, "meshrt_gpu_device_count gives 0 on an error");
+  if (Failures)
+    return 1;
+  meshrt_set_error_policy(MESHRT_ERRORS_ABORT);
   void *S = mgpuStreamCreate();
   std::printf("mgpuStreamCreate returned %p without a driver\n", S);
   return 0;

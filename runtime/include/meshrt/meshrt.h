@@ -713,6 +713,13 @@ MESHRT_API meshrt_status meshrt_permute_on_stream(
  * (libcuda.so.1, loaded at run time) and a visible device.
  * ------------------------------------------------------------------------ */
 
+/// The number of CUDA devices this process sees (CUDA_VISIBLE_DEVICES
+/// applied), without choosing one. Fails with MESHRT_ERROR_BACKEND, naming
+/// what is missing, when the driver (libcuda.so.1) cannot be loaded or
+/// initialised, and with MESHRT_ERROR_UNSUPPORTED when the runtime was built
+/// without CUDA.
+MESHRT_API meshrt_status meshrt_gpu_device_count(int64_t *count);
+
 /// Picks this process's CUDA device, (node-local rank) % (device count), makes
 /// its primary context current on the calling thread, and returns its ordinal
 /// in `*device`. The node-local rank is the NCCL backend's if meshrt_init
@@ -738,6 +745,26 @@ MESHRT_API meshrt_status meshrt_stream_synchronize(void *stream);
 /// on the shared stream after the work already enqueued there. Null is a
 /// no-op.
 MESHRT_API meshrt_status meshrt_device_free(void *ptr);
+
+/// Allocates `bytes` of device memory in stream order on the shared stream,
+/// as compiled GPU code allocates its results (selects the device first if
+/// needed); free it with meshrt_device_free. Zero bytes give null. For
+/// bindings and hosts that hand device buffers to compiled functions.
+MESHRT_API meshrt_status meshrt_device_alloc(int64_t bytes, void **ptr);
+
+/// Enqueues a copy of `bytes` from `src` to `dst`, each host or device
+/// memory, on `stream` (null: the shared stream). Host memory the copy
+/// writes is ready after meshrt_stream_synchronize(stream).
+MESHRT_API meshrt_status meshrt_device_copy(void *dst, const void *src,
+                                            int64_t bytes, void *stream);
+
+/// Makes `stream` (null: the shared stream) wait, on the device, for the
+/// work enqueued on `producer` (null: the shared stream) so far: how a
+/// buffer made on another stream (__cuda_array_interface__'s stream, a
+/// DLPack producer's) is handed to compiled code without a host wait. The
+/// same stream twice is a no-op.
+MESHRT_API meshrt_status meshrt_stream_wait_stream(void *stream,
+                                                   void *producer);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -154,11 +154,26 @@ Allocation *find(const void *P, size_t Bytes = 1) {
   return &It->second;
 }
 
-int streamId(const void *S) {
-  return S ? static_cast<const CUstream_st *>(S)->Id : 0;
+// The special handles CU_STREAM_LEGACY and CU_STREAM_PER_THREAD (what
+// __cuda_array_interface__ calls streams 1 and 2), which the driver takes
+// wherever it takes a stream. The legacy one is the null stream, s0;
+// the per-thread one is traced as s-2.
+bool specialStream(const void *S) {
+  uintptr_t V = reinterpret_cast<uintptr_t>(S);
+  return V == 1 || V == 2;
 }
 
-bool validStream(CUstream S) { return !S || state().Streams.count(S); }
+int streamId(const void *S) {
+  if (!S || reinterpret_cast<uintptr_t>(S) == 1)
+    return 0;
+  if (specialStream(S))
+    return -2;
+  return static_cast<const CUstream_st *>(S)->Id;
+}
+
+bool validStream(CUstream S) {
+  return !S || specialStream(S) || state().Streams.count(S);
+}
 
 CUresult allocate(CUdeviceptr *Out, size_t Bytes, CUstream Stream,
                   bool Managed) {
