@@ -73,34 +73,52 @@ def _from_numpy(a, op, what, writable, owner):
     return Buffer(ptr, int(a.size), dt, False, None, owner)
 
 
-def _from_cuda_interface(obj, op, what, writable):
+def _check_c_order(shape, strides, unit, op, what):
+    """Fails unless `strides` (None: C order) lay `shape` out in C order;
+    `unit` is the stride of the last dimension (the item size for strides in
+    bytes, 1 for strides in elements)."""
+    if strides is None:
+        return
+    acc = unit
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if n > 1 and st != acc:
+            _fail(op, what, "is not contiguous (C order)")
+        acc *= n
+
+
+class DeviceView:
+    """Device memory an object exposes: `ptr`, `shape`, numpy `dtype` (None
+    where numpy lacks the type: `dl` then holds DLPack's (code, bits)),
+    `readonly`, the producer's `stream` (None: ordered before the consumer's
+    stream already) and `owner` (keeps the memory alive)."""
+
+    __slots__ = ("ptr", "shape", "dtype", "dl", "readonly", "stream", "owner")
+
+    def __init__(self, ptr, shape, dtype, dl, readonly, stream, owner):
+        self.ptr, self.shape, self.dtype, self.dl = ptr, shape, dtype, dl
+        self.readonly, self.stream, self.owner = readonly, stream, owner
+
+    @property
+    def count(self):
+        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+
+
+def _from_cuda_interface(obj, op, what):
     cai = obj.__cuda_array_interface__
     version = cai.get("version", 0)
     if version < 2:
         _fail(op, what, f"has __cuda_array_interface__ version {version}; "
               "versions 2 and 3 are read")
-    shape = tuple(cai["shape"])
-    typestr = cai["typestr"]
-    dt = _dtype_of(np.dtype(typestr), op, what)
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    strides = cai.get("strides")
-    if strides is not None and count > 1:
-        want = []
-        acc = _SIZES[dt]
-        for n in reversed(shape):
-            want.append(acc)
-            acc *= n
-        want.reverse()
-        if any(n > 1 and s != w for s, w, n in zip(strides, want, shape)):
-            _fail(op, what, "is not contiguous (C order)")
+    shape = tuple(int(n) for n in cai["shape"])
+    dtype = np.dtype(cai["typestr"])
+    _check_c_order(shape, cai.get("strides"), dtype.itemsize, op, what)
     ptr, readonly = cai["data"]
-    if writable and readonly:
-        _fail(op, what, "is read-only, and this collective writes it")
     stream = cai.get("stream")
     if stream == 0:
         _fail(op, what, "names stream 0, which __cuda_array_interface__ v3 "
               "forbids (1: the legacy default stream, 2: per-thread)")
-    return Buffer(int(ptr or 0), count, dt, True, stream, obj)
+    return DeviceView(int(ptr or 0), shape, dtype, None, bool(readonly),
+                      stream, obj)
 
 
 class _DLDataType(ctypes.Structure):
@@ -121,48 +139,84 @@ _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_pointer.restype = ctypes.c_void_p
 _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
+# DLPack (code, bits) as numpy dtypes: int, uint, float, bool.
+_DL_NUMPY = {(0, 8): np.int8, (0, 16): np.int16, (0, 32): np.int32,
+             (0, 64): np.int64, (1, 8): np.uint8, (1, 16): np.uint16,
+             (1, 32): np.uint32, (1, 64): np.uint64, (2, 16): np.float16,
+             (2, 32): np.float32, (2, 64): np.float64, (6, 8): np.bool_}
 
-def _from_dlpack(obj, op, what, device):
-    # On the GPU the consumer's stream is the legacy default stream (1): the
-    # producer orders its work before it, and the collective is enqueued on
-    # it. DLPack has no read-only flag: the memory is the producer's to
-    # share, writable (numpy's own from_dlpack would mark it read-only).
-    capsule = obj.__dlpack__(stream=1) if device else obj.__dlpack__()
+
+def _from_dlpack(obj, op, what, stream):
+    # `stream` is the consumer's: on the GPU the producer orders its work
+    # before it. DLPack has no read-only flag: the memory is the producer's
+    # to share, writable (numpy's own from_dlpack would mark it read-only).
+    capsule = obj.__dlpack__() if stream is None else \
+        obj.__dlpack__(stream=stream)
     t = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
     key = (t.dtype.code, t.dtype.bits)
-    if t.dtype.lanes != 1 or key not in _DL_TYPES:
-        _fail(op, what, f"has a DLPack dtype (code {t.dtype.code}, "
-              f"{t.dtype.bits} bits, {t.dtype.lanes} lanes) the runtime does "
-              "not have", TypeError)
-    dt = _DL_TYPES[key]
-    shape = [t.shape[i] for i in range(t.ndim)]
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    if t.strides and count > 1:
-        acc = 1
-        for i in reversed(range(t.ndim)):
-            if shape[i] > 1 and t.strides[i] != acc:
-                _fail(op, what, "is not contiguous (C order)")
-            acc *= shape[i]
+    if t.dtype.lanes != 1:
+        _fail(op, what, f"has a DLPack dtype with {t.dtype.lanes} lanes",
+              TypeError)
+    np_type = _DL_NUMPY.get(key)
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    if t.strides:
+        _check_c_order(shape, [t.strides[i] for i in range(t.ndim)], 1, op,
+                       what)
     ptr = (t.data or 0) + t.byte_offset
-    # The capsule keeps the producer's memory alive for the call.
-    return Buffer(ptr, count, dt, device, 1 if device else None,
-                  (obj, capsule))
+    # The capsule keeps the producer's memory alive for the call; on the GPU
+    # the work that made it is ordered before `stream`.
+    return DeviceView(ptr, shape, None if np_type is None else
+                      np.dtype(np_type), key, False, stream, (obj, capsule))
+
+
+def _is_cuda_dlpack(obj, op, what):
+    kind, _ = obj.__dlpack_device__()
+    if kind in (_DL_CUDA, _DL_CUDA_MANAGED):
+        return True
+    if kind in (_DL_CPU, _DL_CUDA_HOST):
+        return False
+    _fail(op, what, f"is on DLPack device type {kind}; the runtime takes CPU "
+          "and CUDA memory", TypeError)
+
+
+def device_view(obj, op, what, consumer_stream):
+    """The DeviceView of `obj` if it is GPU memory (__cuda_array_interface__
+    or a CUDA DLPack tensor, asked to order itself before
+    `consumer_stream`), else None."""
+    if hasattr(obj, "__cuda_array_interface__"):
+        return _from_cuda_interface(obj, op, what)
+    if hasattr(obj, "__dlpack_device__") and _is_cuda_dlpack(obj, op, what):
+        return _from_dlpack(obj, op, what, consumer_stream)
+    return None
+
+
+def _view_buffer(view, op, what, writable, device):
+    if writable and view.readonly:
+        _fail(op, what, "is read-only, and this collective writes it")
+    if view.dtype is not None:
+        dt = _dtype_of(view.dtype, op, what)
+    elif view.dl in _DL_TYPES:
+        dt = _DL_TYPES[view.dl]
+    else:
+        code, bits = view.dl
+        _fail(op, what, f"has a DLPack dtype (code {code}, {bits} bits) the "
+              "runtime does not have", TypeError)
+    return Buffer(view.ptr, view.count, dt, device, view.stream, view.owner)
 
 
 def buffer(obj, op, what, writable):
     """The Buffer of argument `what` of collective `op`."""
     if isinstance(obj, np.ndarray):
         return _from_numpy(obj, op, what, writable, obj)
-    if hasattr(obj, "__cuda_array_interface__"):
-        return _from_cuda_interface(obj, op, what, writable)
-    if hasattr(obj, "__dlpack_device__"):
-        kind, _ = obj.__dlpack_device__()
-        if kind in (_DL_CUDA, _DL_CUDA_MANAGED):
-            return _from_dlpack(obj, op, what, device=True)
-        if kind in (_DL_CPU, _DL_CUDA_HOST):
-            return _from_dlpack(obj, op, what, device=False)
-        _fail(op, what, f"is on DLPack device type {kind}; the runtime "
-              "takes CPU and CUDA memory", TypeError)
+    # On the GPU the consumer's stream is the legacy default stream (1): the
+    # producer orders its work before it, and the collective is enqueued on
+    # it.
+    view = device_view(obj, op, what, consumer_stream=1)
+    if view is not None:
+        return _view_buffer(view, op, what, writable, device=True)
+    if hasattr(obj, "__dlpack_device__"):  # CPU memory.
+        return _view_buffer(_from_dlpack(obj, op, what, None), op, what,
+                            writable, device=False)
     if hasattr(obj, "__array_interface__"):
         return _from_numpy(np.asarray(obj), op, what, writable, obj)
     try:

@@ -27,7 +27,7 @@ STATUS_NAMES = {
     10: "MESHRT_ERROR_COLLECTIVE_MISMATCH",
     11: "MESHRT_ERROR_NOT_MEMBER",
 }
-ERRORS_RETURN = 1
+ERRORS_ABORT, ERRORS_RETURN = 0, 1
 
 BACKENDS = {"auto": 0, "mpi": 1, "nccl": 2, "gloo": 3}
 
@@ -157,8 +157,30 @@ _declare("meshrt_reduce_scatter_on_stream",
          [_vp, _vp, _vp, _i64, _i32, _i32, _vp])
 _declare("meshrt_all_to_all_on_stream", [_vp, _vp, _vp, _i64, _i32, _vp])
 _declare("meshrt_broadcast_on_stream", [_vp, _vp, _i64, _i32, _i64, _vp])
+_declare("meshrt_gpu_select_device", [_p64])
+_declare("meshrt_gpu_stream", [ctypes.POINTER(_vp)])
+_declare("meshrt_stream_synchronize", [_vp])
+_declare("meshrt_stream_wait_stream", [_vp, _vp])
+_declare("meshrt_device_alloc", [_i64, ctypes.POINTER(_vp)])
+_declare("meshrt_device_copy", [_vp, _vp, _i64, _vp])
+_declare("meshrt_device_free", [_vp])
 
+_declare("meshrt_gpu_device_count", [_p64])
 lib.meshrt_set_error_policy(ERRORS_RETURN)
+
+
+def call_compiled(fn, *args):
+    """Calls compiled code (a module's function, start-up or shut-down)
+    under the ABORT policy: it cannot take a status back, so a runtime error
+    inside it must print the runtime's message (meshrt_last_error's text)
+    and end the job, rather than fail the code's own check with none. The
+    policy is the process's: a collective another thread makes meanwhile
+    ends the job on an error too."""
+    lib.meshrt_set_error_policy(ERRORS_ABORT)
+    try:
+        return fn(*args)
+    finally:
+        lib.meshrt_set_error_policy(ERRORS_RETURN)
 
 # Whether the interpreter is ending on an uncaught exception: then nothing
 # collective runs at exit (the module shut-downs, the runtime's finalize),

@@ -18,13 +18,14 @@ a tuple. A call with a wrong dtype or shape raises before anything runs.
 import atexit
 import ctypes
 import json
+import sys
 import weakref
 
 import numpy as np
 
-from . import _lib  # Loads libmeshrt first (and sets its error policy).
+from . import _buffers, _lib  # Loads libmeshrt first (sets its error policy).
 
-__all__ = ["Module", "load"]
+__all__ = ["DeviceArray", "Module", "load"]
 
 _libc = ctypes.CDLL(None)
 _libc.free.argtypes = [ctypes.c_void_p]
@@ -122,7 +123,24 @@ class Function:
             for r in self.results)
         return f"<compiled {self.name}({sig}) -> ({res})>"
 
-    def _argument(self, i, part, value, keep):
+    def _check(self, what, part, dtype, shape):
+        if dtype != part.np_dtype:
+            raise TypeError(f"{what} has dtype {dtype}; the function takes "
+                            f"{part.np_dtype} ({part.dtype_name})")
+        if len(shape) != len(part.shape) or any(
+                w >= 0 and g != w for g, w in zip(shape, part.shape)):
+            raise ValueError(f"{what} has shape {tuple(shape)}; this "
+                             f"device's part is {_shape_str(part.shape)}")
+
+    def _host_array(self, what, part, value):
+        if not isinstance(value, np.ndarray):
+            value = np.asarray(value)
+            if value.dtype == object:
+                raise TypeError(f"{what} is not an array")
+        self._check(what, part, value.dtype, value.shape)
+        return np.ascontiguousarray(value)
+
+    def _argument(self, i, part, value, call):
         what = f"{self.name}: argument {i}"
         if part.shape is None:
             if isinstance(value, np.ndarray) and value.ndim:
@@ -134,34 +152,26 @@ class Function:
             except TypeError:
                 raise TypeError(f"{what} is a {part.dtype_name} scalar, not "
                                 f"{type(value).__name__}") from None
-        if not isinstance(value, np.ndarray):
+        if self._module.device:
+            ptr, shape = call.device_argument(self, i, part, value)
+        else:
             if hasattr(value, "__cuda_array_interface__"):
                 raise TypeError(f"{what} is device memory; this module runs "
                                 "on the host")
-            value = np.asarray(value)
-            if value.dtype == object:
-                raise TypeError(f"{what} is not an array")
-        if value.dtype != part.np_dtype:
-            raise TypeError(f"{what} has dtype {value.dtype}; the function "
-                            f"takes {part.np_dtype} ({part.dtype_name})")
-        if value.ndim != len(part.shape) or any(
-                w >= 0 and g != w for g, w in zip(value.shape, part.shape)):
-            raise ValueError(f"{what} has shape {value.shape}; this device's "
-                             f"part is {_shape_str(part.shape)}")
-        value = np.ascontiguousarray(value)
-        keep.append(value)
+            value = self._host_array(what, part, value)
+            call.keep.append(value)
+            ptr, shape = value.__array_interface__["data"][0], value.shape
         d = part.ctype()
-        ptr = value.__array_interface__["data"][0]
         d.allocated = d.aligned = ptr
         d.offset = 0
         stride = 1
-        for k in reversed(range(value.ndim)):
-            d.sizes[k] = value.shape[k]
+        for k in reversed(range(len(shape))):
+            d.sizes[k] = shape[k]
             d.strides[k] = stride
-            stride *= value.shape[k]
+            stride *= shape[k]
         return ctypes.pointer(d)
 
-    def _result(self, part, d, keep, owners):
+    def _result(self, part, d, call):
         rank = len(part.shape)
         shape = tuple(d.sizes[k] for k in range(rank))
         strides = tuple(d.strides[k] for k in range(rank))
@@ -172,9 +182,13 @@ class Function:
         # The extent the strides reach, in elements.
         span = 1 + sum((s - 1) * abs(t) for s, t in zip(shape, strides)) \
             if n else 0
+        if self._module.device:
+            return call.device_result(part, shape, strides, n, alloc, start,
+                                      span)
+        owners = call.owners
         aliased = alloc == _DEAD_BEEF or any(
             a.__array_interface__["data"][0] <= start <
-            a.__array_interface__["data"][0] + a.nbytes for a in keep
+            a.__array_interface__["data"][0] + a.nbytes for a in call.keep
             if a.nbytes)
         if n == 0 or aliased:
             out = np.empty(shape, part.np_dtype)
@@ -209,23 +223,188 @@ class Function:
         if len(args) != len(self.args):
             raise TypeError(f"{self.name} takes {len(self.args)} arguments, "
                             f"not {len(args)}: {self!r}")
-        keep = []
-        cargs = [self._argument(i, p, v, keep)
-                 for i, (p, v) in enumerate(zip(self.args, args))]
-        if self._out is None:
-            value = self._c(*cargs)
-            return value if self.results else None
-        out = self._out()
-        self._c(ctypes.pointer(out), *cargs)
-        owners = {}
-        if len(self.results) == 1:
-            return self._result(self.results[0], out, keep, owners)
-        values = []
-        for i, r in enumerate(self.results):
-            field = getattr(out, f"r{i}")
-            values.append(field if r.shape is None
-                          else self._result(r, field, keep, owners))
-        return tuple(values)
+        call = _Call(self._module)
+        try:
+            cargs = [self._argument(i, p, v, call)
+                     for i, (p, v) in enumerate(zip(self.args, args))]
+            if self._out is None:
+                value = _lib.call_compiled(self._c, *cargs)
+                return value if self.results else None
+            out = self._out()
+            _lib.call_compiled(self._c, ctypes.pointer(out), *cargs)
+            if len(self.results) == 1:
+                return self._result(self.results[0], out, call)
+            values = []
+            for i, r in enumerate(self.results):
+                field = getattr(out, f"r{i}")
+                values.append(field if r.shape is None
+                              else self._result(r, field, call))
+            return tuple(values)
+        finally:
+            call.release()
+
+
+def _device_free(ptr):
+    # In stream order after the work that used it. A finaliser cannot
+    # raise: a failure is reported on stderr.
+    if _lib.lib.meshrt_device_free(ptr):
+        msg = _lib.lib.meshrt_last_error()
+        sys.stderr.write(f"mesh.runtime: freeing device memory at {ptr:#x} "
+                         f"failed: {msg.decode('utf-8', 'replace')}\n")
+
+
+def _device_alloc(nbytes):
+    p = ctypes.c_void_p()
+    _lib.check(_lib.lib.meshrt_device_alloc(nbytes, ctypes.byref(p)))
+    return p.value or 0
+
+
+class _DeviceAllocation:
+    """A device buffer freed (meshrt_device_free) when the last DeviceArray
+    on it goes."""
+
+    __slots__ = ("ptr", "__weakref__")
+
+    def __init__(self, ptr):
+        self.ptr = ptr
+        weakref.finalize(self, _device_free, ptr)
+
+
+class DeviceArray:
+    """A result of a GPU module's function: memory on this process's GPU,
+    freed when the last array on it goes. Hand it to another compiled
+    function as is, to CuPy, Numba or torch (``torch.as_tensor(a,
+    device="cuda")``) through ``__cuda_array_interface__`` (version 3, on
+    the runtime's shared stream), or copy it to the host with ``numpy()``.
+    """
+
+    def __init__(self, allocation, ptr, shape, strides, dtype, stream):
+        self._allocation = allocation  # Keeps the buffer alive.
+        self.ptr, self.shape, self.dtype = ptr, shape, np.dtype(dtype)
+        self._strides = strides  # In elements.
+        self._stream = stream
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+    nbytes = property(lambda self: self.size * self.dtype.itemsize)
+
+    @property
+    def strides(self):
+        """In bytes, as numpy's."""
+        return tuple(t * self.dtype.itemsize for t in self._strides)
+
+    def _contiguous(self):
+        acc = 1
+        for n, t in zip(reversed(self.shape), reversed(self._strides)):
+            if n > 1 and t != acc:
+                return False
+            acc *= n
+        return True
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": self.dtype.str,
+                "data": (self.ptr, False), "version": 3,
+                "strides": None if self._contiguous() else self.strides,
+                "stream": self._stream}
+
+    def numpy(self):
+        """A host copy (waits for the device)."""
+        out = np.empty(self.shape, self.dtype)
+        if not self.size:
+            return out
+        span = 1 + sum((n - 1) * abs(t)
+                       for n, t in zip(self.shape, self._strides))
+        host = out if self._contiguous() else np.empty(span, self.dtype)
+        _lib.check(_lib.lib.meshrt_device_copy(
+            host.ctypes.data, self.ptr, span * self.dtype.itemsize, None))
+        _lib.check(_lib.lib.meshrt_stream_synchronize(None))
+        if host is not out:
+            out[...] = np.lib.stride_tricks.as_strided(host, self.shape,
+                                                       self.strides)
+        return out
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d DeviceArray")
+        return self.shape[0]
+
+    def __repr__(self):
+        return (f"DeviceArray(shape={self.shape}, dtype={self.dtype}, "
+                f"device memory at {self.ptr:#x})")
+
+
+class _Call:
+    """What one call holds: host arrays and device views kept alive for it,
+    the device ranges it was handed, the device copies it made of host
+    arguments (freed after it unless a result is one), and the
+    allocations its results share."""
+
+    def __init__(self, module):
+        self.module = module
+        self.keep = []
+        self.given = []    # (ptr, nbytes): device memory the caller owns.
+        self.temps = {}    # ptr -> nbytes: device copies of host arguments.
+        self.owners = {}   # allocated pointer -> its owner.
+
+    def device_argument(self, fn, i, part, value):
+        what = f"{fn.name}: argument {i}"
+        stream = self.module.stream
+        view = _buffers.device_view(value, fn.name, f"argument {i}",
+                                    consumer_stream=stream)
+        if view is None:
+            # Host data: copied to the device for the call.
+            host = fn._host_array(what, part, value)
+            self.keep.append(host)
+            ptr = _device_alloc(host.nbytes) if host.nbytes else 0
+            if ptr:
+                self.temps[ptr] = host.nbytes
+                _lib.check(_lib.lib.meshrt_device_copy(
+                    ptr, host.ctypes.data, host.nbytes, None))
+            return ptr, host.shape
+        if view.dtype is None:
+            code, bits = view.dl
+            raise TypeError(f"{what} has a DLPack dtype (code {code}, {bits} "
+                            f"bits); the function takes {part.np_dtype} "
+                            f"({part.dtype_name})")
+        fn._check(what, part, view.dtype, view.shape)
+        self.keep.append(view.owner)
+        if view.stream is not None and view.stream != stream:
+            _lib.check(_lib.lib.meshrt_stream_wait_stream(None, view.stream))
+        self.given.append((view.ptr, view.count * view.dtype.itemsize))
+        return view.ptr, view.shape
+
+    def device_result(self, part, shape, strides, n, alloc, start, span):
+        item = part.np_dtype.itemsize
+        stream = self.module.stream
+        if n == 0:
+            if alloc and alloc not in self.owners and alloc not in \
+                    self.temps and not self._given(alloc):
+                self.owners[alloc] = _DeviceAllocation(alloc)
+            return DeviceArray(None, 0, shape, strides, part.np_dtype, stream)
+        if alloc == _DEAD_BEEF or self._given(start):
+            # A constant, or the caller's own buffer: a copy of its own.
+            ptr = _device_alloc(span * item)
+            _lib.check(_lib.lib.meshrt_device_copy(ptr, start, span * item,
+                                                   None))
+            return DeviceArray(_DeviceAllocation(ptr), ptr, shape, strides,
+                               part.np_dtype, stream)
+        owner = self.owners.get(alloc)
+        if owner is None:
+            # Compiled code's allocation, or a device copy of a host
+            # argument that the result is: the array owns it now.
+            self.temps.pop(alloc, None)
+            owner = self.owners[alloc] = _DeviceAllocation(alloc)
+        return DeviceArray(owner, start, shape, strides, part.np_dtype,
+                           stream)
+
+    def _given(self, p):
+        return any(b <= p < b + size for b, size in self.given if size)
+
+    def release(self):
+        for ptr in self.temps:
+            _device_free(ptr)
+        self.temps.clear()
 
 
 _open_modules = weakref.WeakSet()
@@ -264,11 +443,8 @@ class Module:
             raise ImportError(f"mesh.runtime: '{path}' has signature version "
                               f"{self.signature.get('version')}; this "
                               "package reads version 1")
-        if self.signature["memory"] != "host":
-            raise NotImplementedError(
-                f"mesh.runtime: '{path}' was built for the GPU (its buffers "
-                "are device memory); loading GPU modules from Python is not "
-                "there yet: build with --target=host or gpu-on-host")
+        self.device = self.signature["memory"] == "device"
+        self.stream = None
         self.path = path
         self.functions = {}
         for desc in self.signature["functions"]:
@@ -279,8 +455,12 @@ class Module:
         # A module without meshes has no start-up or shut-down to run.
         init = self._entry(self.signature["init"])
         self._fini = self._entry(self.signature["fini"])
+        if self.device:
+            self._need_gpu()
         if init:
-            init()
+            _lib.call_compiled(init)
+        if self.device:
+            self.stream = self._gpu_stream()
         self._open = True
         _open_modules.add(self)
 
@@ -292,6 +472,38 @@ class Module:
         fn.restype, fn.argtypes = None, []
         return fn
 
+    def _need_gpu(self):
+        """Raises, before the start-up (which would end the job), where this
+        process has no GPU."""
+        count = ctypes.c_int64()
+        status = _lib.lib.meshrt_gpu_device_count(ctypes.byref(count))
+        why = None
+        if status:
+            msg = _lib.lib.meshrt_last_error()
+            why = msg.decode("utf-8", "replace") if msg else f"status {status}"
+        elif count.value < 1:
+            why = ("the CUDA driver shows no device (check "
+                   "CUDA_VISIBLE_DEVICES)")
+        if why:
+            raise ImportError(
+                f"mesh.runtime: '{self.path}' was built for the GPU "
+                f"(--target=cuda), and this process has none: {why}")
+
+    def _gpu_stream(self):
+        """The runtime's shared stream, which compiled GPU code runs on (the
+        device chosen by the start-up's NCCL backend, else by the
+        launcher's node-local rank)."""
+        dev = ctypes.c_int64()
+        stream = ctypes.c_void_p()
+        try:
+            _lib.check(_lib.lib.meshrt_gpu_select_device(ctypes.byref(dev)))
+            _lib.check(_lib.lib.meshrt_gpu_stream(ctypes.byref(stream)))
+        except _lib.MeshError as e:
+            raise ImportError(
+                f"mesh.runtime: '{self.path}' was built for the GPU "
+                f"(--target=cuda), and this process has none: {e}") from None
+        return stream.value
+
     def _check_open(self, name):
         if not self._open:
             raise RuntimeError(f"{name}: the module '{self.path}' is closed")
@@ -301,7 +513,7 @@ class Module:
         if getattr(self, "_open", False):
             self._open = False
             if self._fini:
-                self._fini()
+                _lib.call_compiled(self._fini)
 
     def __enter__(self):
         return self
