@@ -12,7 +12,10 @@
 # off and on interleaved in one run at each of these world sizes; "" skips),
 # GLOO_RANKS (default "2 8": meshrt on MPI and on gloo interleaved, the
 # same mesh on two contexts; "" skips), PYTHON_RANKS (default "1 2": the
-# Python package's all_reduce against the same call from C; "" skips).
+# Python package's all_reduce against the same call from C; "" skips),
+# TORCH_GLOO_RANKS (default "2": under torchrun, without MPI, meshrt on gloo
+# against torch.distributed on gloo, per call, and the set-up of a 2-D
+# mesh's groups at 4 ranks, alternating launches; "" skips).
 # Build first, e.g.:
 #   cmake -S runtime -B /tmp/rt-build -G Ninja && ninja -C /tmp/rt-build -j1
 set -euo pipefail
@@ -73,3 +76,24 @@ for n in ${PYTHON_RANKS-1 2}; do
     mpirun -n "$n" /usr/bin/python3 "$root/bench/runtime/python_call_cost.py" \
     "${SECONDS_PER_SIZE:-2}"
 done
+torchrun=(/usr/bin/python3 -m torch.distributed.run --redirects 1 --tee 1)
+for n in ${TORCH_GLOO_RANKS-2}; do
+  echo
+  echo "## meshrt on gloo against torch.distributed on gloo, $n ranks under torchrun"
+  MESHRT_LIBRARY="$build/lib/libmeshrt.so" PYTHONPATH="$root/python" \
+    "${torchrun[@]}" --nproc_per_node="$n" \
+    "$root/bench/runtime/gloo_vs_torch.py" "${SECONDS_PER_SIZE:-2}" 2>/dev/null |
+    sed -n 's/^\[default0\]://p'
+done
+if [ -n "${TORCH_GLOO_RANKS-2}" ]; then
+  echo
+  echo "## set-up of a (2, 2) mesh's groups and a first all_reduce on each, under torchrun (alternating launches)"
+  for round in 1 2 3 4 5; do
+    for which in ours torch; do
+      MESHRT_LIBRARY="$build/lib/libmeshrt.so" PYTHONPATH="$root/python" \
+        "${torchrun[@]}" --nproc_per_node=4 \
+        "$root/bench/runtime/gloo_vs_torch.py" --setup "$which" 2>/dev/null |
+        sed -n 's/^\[default0\]://p'
+    done
+  done
+fi
