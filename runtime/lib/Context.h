@@ -347,6 +347,19 @@ struct Grouping {
 /// The grouping along `Modes` (outermost first) of a mesh with rank array
 /// `Ranks` (world ranks at row-major positions; `IndexOf` is its inverse over
 /// the world), for world rank `Me` of a world of `WorldSize`.
+/// "0, 1, 2" (at most `Most` ranks, then "...").
+std::string joinRanks(const std::vector<int64_t> &Ranks, size_t Most = 16);
+
+/// A description for the watchdog while nothing better exists yet.
+class TextDescribable final : public Describable {
+public:
+  explicit TextDescribable(std::string Text) : Text(std::move(Text)) {}
+  std::string describe() const override { return Text; }
+
+private:
+  std::string Text;
+};
+
 Grouping computeGrouping(const std::vector<int64_t> &Ranks,
                          const std::vector<int64_t> &IndexOf,
                          const std::vector<LayoutMode> &Modes,
