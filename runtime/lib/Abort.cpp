@@ -6,7 +6,7 @@
 
 #include "Abort.h"
 
-#include <mpi.h>
+#include "MpiApi.h"
 
 #include <atomic>
 #include <chrono>
@@ -42,8 +42,10 @@ void meshrt::detail::publishAbort(int Code) {
 
 void meshrt::detail::abortJob(int Code) {
   int Init = 0, Fin = 0;
-  MPI_Initialized(&Init);
-  MPI_Finalized(&Fin);
+  if (mpiLoaded()) { // A job that never used MPI has not loaded it.
+    MPI_Initialized(&Init);
+    MPI_Finalized(&Fin);
+  }
   if (Init && !Fin) {
     // MPI_Abort waits for the launcher to acknowledge; should it never
     // answer, this process still ends, and with it the job under mpirun.

@@ -13,7 +13,7 @@
 
 #include "meshrt/meshrt.h"
 
-#include <mpi.h>
+#include "MpiApi.h"
 
 #include <cstdint>
 #include <memory>

@@ -13,7 +13,7 @@
 
 #include "meshrt/Error.h"
 
-#include <mpi.h>
+#include "MpiApi.h"
 
 #include <atomic>
 #include <chrono>
@@ -341,6 +341,16 @@ void joinThroughStore(ProcessState &P) {
 }
 
 void joinThroughMpi(ProcessState &P) {
+  std::string Why;
+  if (!mpiTryLoad(Why))
+    throw Error(MESHRT_ERROR_BACKEND,
+                P.Job.Launch.Method == InitMethod::Single
+                    ? "no launcher started this process, and a process "
+                      "started alone joins a world of one through MPI: " +
+                          Why +
+                          " (to run without MPI, set RANK=0, WORLD_SIZE=1, "
+                          "MASTER_ADDR=127.0.0.1 and a free MASTER_PORT)"
+                    : "an MPI launcher started this process: " + Why);
   int Init = 0, Fin = 0;
   MPI_Initialized(&Init);
   MPI_Finalized(&Fin);
@@ -365,6 +375,8 @@ void joinThroughMpi(ProcessState &P) {
 } // namespace
 
 bool meshrt::detail::mpiUsable() {
+  if (!mpiLoaded()) // A job that never used MPI has not loaded it.
+    return false;
   int Init = 0, Fin = 0;
   MPI_Initialized(&Init);
   MPI_Finalized(&Fin);
@@ -380,6 +392,13 @@ std::unique_ptr<ControlGroup> meshrt::detail::joinJob(double Timeout) {
     P.Job.Launch = L;
     P.Job.Mpi = L.Method == InitMethod::Mpi || L.Method == InitMethod::Single;
     if (P.Job.Mpi) {
+      // The MPI launcher's rank, for the message of a failed start.
+      for (const char *V : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
+                            "MV2_COMM_WORLD_RANK"})
+        if (const char *E = std::getenv(V); E && *E) {
+          setProcessRank(std::atoll(E));
+          break;
+        }
       joinThroughMpi(P);
     } else {
       P.Job.Rank = L.Rank;

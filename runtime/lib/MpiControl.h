@@ -10,7 +10,7 @@
 
 #include "ControlPlane.h"
 
-#include <mpi.h>
+#include "MpiApi.h"
 
 namespace meshrt {
 namespace detail {
