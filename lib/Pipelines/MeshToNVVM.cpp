@@ -97,7 +97,10 @@ static void addDeviceStage(OpPassManager &pm,
   pm.addPass(mesh::createMeshGpuSerialKernels());
   // Constants: a copy made once (on the device, or with host kernels in host
   // memory, where the executable suites check the logic on numbers).
-  pm.addPass(mesh::createMeshGpuDeviceConstants());
+  mesh::MeshGpuDeviceConstantsOptions constants;
+  constants.finiSymbol = options.finiSymbol;
+  constants.hostMemory = options.hostKernels;
+  pm.addPass(mesh::createMeshGpuDeviceConstants(constants));
   if (options.hostKernels)
     return;
   pm.addPass(createGpuKernelOutliningPass());

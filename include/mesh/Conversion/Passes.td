@@ -915,6 +915,12 @@ def MeshGpuDeviceConstants
     memory and the same logic runs on the CPU, where the executable suites
     check it on numbers.
 
+    The copies live until the module's shut-down: where the function
+    `fini-symbol` exists (`mesh_module_fini`, which programs with meshes
+    have), it first frees each copy (`mgpuMemFree`, or `free` with
+    `host-memory`) and clears its pointer, so a later start-up copies the
+    constants again and a finished run leaves no device memory behind.
+
     A mutable global, or a constant with a dynamic shape or a strided
     layout, is an error that names the op.
 
@@ -929,8 +935,19 @@ def MeshGpuDeviceConstants
     //     llvm.store (pointer of %copy), @__mesh_device___constant_4xf32
     //   }
     //   (a descriptor of the remembered pointer, cast to memref<4xf32>)
+    // and mesh_module_fini starts with
+    //   llvm.call @mgpuMemFree(llvm.load @__mesh_device___constant_4xf32, null)
+    //   llvm.store null, @__mesh_device___constant_4xf32
     ```
   }];
+  let options = [
+    Option<"finiSymbol", "fini-symbol", "std::string",
+           /*default=*/"\"mesh_module_fini\"",
+           "The shut-down function that frees the copies, if it exists">,
+    Option<"hostMemory", "host-memory", "bool", /*default=*/"false",
+           "The copies are host memory (`--mesh-to-nvvm{host-kernels}`): "
+           "freed with `free`, not `mgpuMemFree`">,
+  ];
   let dependentDialects = [
     "::mlir::LLVM::LLVMDialect", "::mlir::arith::ArithDialect",
     "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"

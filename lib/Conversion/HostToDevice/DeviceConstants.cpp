@@ -3,9 +3,10 @@
 // Part of the device stage of --mesh-to-nvvm, after the kernels are formed:
 // every host memref.get_global of a constant is replaced by a copy of it,
 // allocated and filled the first time the function runs and kept in a
-// pointer global. The copy is a plain memref.alloc + memref.copy, so that
-// mesh-gpu-device-memory puts it on the device like any buffer, and
-// --mesh-to-nvvm{host-kernels} runs the same logic on the CPU.
+// pointer global, and freed by the module's shut-down. The copy is a plain
+// memref.alloc + memref.copy, so that mesh-gpu-device-memory puts it on the
+// device like any buffer, and --mesh-to-nvvm{host-kernels} runs the same
+// logic on the CPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,8 @@
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir {
 namespace mesh {
@@ -47,9 +50,11 @@ LLVM::GlobalOp getPointerGlobal(ModuleOp module, Location loc, StringRef name) {
 }
 
 /// Replaces the uses of the constant `get` by its copy: allocated and filled
-/// on the first use, then a descriptor of the remembered copy.
-void replaceByCopy(ModuleOp module, const LLVMTypeConverter &typeConverter,
-                   memref::GetGlobalOp get) {
+/// on the first use, then a descriptor of the remembered copy. Returns the
+/// pointer global that remembers it.
+LLVM::GlobalOp replaceByCopy(ModuleOp module,
+                             const LLVMTypeConverter &typeConverter,
+                             memref::GetGlobalOp get) {
   MLIRContext *ctx = get.getContext();
   Location loc = get.getLoc();
   auto type = cast<MemRefType>(get.getType());
@@ -86,11 +91,46 @@ void replaceByCopy(ModuleOp module, const LLVMTypeConverter &typeConverter,
       UnrealizedConversionCastOp::create(b, loc, type, desc).getResult(0);
   for (OpOperand *use : uses)
     use->set(replacement);
+  return global;
+}
+
+/// Frees every copy at the start of `fini` (before it finalizes the
+/// runtime) and clears its pointer: with `mgpuMemFree` on the shared stream,
+/// or `free` for copies in host memory. Both take null.
+void freeAtShutDown(LLVM::LLVMFuncOp fini, ArrayRef<LLVM::GlobalOp> globals,
+                    bool hostMemory) {
+  ModuleOp module = fini->getParentOfType<ModuleOp>();
+  MLIRContext *ctx = module.getContext();
+  Location loc = fini.getLoc();
+  Type ptrType = LLVM::LLVMPointerType::get(ctx);
+  OpBuilder b(ctx);
+  StringRef freeName = hostMemory ? "free" : "mgpuMemFree";
+  auto freeFn = module.lookupSymbol<LLVM::LLVMFuncOp>(freeName);
+  if (!freeFn) {
+    b.setInsertionPointToStart(module.getBody());
+    SmallVector<Type> params(hostMemory ? 1 : 2, ptrType);
+    freeFn = LLVM::LLVMFuncOp::create(
+        b, loc, freeName,
+        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params));
+  }
+  b.setInsertionPointToStart(&fini.getBody().front());
+  Value null = LLVM::ZeroOp::create(b, loc, ptrType);
+  for (LLVM::GlobalOp global : globals) {
+    Value addr = LLVM::AddressOfOp::create(b, loc, global);
+    Value ptr = LLVM::LoadOp::create(b, loc, ptrType, addr);
+    SmallVector<Value> args{ptr};
+    if (!hostMemory)
+      args.push_back(null); // The shared stream.
+    LLVM::CallOp::create(b, loc, freeFn, args);
+    LLVM::StoreOp::create(b, loc, null, addr);
+  }
 }
 
 struct MeshGpuDeviceConstantsPass
     : public mesh::impl::MeshGpuDeviceConstantsBase<
           MeshGpuDeviceConstantsPass> {
+  using MeshGpuDeviceConstantsBase::MeshGpuDeviceConstantsBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<memref::GetGlobalOp> gets;
@@ -120,8 +160,12 @@ struct MeshGpuDeviceConstantsPass
     if (result.wasInterrupted())
       return signalPassFailure();
     LLVMTypeConverter typeConverter(module.getContext());
+    SetVector<LLVM::GlobalOp> globals;
     for (memref::GetGlobalOp get : gets)
-      replaceByCopy(module, typeConverter, get);
+      globals.insert(replaceByCopy(module, typeConverter, get));
+    auto fini = module.lookupSymbol<LLVM::LLVMFuncOp>(finiSymbol);
+    if (fini && !fini.isExternal() && !globals.empty())
+      freeAtShutDown(fini, globals.getArrayRef(), hostMemory);
   }
 };
 
