@@ -80,6 +80,27 @@ bool wellFormedIntegerLists(llvm::StringRef input, llvm::StringRef key) {
   }
   return true;
 }
+/// True when a `linalg.<name>` op in `input` is followed by `<` that does
+/// not open a property dictionary (`<{`). LLVM 22's parsers of linalg's named
+/// structured ops (linalg.dot, linalg.matmul, ...) take what follows `<` as
+/// the op's properties and read it as a dictionary unchecked, so
+/// `linalg.dot<f32>` reads garbage and may crash (test/Fuzz/upstream/).
+bool malformedLinalgProperties(llvm::StringRef input) {
+  const char *space = " \t\r\n";
+  for (size_t at = input.find("linalg."); at != llvm::StringRef::npos;
+       at = input.find("linalg.", at + 7)) {
+    llvm::StringRef rest = input.drop_front(at + 7);
+    size_t name = 0;
+    while (name < rest.size() &&
+           (llvm::isAlnum(rest[name]) || rest[name] == '_' ||
+            rest[name] == '.'))
+      ++name;
+    rest = rest.drop_front(name).ltrim(space);
+    if (rest.consume_front("<") && !rest.ltrim(space).starts_with("{"))
+      return true;
+  }
+  return false;
+}
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -100,6 +121,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
        !wellFormedIntegerLists(input, "permutation")) ||
       (input.contains("linalg.broadcast") &&
        !wellFormedIntegerLists(input, "dimensions")))
+    return 0;
+  // Its named structured ops read `linalg.dot<f32>` as properties that are
+  // not a dictionary (test/Fuzz/upstream/ too): skip such inputs.
+  if (malformedLinalgProperties(input))
     return 0;
   // MLIR's parser recurses once per nesting level with no bound, so deeply
   // nested input exhausts the stack (sooner under ASan): also upstream's, and
