@@ -91,9 +91,8 @@ bool malformedLinalgProperties(llvm::StringRef input) {
        at = input.find("linalg.", at + 7)) {
     llvm::StringRef rest = input.drop_front(at + 7);
     size_t name = 0;
-    while (name < rest.size() &&
-           (llvm::isAlnum(rest[name]) || rest[name] == '_' ||
-            rest[name] == '.'))
+    while (name < rest.size() && (llvm::isAlnum(rest[name]) ||
+                                  rest[name] == '_' || rest[name] == '.'))
       ++name;
     rest = rest.drop_front(name).ltrim(space);
     if (rest.consume_front("<") && !rest.ltrim(space).starts_with("{"))
