@@ -240,9 +240,7 @@ Device &selected(int64_t LocalRank = -1) {
     std::lock_guard<std::mutex> Lock(Dev.Mutex);
     if (!Dev.Ready.load(std::memory_order_relaxed)) {
       const DriverApi &D = driver();
-      check(D.Init(0), "cuInit");
-      int Count = 0;
-      check(D.DeviceGetCount(&Count), "cuDeviceGetCount");
+      int Count = gpuDeviceCount();
       if (Count < 1)
         throw Error(MESHRT_ERROR_BACKEND,
                     "no CUDA device is visible (cuDeviceGetCount returned 0; "
@@ -499,7 +497,7 @@ void *meshrt::detail::gpuSharedStream() { return selected().Stream; }
 void meshrt::detail::gpuMakeCurrent() { selected(); }
 
 int meshrt::detail::gpuDeviceCount() {
-  const DriverApi &D = driver();
+  const DriverApi &D = driver(); // Throws, naming the library, if absent.
   check(D.Init(0), "cuInit");
   int Count = 0;
   check(D.DeviceGetCount(&Count), "cuDeviceGetCount");
