@@ -34,7 +34,10 @@ Plans on mesh.mesh @m(["dp" = 2, "tp" = 4]):
 and the stack with no annotation on the same inputs and asserts that they
 agree (max |difference| <= 1e-3; --corrupt adds 1, a negative control).
 
-Usage: gpt.py [--plan none|dp|tp|sp] [--layers L] [--batch B] [--seq S]
+  batch: only x annotated (by batch on "dp"), the rest left to
+         mesh-auto-shard.
+
+Usage: gpt.py [--plan none|dp|tp|sp|batch] [--layers L] [--batch B] [--seq S]
               [--hidden H] [--heads N] [--check [--corrupt]]
 """
 import argparse
@@ -271,7 +274,7 @@ def param_shapes(H, F):
 
 
 def param_sharding(plan, name, shape):
-    if plan == "none":
+    if plan in ("none", "batch"):
         return None
     if plan in ("tp", "sp"):
         if name in ("wq", "wk", "wv", "w1"):
@@ -301,7 +304,7 @@ def stack(plan, layers, B, S, H, N, name="gpt", dialect="mesh"):
     w = Writer(B, S, H, N, F)
     shapes = param_shapes(H, F)
     xs = {"none": None, "dp": [["dp"], [], []], "tp": [["dp"], [], []],
-          "sp": [["dp"], ["tp"], []]}[plan]
+          "sp": [["dp"], ["tp"], []], "batch": [["dp"], [], []]}[plan]
     upstream = dialect == "shard"
     annotations = []
 
@@ -325,7 +328,7 @@ def stack(plan, layers, B, S, H, N, name="gpt", dialect="mesh"):
             args.append(arg(v, shapes[pn], s))
             p[pn] = f"{v}_s" if upstream and s else v
         params.append(p)
-    res = tt([B, S, H]) if not xs or upstream else \
+    res = tt([B, S, H]) if not xs or upstream or plan == "batch" else \
         f"({tt([B, S, H])} {{mesh.sharding = {sh(xs)}}})"
     head = [f"func.func @{name}({', '.join(args)}) -> {res} {{"] + annotations + [
             "  %zero = arith.constant 0.0 : f32",
@@ -489,7 +492,8 @@ def check_program(plan, layers, B, S, H, N, corrupt, sums=False):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--plan", choices=["none", "dp", "tp", "sp"], default="tp")
+    ap.add_argument("--plan", choices=["none", "dp", "tp", "sp", "batch"],
+                    default="tp")
     ap.add_argument("--layers", type=int, default=1)
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--seq", type=int, default=16)

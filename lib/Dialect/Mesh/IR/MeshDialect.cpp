@@ -151,6 +151,20 @@ LogicalResult MeshDialect::verifyRegionArgAttribute(Operation *op,
     type = op->getRegion(regionIndex).getArgument(argIndex).getType();
   if (attr.getName() == getHostBufferAttrName())
     return verifyHostBufferAttr(op, attr, type);
+  // `mesh.carried = N` (mesh-auto-shard): result N is this argument's next
+  // value, of the same type.
+  if (attr.getName().getValue() == "mesh.carried") {
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    auto number = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!fn || !number || number.getInt() < 0 ||
+        number.getInt() >= static_cast<int64_t>(fn.getNumResults()) ||
+        fn.getResultTypes()[number.getInt()] != type)
+      return op->emitOpError()
+             << "'mesh.carried' on argument " << argIndex
+             << " must be the number of a function result of the argument's "
+                "type (S8)";
+    return success();
+  }
   return verifyFunctionShardingAttr(op, attr, type,
                                     "argument " + Twine(argIndex));
 }

@@ -67,6 +67,97 @@ def PrepareForBufferization
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
 
+def AutoShard : Pass<"mesh-auto-shard", "::mlir::ModuleOp"> {
+  let summary = "Chooses every sharding of a function from a few annotations, "
+                "by an exact minimum of a cost model";
+  let description = [{
+    Given a function on global shapes, a mesh, the annotations the user
+    wants kept (at least the batch's: they are hard constraints) and a
+    per-device memory budget, chooses the sharding of every other argument,
+    result and op result, and writes them as ordinary `mesh.sharding`
+    annotations: `mesh-propagate-sharding`, `mesh-partition` and everything
+    after run unchanged on the result. A function with no annotation at all
+    is left as it is. `mesh.carried = N` on an argument says that result
+    `N` is its next value (a parameter and its update in a training step):
+    the two take one layout, so that the plan is a steady state of a
+    training loop.
+
+    The choices are the ops' sharding rules: each mesh axis shards at most
+    one factor of an op (a loop of a linalg op, a dim of an elementwise op),
+    its axes in mesh order, wherever the factor's size divides by them (a
+    collapsed dim only as whole blocks; not a factor with halos, nor one of
+    several reductions); an argument or result takes any layout whose dims
+    divide. A sharded reduction factor leaves the result partial. The cost
+    of a plan is, in integer picoseconds:
+
+    - every resharding between a value's producer and each consumer (and
+      at the function's results), planned exactly as `mesh-partition` plans
+      it (its bytes per device are those `mesh-report-communication` counts
+      in the partitioned program, before `mesh-optimize-collectives`, which
+      can only remove some), each collective priced `latency + bytes /
+      bandwidth` of the slowest axis of its group (`axis-cost`);
+    - every op's arithmetic (the iterations of its loops times the ops of
+      its body) on one device, at `flops` per second.
+
+    Memory per device is the arguments' blocks plus the most bytes live at
+    any point of the function (from its own liveness: activations kept for
+    a backward pass are live until it). Values that need no data
+    (`tensor.empty`, fills, splats) are left to propagation and cost
+    nothing: the partitioner makes them again in each layout a user wants.
+
+    The minimum is exact, found by variable elimination over the program's
+    dataflow graph (every op, argument and result a variable, every use a
+    cost between two), in an elimination order of least width (ties by
+    program order), with no solver dependency; of plans that cost the same,
+    the one that holds least memory at the program's peak wins. When the
+    cheapest plan does not fit `memory-per-device`, a Lagrangian search on
+    the memory at the peak gives a plan that fits and a lower bound, and a
+    branch and bound on the variables that hold memory at the constrained
+    points (each point where a candidate peaks is added) closes the gap,
+    for a number of nodes set by the program's size: the plan is then
+    proven optimal, or the pass says by how much at most it may be off. No
+    plan that fits is an error giving bounds on the smallest budget that
+    does and what is live at the peak. Costs are integers and every tie is
+    broken by a fixed order, so the same input gives the same plan on every
+    run and machine.
+
+    With `explain`, a report (standard error) gives the plan's cost split
+    into communication and arithmetic, its peak memory with the largest
+    values live there, each argument's layout with the best plan that lays
+    it out otherwise and how much worse that is, and every resharding the
+    plan makes. Functions with loops, branches or calls are refused with an
+    error naming the op (not yet in the plan space).
+
+    ```mlir
+    mesh.mesh @m(["d" = 4])
+    func.func @f(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>},
+                 %y: tensor<8x16xf32>) -> tensor<8x16xf32> {
+      %a = arith.addf %x, %y : tensor<8x16xf32>
+      return %a : tensor<8x16xf32>
+    }
+    // %y, %a and the result become #mesh.sharding<@m, [["d"], []]>.
+    ```
+  }];
+  let options = [
+    Option<"memoryPerDevice", "memory-per-device", "std::string", "\"\"",
+           "The bytes each device may hold (`24GiB`, `512MiB`, `1e9`); "
+           "empty: no limit">,
+    Option<"axisCost", "axis-cost", "std::string", "\"\"",
+           "Per-axis collective costs, `axis=latency:bandwidth` separated by "
+           "commas (`dp=20us:10GB/s,tp=2us:100GB/s`; `*` for every axis "
+           "not named); default 10us:5GB/s">,
+    Option<"flops", "flops", "std::string", "\"1e11\"",
+           "The arithmetic rate of one device, operations per second "
+           "(`1e11`, `50G`, `1T`)">,
+    Option<"explain", "explain", "bool", "false",
+           "Print the plan's costs, runners-up and peak memory to standard "
+           "error">,
+    Option<"verifyExhaustive", "verify-exhaustive", "bool", "false",
+           "Also enumerate every plan (small programs only) and check that "
+           "none that fits costs less; a remark gives both minima">
+  ];
+}
+
 def PropagateSharding : Pass<"mesh-propagate-sharding", "::mlir::ModuleOp"> {
   let summary = "Decides a sharding for every tensor from a few annotations";
   let description = [{

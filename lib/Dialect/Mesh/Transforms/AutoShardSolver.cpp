@@ -1,0 +1,230 @@
+//===- AutoShardSolver.cpp - exact minimum of a pairwise cost -------------===//
+//
+// Bucket elimination: variables are eliminated one at a time; the factors
+// that name a variable are summed and minimised over its choices into one
+// table over their other variables, which joins the bucket of whichever of
+// those comes next in the order. The last table is a number: the minimum.
+// Going back down the order, each variable takes the choice that reached
+// the minimum given the ones after it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AutoShardSolver.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <algorithm>
+#include <set>
+
+using namespace mlir;
+using namespace mlir::mesh;
+
+PairwiseMinimizer::PairwiseMinimizer(ArrayRef<unsigned> domains)
+    : domains(domains) {}
+
+void PairwiseMinimizer::addPair(unsigned a, unsigned b,
+                                ArrayRef<AutoShardCost> table) {
+  assert(a != b && "a pair of one variable");
+  unsigned da = domains[a], db = domains[b];
+  assert(table.size() == size_t(da) * db && "a table of the wrong size");
+  bool swap = a > b;
+  unsigned lo = swap ? b : a, hi = swap ? a : b;
+  // A pair seen before adds to its table.
+  auto [it, inserted] = pairs.try_emplace({lo, hi}, factors.size());
+  if (inserted)
+    factors.push_back({{lo, hi}, std::vector<AutoShardCost>(size_t(da) * db)});
+  Factor *f = &factors[it->second];
+  for (unsigned i = 0; i < da; ++i)
+    for (unsigned j = 0; j < db; ++j) {
+      AutoShardCost c = table[size_t(i) * db + j];
+      AutoShardCost &slot =
+          swap ? f->table[size_t(j) * da + i] : f->table[size_t(i) * db + j];
+      slot = std::min(slot + c, kForbidden);
+    }
+}
+
+LogicalResult PairwiseMinimizer::prepare(uint64_t maxEntries,
+                                         std::string &whyNot) {
+  unsigned n = domains.size();
+  // The interaction graph.
+  std::vector<std::set<unsigned>> adj(n);
+  for (const Factor &f : factors)
+    for (unsigned a : f.scope)
+      for (unsigned b : f.scope)
+        if (a != b)
+          adj[a].insert(b);
+  auto weight = [&](unsigned v) {
+    uint64_t w = 1;
+    for (unsigned u : adj[v]) {
+      w *= domains[u];
+      if (w > (uint64_t(1) << 40))
+        return uint64_t(1) << 40;
+    }
+    return w;
+  };
+  // Greedy order: least weight first, ties by variable.
+  std::set<std::pair<uint64_t, unsigned>> queue;
+  std::vector<uint64_t> current(n);
+  for (unsigned v = 0; v < n; ++v) {
+    current[v] = weight(v);
+    queue.insert({current[v], v});
+  }
+  std::vector<unsigned> order;
+  std::vector<bool> gone(n, false);
+  while (!queue.empty()) {
+    unsigned v = queue.begin()->second;
+    queue.erase(queue.begin());
+    order.push_back(v);
+    gone[v] = true;
+    SmallVector<unsigned, 8> nbrs(adj[v].begin(), adj[v].end());
+    for (unsigned a : nbrs) {
+      adj[a].erase(v);
+      for (unsigned b : nbrs)
+        if (a != b)
+          adj[a].insert(b);
+    }
+    for (unsigned a : nbrs) {
+      queue.erase({current[a], a});
+      current[a] = weight(a);
+      queue.insert({current[a], a});
+    }
+  }
+  numInputFactors = factors.size();
+  for (unsigned d : domains)
+    if (d > 65535) {
+      whyNot = "a variable has more than 65535 choices";
+      return failure();
+    }
+  std::vector<unsigned> pos(n);
+  for (unsigned i = 0; i < n; ++i)
+    pos[order[i]] = i;
+
+  // Buckets: each factor goes to its variable eliminated first.
+  std::vector<SmallVector<unsigned, 4>> bucket(n);
+  auto place = [&](unsigned f) {
+    const Factor &factor = factors[f];
+    if (factor.scope.empty()) {
+      constants.push_back(f);
+      return;
+    }
+    unsigned first = factor.scope[0];
+    for (unsigned v : factor.scope)
+      if (pos[v] < pos[first])
+        first = v;
+    bucket[first].push_back(f);
+  };
+  for (unsigned f = 0; f < factors.size(); ++f)
+    place(f);
+  steps.clear();
+  width = 0;
+  work = 0;
+  for (unsigned x : order) {
+    Step step;
+    step.var = x;
+    step.inputs = bucket[x];
+    SmallVector<unsigned, 4> scope;
+    for (unsigned f : step.inputs)
+      for (unsigned v : factors[f].scope)
+        if (v != x && !llvm::is_contained(scope, v))
+          scope.push_back(v);
+    llvm::sort(scope);
+    uint64_t entries = 1;
+    for (unsigned v : scope) {
+      entries *= domains[v];
+      if (entries * domains[x] > maxEntries) {
+        whyNot = "eliminating a variable would make a table of more than " +
+                 std::to_string(maxEntries) + " entries";
+        return failure();
+      }
+    }
+    width = std::max(width, entries * domains[x]);
+    work += entries * domains[x] * std::max<size_t>(1, step.inputs.size());
+    for (unsigned f : step.inputs) {
+      const Factor &factor = factors[f];
+      // Row-major strides of the input over its own scope.
+      SmallVector<uint64_t, 4> own(factor.scope.size());
+      uint64_t s = 1;
+      for (int i = factor.scope.size() - 1; i >= 0; --i) {
+        own[i] = s;
+        s *= domains[factor.scope[i]];
+      }
+      SmallVector<uint64_t, 4> strides(scope.size(), 0);
+      uint64_t varStride = 0;
+      for (auto [i, v] : llvm::enumerate(factor.scope)) {
+        if (v == x) {
+          varStride = own[i];
+          continue;
+        }
+        strides[llvm::find(scope, v) - scope.begin()] = own[i];
+      }
+      step.strides.push_back(std::move(strides));
+      step.varStrides.push_back(varStride);
+    }
+    factors.push_back({scope, {}});
+    step.output = factors.size() - 1;
+    place(step.output);
+    steps.push_back(std::move(step));
+  }
+  return success();
+}
+
+AutoShardCost
+PairwiseMinimizer::solve(ArrayRef<SmallVector<AutoShardCost, 8>> unary,
+                         SmallVectorImpl<unsigned> &choice) {
+  for (Step &step : steps) {
+    Factor &out = factors[step.output];
+    unsigned dx = domains[step.var];
+    ArrayRef<AutoShardCost> own = unary[step.var];
+    uint64_t entries = 1;
+    for (unsigned v : out.scope)
+      entries *= domains[v];
+    out.table.assign(entries, 0);
+    step.argmin.assign(entries, 0);
+    unsigned k = step.inputs.size(), r = out.scope.size();
+    SmallVector<uint64_t, 4> base(k, 0);
+    SmallVector<unsigned, 4> digit(r, 0);
+    for (uint64_t e = 0; e < entries; ++e) {
+      AutoShardCost best = kForbidden * 4;
+      unsigned arg = 0;
+      for (unsigned xv = 0; xv < dx; ++xv) {
+        AutoShardCost c = own[xv];
+        for (unsigned i = 0; i < k; ++i)
+          c += factors[step.inputs[i]].table[base[i] + xv * step.varStrides[i]];
+        if (c < best) {
+          best = c;
+          arg = xv;
+        }
+      }
+      out.table[e] = std::min(best, kForbidden);
+      step.argmin[e] = static_cast<uint16_t>(arg);
+      // The next entry: the last variable of the scope moves fastest.
+      for (int j = r - 1; j >= 0; --j) {
+        unsigned d = domains[out.scope[j]];
+        for (unsigned i = 0; i < k; ++i)
+          base[i] += step.strides[i][j];
+        if (++digit[j] < d)
+          break;
+        for (unsigned i = 0; i < k; ++i)
+          base[i] -= step.strides[i][j] * d;
+        digit[j] = 0;
+      }
+    }
+    // Tables made by earlier steps are read once: free them.
+    for (unsigned f : step.inputs)
+      if (f >= numInputFactors)
+        std::vector<AutoShardCost>().swap(factors[f].table);
+  }
+  AutoShardCost total = 0;
+  for (unsigned f : constants)
+    total += factors[f].table[0];
+  total = std::min(total, kForbidden);
+  choice.assign(domains.size(), 0);
+  for (const Step &step : llvm::reverse(steps)) {
+    const Factor &out = factors[step.output];
+    uint64_t index = 0;
+    for (unsigned v : out.scope)
+      index = index * domains[v] + choice[v];
+    choice[step.var] = step.argmin[index];
+  }
+  return total;
+}

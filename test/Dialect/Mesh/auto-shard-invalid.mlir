@@ -1,0 +1,76 @@
+// RUN: mesh-opt %s -split-input-file --mesh-auto-shard -verify-diagnostics
+
+// What mesh-auto-shard refuses, each with the place named.
+
+mesh.mesh @m(["d" = 4])
+func.func @loop(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>}) -> tensor<8x8xf32> {
+  %lb = arith.constant 0 : index
+  %ub = arith.constant 4 : index
+  %one = arith.constant 1 : index
+  // expected-error @+1 {{mesh-auto-shard: 'scf.for' has regions (loops, branches): not in the plan space yet}}
+  %r = scf.for %i = %lb to %ub step %one iter_args(%a = %x) -> (tensor<8x8xf32>) {
+    %b = arith.addf %a, %a : tensor<8x8xf32>
+    scf.yield %b : tensor<8x8xf32>
+  }
+  return %r : tensor<8x8xf32>
+}
+
+// -----
+
+mesh.mesh @m(["d" = 4])
+func.func private @callee(tensor<8x8xf32>) -> tensor<8x8xf32>
+func.func @call(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>}) -> tensor<8x8xf32> {
+  // expected-error @+1 {{mesh-auto-shard: calls are not in the plan space yet (inline the callee first)}}
+  %r = func.call @callee(%x) : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %r : tensor<8x8xf32>
+}
+
+// -----
+
+mesh.mesh @m(["d" = 4])
+mesh.mesh @n(["e" = 2])
+// expected-error @+2 {{mesh-auto-shard: annotations on two meshes in one function (@m and @n)}}
+// expected-note @+1 {{the first here}}
+func.func @two(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>},
+               %y: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@n, [["e"], []]>}) -> tensor<8x8xf32> {
+  %r = arith.addf %x, %y : tensor<8x8xf32>
+  return %r : tensor<8x8xf32>
+}
+
+// -----
+
+mesh.mesh @m(["d" = 4])
+// expected-error @+1 {{'mesh.carried' on argument 1 must be the number of a function result of the argument's type (S8)}}
+func.func @carried(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>},
+                   %w: tensor<8x4xf32> {mesh.carried = 0 : i64}) -> tensor<8x8xf32> {
+  return %x : tensor<8x8xf32>
+}
+
+// -----
+
+mesh.mesh @m(["d" = 4])
+// expected-error @+1 {{mesh-auto-shard: two arguments are carried to result 0}}
+func.func @carried_twice(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>, mesh.carried = 0 : i64},
+                         %w: tensor<8x8xf32> {mesh.carried = 0 : i64}) -> tensor<8x8xf32> {
+  return %x : tensor<8x8xf32>
+}
+
+// -----
+
+mesh.mesh @m(["d" = 4])
+// expected-error @+1 {{mesh-auto-shard: result 0 is carried from argument 1 (mesh.carried) but annotated otherwise}}
+func.func @carried_other(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>},
+                         %w: tensor<8x8xf32> {mesh.carried = 0 : i64})
+    -> (tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["d"]]>}) {
+  %r = arith.addf %x, %w : tensor<8x8xf32>
+  return %r : tensor<8x8xf32>
+}
+
+// -----
+
+mesh.mesh @m(["d" = 4])
+func.func @per_device(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>}) -> tensor<8x8xf32> {
+  // expected-error @+1 {{mesh-auto-shard: the function is already per device (it has collectives)}}
+  %r = mesh.all_reduce %x on @m axes = ["d"] reduction = sum : tensor<8x8xf32> -> tensor<8x8xf32>
+  return %r : tensor<8x8xf32>
+}
