@@ -46,15 +46,10 @@ bytes() {
 summary() {
   "$MESH_OPT" "$1" "${@:2}" -o /dev/null 2>&1 | grep -m1 "^auto-shard @" || true
 }
+# memory_of FILE OPTS...: the plan's peak memory per device, in bytes.
 memory_of() {
   "$MESH_OPT" "$1" "${@:2}" -o /dev/null 2>&1 |
-    sed -n 's/^  peak memory: \(.*\) per device (.*/\1/p' | head -1
-}
-# to_bytes "1.25 MiB" -> bytes (rounded down)
-to_bytes() {
-  awk -v s="$1" 'BEGIN { split(s, a, " "); m = 1;
-    if (a[2] == "KiB") m = 1024; else if (a[2] == "MiB") m = 1048576;
-    else if (a[2] == "GiB") m = 1073741824; printf "%d\n", a[1] * m }'
+    sed -n 's/^  peak memory: .* per device (\([0-9]*\) bytes;.*/\1/p' | head -1
 }
 
 compare() { # NAME AUTOFILE HANDPLAN=FILE...
@@ -69,8 +64,8 @@ compare() { # NAME AUTOFILE HANDPLAN=FILE...
     b=$(bytes "$f")
     printf "%-22s %14s %16s  %s\n" "hand $plan" "$mem" "$b" \
       "$(summary "$f" --mesh-propagate-sharding "--mesh-auto-shard=explain $AUTO_OPTS" | sed 's/^auto-shard @[a-z0-9_]* on @m ([^)]*): //; s/, proven optimal//')"
-    budgets+=("$(to_bytes "$mem")")
-    hands+=("$plan:$(to_bytes "$mem"):$b")
+    budgets+=("$mem")
+    hands+=("$plan:$mem:$b")
   done
   for budget in none "${budgets[@]}"; do
     local opt="--mesh-auto-shard=explain $AUTO_OPTS" label="auto, no budget"

@@ -30,7 +30,7 @@
 // No plan fits: the error gives bounds on the smallest budget that does and
 // what is live at the peak of the plan of least memory found.
 // B1000: error: mesh-auto-shard: no plan fits 1000 B per device: the smallest budget that fits is at least 2.75 KiB and at most 3.00 KiB (the plan of least memory found; what is live at its peak follows)
-// B1000-NEXT: peak memory: 3.00 KiB per device (2.25 KiB of arguments, 768 B live at 'linalg.matmul'
+// B1000-NEXT: peak memory: 3.00 KiB per device (3072 bytes; 2.25 KiB of arguments, 768 B live at 'linalg.matmul'
 // B1000-NEXT: 512 B: 'linalg.matmul' at
 
 // Four layers, 16 features, batch 8 over "d" = 2.

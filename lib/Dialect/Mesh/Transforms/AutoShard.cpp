@@ -799,6 +799,32 @@ LogicalResult FunctionPlanner::build() {
   return success();
 }
 
+/// True when `to` lays a tensor out as `from` with some dims split over more
+/// axes, minor to the ones they had, that `from` does not use: going there
+/// is slicing alone. Neither may be partial or have halos.
+static bool onlySplitsFurther(ShardingAttr from, ShardingAttr to) {
+  if (!to || to.isPartial() || to.hasHalo() ||
+      (from && (from.isPartial() || from.hasHalo())))
+    return false;
+  if (from && from.getRank() != to.getRank())
+    return false;
+  SmallVector<StringAttr, 8> had;
+  if (from)
+    for (AxisListAttr axes : from.getDims())
+      llvm::append_range(had, axes.getAxes());
+  for (unsigned d = 0; d < to.getRank(); ++d) {
+    ArrayRef<StringAttr> want = to.getDimAxes(d).getAxes();
+    ArrayRef<StringAttr> have =
+        from ? from.getDimAxes(d).getAxes() : ArrayRef<StringAttr>();
+    if (want.size() < have.size() || want.take_front(have.size()) != have)
+      return false;
+    for (StringAttr a : want.drop_front(have.size()))
+      if (llvm::is_contained(had, a))
+        return false;
+  }
+  return true;
+}
+
 const Reshard &FunctionPlanner::reshard(ShardingAttr from, ShardingAttr to,
                                         RankedTensorType type) {
   auto key = std::make_tuple(Attribute(from), Attribute(to), Type(type));
@@ -806,8 +832,10 @@ const Reshard &FunctionPlanner::reshard(ShardingAttr from, ShardingAttr to,
   if (it != reshards.end())
     return it->second;
   Reshard r;
-  // The same layout: nothing to move (most pairs of a plan).
-  if (sameLayout(from, to))
+  // The same layout, or one that only splits further (each dim keeps its
+  // axes and may take more, minor, that no dim had): nothing moves, each
+  // device keeps a part of its block (all_slice).
+  if (sameLayout(from, to) || onlySplitsFurther(from, to))
     return reshards.try_emplace(key, std::move(r)).first->second;
   unsigned rank = type.getRank();
   ShardingLayout src = layoutOf(from, rank), dst = layoutOf(to, rank);
@@ -1004,6 +1032,7 @@ void FunctionPlanner::describePeak(raw_ostream &os, ArrayRef<unsigned> plan,
     if (position[&op] == e.peakPoint)
       at = &op;
   os << "  peak memory: " << formatBytes(e.memory()) << " per device ("
+     << e.memory() << " bytes; "
      << formatBytes(e.argumentBytes) << " of arguments, "
      << formatBytes(e.peakLive) << " live";
   if (at)
