@@ -35,10 +35,12 @@ AUTO_OPTS=${AUTO_OPTS:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# bytes FILE OPTS...: bytes per device of the partitioned, optimised program.
+# bytes FILE PASSES...: bytes per device of the partitioned, optimised
+# program (a hand plan: propagation first; an auto plan: as the pass wrote
+# it, every value annotated).
 bytes() {
   local f=$1; shift
-  "$MESH_OPT" "$f" "$@" --mesh-propagate-sharding --mesh-partition \
+  "$MESH_OPT" "$f" "$@" --mesh-partition \
       --mesh-optimize-collectives --mesh-report-communication -o /dev/null 2>&1 |
     sed -n 's/.*total: [0-9]* collectives\?, \([0-9]*\) bytes per device.*/\1/p' | head -1
 }
@@ -61,7 +63,7 @@ compare() { # NAME AUTOFILE HANDPLAN=FILE...
     local plan=${hp%%=*} f=${hp#*=}
     local mem b
     mem=$(memory_of "$f" --mesh-propagate-sharding "--mesh-auto-shard=explain $AUTO_OPTS")
-    b=$(bytes "$f")
+    b=$(bytes "$f" --mesh-propagate-sharding)
     printf "%-22s %14s %16s  %s\n" "hand $plan" "$mem" "$b" \
       "$(summary "$f" --mesh-propagate-sharding "--mesh-auto-shard=explain $AUTO_OPTS" | sed 's/^auto-shard @[a-z0-9_]* on @m ([^)]*): //; s/, proven optimal//')"
     budgets+=("$mem")
