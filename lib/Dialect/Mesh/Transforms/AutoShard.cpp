@@ -48,7 +48,7 @@ using Cost = AutoShardCost;
 /// memory of a budget search) shifted up by kTieBits, plus the bytes at the
 /// peak point: of two plans that cost the same, the one that holds less
 /// there wins (an argument nothing else decides is split, not replicated).
-constexpr unsigned kTieBits = 48;
+constexpr unsigned kTieBits = 40;
 
 //===----------------------------------------------------------------------===//
 // Options
@@ -782,7 +782,7 @@ LogicalResult FunctionPlanner::build() {
       for (auto [j, tl] : llvm::enumerate(toLayouts)) {
         const Reshard &r = reshard(fl, tl, u.type);
         distinct[i * toLayouts.size() + j] =
-            r.possible ? r.ps << kTieBits : kForbidden;
+            r.possible ? std::min(r.ps, Cost(1) << 70) << kTieBits : kForbidden;
       }
     std::vector<Cost> table(p.choices.size() * c.choices.size());
     for (unsigned i = 0; i < from.size(); ++i)
@@ -955,16 +955,23 @@ Evaluation FunctionPlanner::evaluate(ArrayRef<unsigned> plan) {
 std::pair<Cost, SmallVector<unsigned>>
 FunctionPlanner::solve(uint64_t weight, ArrayRef<int> fixed,
                        std::optional<std::pair<unsigned, unsigned>> banned) {
+  // Bounds that keep every sum of a few terms below kForbidden: costs up to
+  // 2^70 before the shift (a time of 2^50 ps plus a weighted memory of
+  // 2^40 * 2^40 / 2^20), tie bytes below 2^kTieBits.
+  constexpr Cost kMaxCost = Cost(1) << 70;
+  constexpr int64_t kMaxTie = (int64_t(1) << kTieBits) - 1;
   SmallVector<SmallVector<Cost, 8>> unary(vars.size());
   for (auto [v, var] : llvm::enumerate(vars))
-    for (auto [c, choice] : llvm::enumerate(var.choices))
-      unary[v].push_back(!fixed.empty() && fixed[v] >= 0 &&
-                                 fixed[v] != static_cast<int>(c)
-                             ? kForbidden
-                             : ((choice.computePs +
-                                 (Cost(weight) * Cost(peakBytes[v][c]) >> 20))
-                                << kTieBits) +
-                                   peakBytes[v][c]);
+    for (auto [c, choice] : llvm::enumerate(var.choices)) {
+      if (!fixed.empty() && fixed[v] >= 0 && fixed[v] != static_cast<int>(c)) {
+        unary[v].push_back(kForbidden);
+        continue;
+      }
+      Cost cost =
+          choice.computePs + (Cost(weight) * Cost(peakBytes[v][c]) >> 20);
+      unary[v].push_back((std::min(cost, kMaxCost) << kTieBits) +
+                         std::min(peakBytes[v][c], kMaxTie));
+    }
   if (banned)
     unary[banned->first][banned->second] = kForbidden;
   SmallVector<unsigned> plan;
@@ -1032,9 +1039,8 @@ void FunctionPlanner::describePeak(raw_ostream &os, ArrayRef<unsigned> plan,
     if (position[&op] == e.peakPoint)
       at = &op;
   os << "  peak memory: " << formatBytes(e.memory()) << " per device ("
-     << e.memory() << " bytes; "
-     << formatBytes(e.argumentBytes) << " of arguments, "
-     << formatBytes(e.peakLive) << " live";
+     << e.memory() << " bytes; " << formatBytes(e.argumentBytes)
+     << " of arguments, " << formatBytes(e.peakLive) << " live";
   if (at)
     os << " at '" << at->getName() << "' " << at->getLoc();
   os << ")\n";
@@ -1230,7 +1236,8 @@ FunctionPlanner::searchWithinBudget(SmallVectorImpl<unsigned> &best,
       Cost(1) << 40, (e0.total() << 20) / std::max<int64_t>(1, e0.memory())));
   uint64_t lo = 0, hi = std::max<uint64_t>(1, scale / 64);
   bool hiFits = false;
-  while (hi < (uint64_t(1) << 62)) {
+  // Up to 2^40 (2^20 ps a byte: memory above any time).
+  while (hi <= (uint64_t(1) << 40)) {
     if ((hiFits = tryWeight(hi)))
       break;
     lo = hi;
