@@ -28,6 +28,13 @@ Usage: mlp_step.py [--plan P] [--layers L] [--batch B] [--hidden H]
                    [--ffn F] [--mesh SPEC] [--batch-axes a,b] [--check]
 """
 import argparse
+import os
+import sys
+
+# The inputs' values: the GPT stack's (small exact binary fractions).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "partition"))
+from gpt import values  # noqa: E402
 
 
 def tt(shape, et="f32"):
@@ -144,15 +151,6 @@ def program(plan, L, B, H, F, mesh, batch_axes, name="step", with_mesh=True):
     emit(f"return {', '.join(new)} : {', '.join(tt(w) for w in wshape)}")
     out.append("}")
     return "\n".join(out)
-
-
-def values(n, salt):
-    """n small exact binary fractions, deterministic."""
-    out, s = [], 12345 + 7919 * salt
-    for _ in range(n):
-        s = (s * 1103515245 + 12345) % (1 << 31)
-        out.append(((s >> 16) % 33 - 16) / 64.0)
-    return out
 
 
 def check_program(plan, L, B, H, F, mesh, batch_axes):

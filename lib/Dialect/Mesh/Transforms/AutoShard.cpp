@@ -1523,22 +1523,31 @@ struct AutoShardPass : public mesh::impl::AutoShardBase<AutoShardPass> {
     ModuleOp module = getOperation();
     CostModel model;
     std::string error;
-    if (!memoryPerDevice.empty()) {
-      std::optional<double> b = parseQuantity(memoryPerDevice, "B");
-      if (!b || *b < 1 || *b > 9e18) {
-        module.emitError("mesh-auto-shard: memory-per-device: cannot read '")
-            << memoryPerDevice << "' (expected bytes, as 24GiB or 1e9)";
-        return signalPassFailure();
+    // A quantity option: its value, or an error naming it and what it
+    // expects.
+    auto quantity = [&](StringRef option, StringRef text, StringRef unit,
+                        StringRef expected) -> std::optional<int64_t> {
+      std::optional<double> v = parseQuantity(text, unit);
+      if (!v || *v < 1 || *v > 9e18) {
+        module.emitError("mesh-auto-shard: ")
+            << option << ": cannot read '" << text << "' (expected " << expected
+            << ")";
+        return std::nullopt;
       }
-      model.memoryBudget = static_cast<int64_t>(std::llround(*b));
+      return static_cast<int64_t>(std::llround(*v));
+    };
+    if (!memoryPerDevice.empty()) {
+      std::optional<int64_t> b = quantity("memory-per-device", memoryPerDevice,
+                                          "B", "bytes, as 24GiB or 1e9");
+      if (!b)
+        return signalPassFailure();
+      model.memoryBudget = *b;
     }
-    std::optional<double> rate = parseQuantity(flops, "");
-    if (!rate || *rate < 1 || *rate > 9e18) {
-      module.emitError("mesh-auto-shard: flops: cannot read '")
-          << flops << "' (expected operations per second, as 1e11 or 50G)";
+    std::optional<int64_t> rate =
+        quantity("flops", flops, "", "operations per second, as 1e11 or 50G");
+    if (!rate)
       return signalPassFailure();
-    }
-    model.flopsPerSecond = static_cast<int64_t>(std::llround(*rate));
+    model.flopsPerSecond = *rate;
     if (failed(parseAxisCosts(axisCost, model, error))) {
       module.emitError("mesh-auto-shard: ") << error;
       return signalPassFailure();
