@@ -28,6 +28,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <functional>
@@ -202,14 +203,16 @@ struct Layout {
   SmallVector<SmallVector<uint8_t, 4>, 4> dims;
   uint64_t pending = 0;
 
-  /// A string that tells layouts apart, to key the table of those reached.
-  std::string getKey() const {
-    std::string key;
+  /// A string that tells layouts apart, to key the table of those reached
+  /// (inline up to 32 bytes: the search makes one per move it tries).
+  SmallString<32> getKey() const {
+    SmallString<32> key;
     for (const auto &axes : dims) {
       key.append(axes.begin(), axes.end());
       key.push_back('\xff');
     }
-    key.append(reinterpret_cast<const char *>(&pending), sizeof(pending));
+    key.append(reinterpret_cast<const char *>(&pending),
+               reinterpret_cast<const char *>(&pending) + sizeof(pending));
     return key;
   }
   /// The axes on some dim, as a mask.
@@ -457,7 +460,7 @@ FailureOr<SmallVector<ReshardStep>>
 PlanSearch::findPlan(std::string &whyNot) const {
   std::vector<Node> nodes{{source, Move(), 0, 0, 0}};
   llvm::StringMap<size_t> best;
-  best[source.getKey()] = 0;
+  best[source.getKey().str()] = 0;
   // (bytes, steps, node): the node made first wins a tie.
   using Entry = std::tuple<int64_t, unsigned, size_t>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
@@ -469,7 +472,7 @@ PlanSearch::findPlan(std::string &whyNot) const {
     std::tie(bytes, steps, index) = queue.top();
     queue.pop();
     Layout layout = nodes[index].layout;
-    if (best.lookup(layout.getKey()) != index)
+    if (best.lookup(layout.getKey().str()) != index)
       continue; // Reached again, cheaper, after this entry was queued.
     if (layout.dims == target.dims && (layout.pending & finishable) == 0)
       return getSteps(nodes, index);
@@ -480,7 +483,7 @@ PlanSearch::findPlan(std::string &whyNot) const {
     forEachMove(layout, [&](Move &move, Layout &next) {
       int64_t price = bytes + getStepBytesPerDevice(move.kind, block,
                                                     getPricedSize(move.axes));
-      auto [it, isNew] = best.try_emplace(next.getKey(), nodes.size());
+      auto [it, isNew] = best.try_emplace(next.getKey().str(), nodes.size());
       if (!isNew) {
         const Node &known = nodes[it->second];
         if (std::make_pair(known.bytes, known.steps) <=
