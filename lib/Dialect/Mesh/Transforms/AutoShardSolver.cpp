@@ -183,13 +183,17 @@ PairwiseMinimizer::solve(ArrayRef<SmallVector<AutoShardCost, 8>> unary,
     unsigned k = step.inputs.size(), r = out.scope.size();
     SmallVector<uint64_t, 4> base(k, 0);
     SmallVector<unsigned, 4> digit(r, 0);
+    // The inputs' tables, looked up once (not through the deque per sum).
+    SmallVector<const AutoShardCost *, 4> in;
+    for (unsigned f : step.inputs)
+      in.push_back(factors[f].table.data());
     for (uint64_t e = 0; e < entries; ++e) {
       AutoShardCost best = kForbidden * 4;
       unsigned arg = 0;
       for (unsigned xv = 0; xv < dx; ++xv) {
         AutoShardCost c = own[xv];
         for (unsigned i = 0; i < k; ++i)
-          c += factors[step.inputs[i]].table[base[i] + xv * step.varStrides[i]];
+          c += in[i][base[i] + xv * step.varStrides[i]];
         if (c < best) {
           best = c;
           arg = xv;
