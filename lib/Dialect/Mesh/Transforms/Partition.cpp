@@ -310,10 +310,8 @@ Value FunctionPartitioner::cheapestSource(
     return v;
   unsigned rank = global.getRank();
   auto axisSize = [&](StringRef axis) { return meshOp.getAxisSize(axis); };
-  Type element = global.getElementType();
   int64_t tensorBytes =
-      global.getNumElements() *
-      (element.isIntOrFloat() ? (element.getIntOrFloatBitWidth() + 7) / 8 : 1);
+      global.getNumElements() * getElementBytes(global.getElementType());
   auto price = [&](ShardingAttr s, ArrayRef<ReshardStep> steps) {
     return std::make_pair(
         getPlanBytes(layoutOf(s, rank), steps, tensorBytes, axisSize),

@@ -129,21 +129,13 @@ const ShardingRule *FunctionPartitioner::ruleOf(Operation *op) {
 /// over them.
 FactorAssignment FunctionPartitioner::assignFactors(Operation *op,
                                                     const ShardingRule &rule) {
-  FactorAssignment assignment(rule, op, meshCache);
-  auto operandSharding = [&](unsigned i) -> ShardingAttr {
-    if (i >= op->getNumOperands() ||
-        !isa<RankedTensorType>(op->getOperand(i).getType()))
-      return {};
-    return placedOf(op->getOperand(i));
-  };
-  for (auto [r, dims] : llvm::enumerate(rule.resultDims)) {
-    ShardingAttr s = getResultAnnotation(op, r, shardingName);
-    if (!s)
-      continue;
-    assignment.takeDims(s, dims, op->getResult(r).getType());
-    assignment.takePartial(s, operandSharding);
-  }
-  return assignment;
+  return assignFactorsFromResults(
+      rule, op, meshCache, shardingName, [&](unsigned i) -> ShardingAttr {
+        if (i >= op->getNumOperands() ||
+            !isa<RankedTensorType>(op->getOperand(i).getType()))
+          return {};
+        return placedOf(op->getOperand(i));
+      });
 }
 
 /// `s` with a pending sum over `axes`.

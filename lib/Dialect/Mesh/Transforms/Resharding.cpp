@@ -99,6 +99,10 @@ ShardingLayout mlir::mesh::layoutOf(ShardingAttr s, unsigned rank) {
   return s ? ShardingLayout::get(s) : ShardingLayout::replicated(rank);
 }
 
+int64_t mlir::mesh::getElementBytes(Type element) {
+  return element.isIntOrFloat() ? (element.getIntOrFloatBitWidth() + 7) / 8 : 1;
+}
+
 int64_t mlir::mesh::getStepBytesPerDevice(ReshardStep::Kind kind,
                                           int64_t inputBytes,
                                           int64_t groupSize) {

@@ -58,6 +58,20 @@ FunctionOpInterface mlir::mesh::getCallee(CallOpInterface call,
       call.resolveCallableInTable(&tables));
 }
 
+FactorAssignment mlir::mesh::assignFactorsFromResults(
+    const ShardingRule &rule, Operation *op, MeshCache &meshes, StringAttr name,
+    function_ref<ShardingAttr(unsigned)> operandSharding) {
+  FactorAssignment assignment(rule, op, meshes);
+  for (auto [r, dims] : llvm::enumerate(rule.resultDims)) {
+    ShardingAttr s = getResultAnnotation(op, r, name);
+    if (!s)
+      continue;
+    assignment.takeDims(s, dims, op->getResult(r).getType());
+    assignment.takePartial(s, operandSharding);
+  }
+  return assignment;
+}
+
 ShardingAttr mlir::mesh::getResultAnnotation(Operation *op, unsigned result,
                                              StringAttr name) {
   Attribute attr = op->getDiscardableAttr(name);

@@ -418,6 +418,16 @@ private:
   SmallVector<StringAttr, 8> used;
 };
 
+/// The factor assignment of `op` that the annotations of its results
+/// (`name`: `mesh.sharding`) say: each result's dims, then its pending
+/// reductions (given to the reduction factors whose operands, as
+/// `operandSharding` gives them, are split over those axes). The
+/// partitioner runs an op so; mesh-auto-shard prices an annotated op so.
+FactorAssignment
+assignFactorsFromResults(const ShardingRule &rule, Operation *op,
+                         MeshCache &meshes, StringAttr name,
+                         function_ref<ShardingAttr(unsigned)> operandSharding);
+
 // The methods called for every value of every op, defined here so that
 // they inline into the passes' loops.
 

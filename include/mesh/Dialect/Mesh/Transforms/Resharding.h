@@ -66,6 +66,10 @@ ShardingAttr withoutHalo(ShardingAttr s);
 /// The layout of `s`, or the replicated layout of rank `rank` when null.
 ShardingLayout layoutOf(ShardingAttr s, unsigned rank);
 
+/// The bytes one element of `element` takes in memory and on the wire:
+/// whole bytes (an i1 takes one); 1 for a type that is no integer or float.
+int64_t getElementBytes(Type element);
+
 /// The bytes each device sends for one step of `kind` on a per-device input
 /// of `inputBytes` bytes in a group of `groupSize` devices, under the usual
 /// bandwidth-optimal (ring) algorithms: all_reduce 2(g-1)/g B, reduce_scatter
