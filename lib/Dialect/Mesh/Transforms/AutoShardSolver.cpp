@@ -43,8 +43,7 @@ void PairwiseMinimizer::addPair(unsigned a, unsigned b,
     }
 }
 
-LogicalResult PairwiseMinimizer::prepare(uint64_t maxEntries,
-                                         std::string &whyNot) {
+std::vector<unsigned> PairwiseMinimizer::eliminationOrder() const {
   unsigned n = domains.size();
   // The interaction graph.
   std::vector<std::set<unsigned>> adj(n);
@@ -53,6 +52,7 @@ LogicalResult PairwiseMinimizer::prepare(uint64_t maxEntries,
       for (unsigned b : f.scope)
         if (a != b)
           adj[a].insert(b);
+  // A variable's weight: the product of its neighbours' domains (capped).
   auto weight = [&](unsigned v) {
     uint64_t w = 1;
     for (unsigned u : adj[v]) {
@@ -62,7 +62,8 @@ LogicalResult PairwiseMinimizer::prepare(uint64_t maxEntries,
     }
     return w;
   };
-  // Greedy order: least weight first, ties by variable.
+  // Greedy: least weight first, ties by variable; eliminating one joins its
+  // neighbours.
   std::set<std::pair<uint64_t, unsigned>> queue;
   std::vector<uint64_t> current(n);
   for (unsigned v = 0; v < n; ++v) {
@@ -70,12 +71,10 @@ LogicalResult PairwiseMinimizer::prepare(uint64_t maxEntries,
     queue.insert({current[v], v});
   }
   std::vector<unsigned> order;
-  std::vector<bool> gone(n, false);
   while (!queue.empty()) {
     unsigned v = queue.begin()->second;
     queue.erase(queue.begin());
     order.push_back(v);
-    gone[v] = true;
     SmallVector<unsigned, 8> nbrs(adj[v].begin(), adj[v].end());
     for (unsigned a : nbrs) {
       adj[a].erase(v);
@@ -89,77 +88,79 @@ LogicalResult PairwiseMinimizer::prepare(uint64_t maxEntries,
       queue.insert({current[a], a});
     }
   }
-  numInputFactors = factors.size();
-  for (unsigned d : domains)
-    if (d > 65535) {
-      whyNot = "a variable has more than 65535 choices";
-      return failure();
-    }
-  std::vector<unsigned> pos(n);
-  for (unsigned i = 0; i < n; ++i)
-    pos[order[i]] = i;
+  return order;
+}
 
-  // Buckets: each factor goes to its variable eliminated first.
-  std::vector<SmallVector<unsigned, 4>> bucket(n);
-  auto place = [&](unsigned f) {
+void PairwiseMinimizer::addStrides(Step &step, ArrayRef<unsigned> scope) const {
+  for (unsigned f : step.inputs) {
     const Factor &factor = factors[f];
-    if (factor.scope.empty()) {
+    // Row-major strides of the input over its own scope.
+    SmallVector<uint64_t, 4> own(factor.scope.size());
+    uint64_t s = 1;
+    for (int i = factor.scope.size() - 1; i >= 0; --i) {
+      own[i] = s;
+      s *= domains[factor.scope[i]];
+    }
+    SmallVector<uint64_t, 4> strides(scope.size(), 0);
+    uint64_t varStride = 0;
+    for (auto [i, v] : llvm::enumerate(factor.scope)) {
+      if (v == step.var)
+        varStride = own[i];
+      else
+        strides[llvm::find(scope, v) - scope.begin()] = own[i];
+    }
+    step.strides.push_back(std::move(strides));
+    step.varStrides.push_back(varStride);
+  }
+}
+
+LogicalResult PairwiseMinimizer::prepare(uint64_t maxEntries,
+                                         std::string &whyNot) {
+  if (llvm::any_of(domains, [](unsigned d) { return d > 65535; })) {
+    whyNot = "a variable has more than 65535 choices";
+    return failure();
+  }
+  numInputFactors = factors.size();
+  std::vector<unsigned> order = eliminationOrder();
+  std::vector<unsigned> pos(order.size());
+  for (auto [i, v] : llvm::enumerate(order))
+    pos[v] = i;
+  // Buckets: each factor goes to its variable eliminated first.
+  std::vector<SmallVector<unsigned, 4>> bucket(order.size());
+  auto place = [&](unsigned f) {
+    ArrayRef<unsigned> scope = factors[f].scope;
+    if (scope.empty()) {
       constants.push_back(f);
       return;
     }
-    unsigned first = factor.scope[0];
-    for (unsigned v : factor.scope)
-      if (pos[v] < pos[first])
-        first = v;
-    bucket[first].push_back(f);
+    bucket[*llvm::min_element(scope, [&](unsigned a, unsigned b) {
+      return pos[a] < pos[b];
+    })].push_back(f);
   };
   for (unsigned f = 0; f < factors.size(); ++f)
     place(f);
   steps.clear();
-  width = 0;
   work = 0;
   for (unsigned x : order) {
     Step step;
     step.var = x;
     step.inputs = bucket[x];
+    // The made table's scope: every input's variables but x.
     SmallVector<unsigned, 4> scope;
     for (unsigned f : step.inputs)
       for (unsigned v : factors[f].scope)
         if (v != x && !llvm::is_contained(scope, v))
           scope.push_back(v);
     llvm::sort(scope);
-    uint64_t entries = 1;
-    for (unsigned v : scope) {
-      entries *= domains[v];
-      if (entries * domains[x] > maxEntries) {
+    uint64_t entries = domains[x];
+    for (unsigned v : scope)
+      if ((entries *= domains[v]) > maxEntries) {
         whyNot = "eliminating a variable would make a table of more than " +
                  std::to_string(maxEntries) + " entries";
         return failure();
       }
-    }
-    width = std::max(width, entries * domains[x]);
-    work += entries * domains[x] * std::max<size_t>(1, step.inputs.size());
-    for (unsigned f : step.inputs) {
-      const Factor &factor = factors[f];
-      // Row-major strides of the input over its own scope.
-      SmallVector<uint64_t, 4> own(factor.scope.size());
-      uint64_t s = 1;
-      for (int i = factor.scope.size() - 1; i >= 0; --i) {
-        own[i] = s;
-        s *= domains[factor.scope[i]];
-      }
-      SmallVector<uint64_t, 4> strides(scope.size(), 0);
-      uint64_t varStride = 0;
-      for (auto [i, v] : llvm::enumerate(factor.scope)) {
-        if (v == x) {
-          varStride = own[i];
-          continue;
-        }
-        strides[llvm::find(scope, v) - scope.begin()] = own[i];
-      }
-      step.strides.push_back(std::move(strides));
-      step.varStrides.push_back(varStride);
-    }
+    work += entries * std::max<size_t>(1, step.inputs.size());
+    addStrides(step, scope);
     factors.push_back({scope, {}});
     step.output = factors.size() - 1;
     place(step.output);

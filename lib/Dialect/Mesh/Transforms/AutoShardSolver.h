@@ -52,8 +52,6 @@ public:
   AutoShardCost solve(ArrayRef<SmallVector<AutoShardCost, 8>> unary,
                       SmallVectorImpl<unsigned> &choice);
 
-  /// The largest intermediate table, in entries (after prepare()).
-  uint64_t getWidth() const { return width; }
   /// The sums one solve() computes (after prepare()): a measure of its
   /// time that is the same on every machine.
   uint64_t getWork() const { return work; }
@@ -74,6 +72,12 @@ private:
     SmallVector<uint64_t, 4> varStrides;
     std::vector<uint16_t> argmin;
   };
+  /// The elimination order: least product of the neighbours' domains
+  /// first, ties by the lower variable.
+  std::vector<unsigned> eliminationOrder() const;
+  /// Each input's strides over the step's output scope and its variable.
+  void addStrides(Step &step, ArrayRef<unsigned> scope) const;
+
   SmallVector<unsigned> domains;
   /// A deque: factors are added while others are referenced, and never
   /// copied when it grows.
@@ -85,7 +89,6 @@ private:
   std::vector<Step> steps;
   /// Factors with an empty scope left at the end.
   SmallVector<unsigned> constants;
-  uint64_t width = 0;
   uint64_t work = 0;
 };
 

@@ -1,0 +1,234 @@
+//===- AutoShardPlanner.h - mesh-auto-shard's problem and plan --*- C++ -*-===//
+//
+// Private to mesh-auto-shard. One function's problem: every op with a
+// sharding rule, every argument and every result is a variable whose
+// choices are the rule's factor assignments (or the value's layouts); every
+// use of a value is a cost between its producer's choice and its
+// consumer's (the resharding the partitioner would plan, priced per axis);
+// every op's arithmetic a cost of its own choice. PairwiseMinimizer finds
+// the exact minimum; a memory budget is met by BudgetSearch.
+//
+//   AutoShardProblem.cpp  the variables, their costs, memory, solve()
+//   AutoShardSearch.cpp   run(): the minimum, and the search under a budget
+//   AutoShardReport.cpp   the annotations written, explain, the enumeration
+//   AutoShard.cpp         the pass: options, meshes, functions
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESH_LIB_DIALECT_MESH_TRANSFORMS_AUTOSHARDPLANNER_H
+#define MESH_LIB_DIALECT_MESH_TRANSFORMS_AUTOSHARDPLANNER_H
+
+#include "AutoShardSolver.h"
+#include "ShardingSupport.h"
+
+#include "mesh/Dialect/Mesh/IR/MeshOps.h"
+#include "mesh/Dialect/Mesh/Transforms/Resharding.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace mlir {
+namespace mesh {
+namespace autoshard {
+
+using Cost = AutoShardCost;
+
+/// The minimizer's costs are the model's (picoseconds, plus the weighted
+/// memory of a budget search) shifted up by kTieBits, plus the bytes at the
+/// peak point: of two plans that cost the same, the one that holds less
+/// there wins (an argument nothing else decides is split, not replicated).
+constexpr unsigned kTieBits = 40;
+
+/// What one collective on an axis costs.
+struct AxisCost {
+  int64_t latencyPs = 10'000'000;         // 10 us
+  int64_t bytesPerSecond = 5'000'000'000; // 5 GB/s
+};
+
+/// The cost model's parameters.
+struct CostModel {
+  llvm::StringMap<AxisCost> axes;
+  AxisCost fallback;
+  int64_t flopsPerSecond = 100'000'000'000;
+  /// 0: no budget.
+  int64_t memoryBudget = 0;
+
+  const AxisCost &of(StringRef axis) const {
+    auto it = axes.find(axis);
+    return it == axes.end() ? fallback : it->second;
+  }
+  /// A collective on the group `axes` moving `bytes` per device: the
+  /// slowest axis's latency plus the bytes at the slowest axis's bandwidth.
+  Cost collectivePs(ArrayRef<std::string> group, int64_t bytes) const;
+  Cost computePs(uint64_t flops) const {
+    return Cost(flops) * Cost(1'000'000'000'000) / Cost(flopsPerSecond);
+  }
+};
+
+/// One way to run an op (or lay out an argument or result).
+struct Choice {
+  /// The layout each operand is read in (null: not a tensor, or read
+  /// replicated).
+  SmallVector<ShardingAttr, 4> operands;
+  /// The layout of each result (null: not a tensor, or replicated).
+  SmallVector<ShardingAttr, 2> results;
+  /// The bytes of one device's block of each result (0: not a tensor).
+  SmallVector<int64_t, 2> resultBytes;
+  /// Picoseconds of arithmetic on one device.
+  Cost computePs = 0;
+};
+
+struct Variable {
+  enum class Kind { Argument, Op, Result };
+  Kind kind;
+  /// The op (Kind::Op), else the function.
+  Operation *op = nullptr;
+  /// The argument's or result's number.
+  unsigned number = 0;
+  /// Fixed by the user: one choice.
+  bool pinned = false;
+  SmallVector<Choice, 8> choices;
+};
+
+/// A use of a value produced by a variable.
+struct Use {
+  unsigned producer, result, consumer, operand;
+  RankedTensorType type;
+};
+
+/// What one resharding costs.
+struct Reshard {
+  Cost ps = 0;
+  int64_t bytes = 0;
+  SmallVector<ReshardStep> steps;
+  bool possible = true;
+};
+
+/// A value whose memory the plan decides: live from `def` to `last`
+/// (program points: op positions; the return is the last).
+struct LiveValue {
+  unsigned var, result;
+  unsigned def, last;
+  Value value;
+  bool isLiveAt(unsigned point) const { return def <= point && point <= last; }
+};
+
+/// A plan's numbers.
+struct Evaluation {
+  Cost commPs = 0, computePs = 0;
+  int64_t commBytes = 0;
+  int64_t argumentBytes = 0;
+  /// The live bytes at the worst point (arguments aside) and the point.
+  int64_t peakLive = 0;
+  unsigned peakPoint = 0;
+  Cost total() const { return commPs + computePs; }
+  int64_t memory() const { return argumentBytes + peakLive; }
+};
+
+/// `b` bytes as "1.25 MiB".
+std::string formatBytes(int64_t b);
+/// `ps` picoseconds as "12.345 us" or "1.234 ms".
+std::string formatPs(Cost ps);
+/// A layout as `[["dp"], []] partial(tp)` ("replicated" for null).
+std::string layoutText(ShardingAttr s);
+/// True when `op` carries a mesh.sharding annotation.
+bool isAnnotated(Operation *op);
+
+/// One function's problem and its solution.
+class FunctionPlanner {
+public:
+  FunctionPlanner(FunctionOpInterface fn, MeshOp mesh, const CostModel &model,
+                  SymbolTableCollection &tables)
+      : fn(fn), mesh(mesh), meshRef(FlatSymbolRefAttr::get(mesh)), model(model),
+        meshCache(tables) {}
+
+  LogicalResult build();
+  /// Solves; writes the annotations; prints the explanation.
+  LogicalResult run(bool explain, bool exhaustive);
+
+private:
+  friend class BudgetSearch;
+
+  // Building (AutoShardProblem.cpp).
+  LogicalResult addArguments();
+  LogicalResult addOp(Operation *op);
+  LogicalResult addReturn(Operation *ret);
+  bool needsNoData(Operation *op, OpRole role);
+  FailureOr<Variable> makeOpVariable(Operation *op, OpRole role);
+  void addUsesAndResults(Operation *op, unsigned id);
+  unsigned addLayoutVariable(Variable::Kind kind, unsigned number,
+                             RankedTensorType type, ShardingAttr fixed,
+                             bool asOperand);
+  void enumerateLayouts(RankedTensorType type,
+                        SmallVectorImpl<ShardingAttr> &out);
+  void enumerateRule(Operation *op, const ShardingRule &rule,
+                     SmallVectorImpl<Choice> &out);
+  Choice pinnedRuleChoice(Operation *op, const ShardingRule &rule);
+  Choice ruleChoice(Operation *op, const ShardingRule &rule,
+                    ArrayRef<AxisListAttr> factors);
+  Cost computePs(Operation *op, const ShardingRule &rule,
+                 ArrayRef<AxisListAttr> factors);
+  void fillResultBytes();
+  void addPairCosts();
+  const Reshard &reshard(ShardingAttr from, ShardingAttr to,
+                         RankedTensorType type);
+  void computeLiveness();
+  Evaluation evaluate(ArrayRef<unsigned> plan);
+  /// Solves with memory weighted by `weight` / 2^20 per byte at the peak
+  /// point. `fixed[v]` >= 0 restricts v to that choice; `banned` (var,
+  /// choice) is excluded.
+  std::pair<Cost, SmallVector<unsigned>>
+  solve(uint64_t weight, ArrayRef<int> fixed = {},
+        std::optional<std::pair<unsigned, unsigned>> banned = std::nullopt);
+
+  // Output (AutoShardReport.cpp).
+  void annotate(ArrayRef<unsigned> plan);
+  void explainPlan(ArrayRef<unsigned> plan, const Evaluation &e,
+                   uint64_t weight, Cost lowerBound, bool proven);
+  void explainArguments(raw_ostream &os, ArrayRef<unsigned> plan,
+                        const Evaluation &e, uint64_t weight);
+  void explainReshardings(raw_ostream &os, ArrayRef<unsigned> plan);
+  void describeVariable(raw_ostream &os, unsigned v);
+  void describePeak(raw_ostream &os, ArrayRef<unsigned> plan,
+                    const Evaluation &e);
+  LogicalResult checkExhaustively(ArrayRef<unsigned> plan, bool proven);
+
+  FunctionOpInterface fn;
+  MeshOp mesh;
+  FlatSymbolRefAttr meshRef;
+  const CostModel &model;
+  MeshCache meshCache;
+  OpClassifier classifier;
+  ShardingProjector projector;
+
+  std::vector<Variable> vars;
+  std::vector<Use> uses;
+  /// Value -> (variable, result) that produces it.
+  DenseMap<Value, std::pair<unsigned, unsigned>> producers;
+  /// Values that need no data (made again wherever a layout is wanted).
+  llvm::DenseSet<Value> free;
+  /// Ops in program order (their position is their program point).
+  DenseMap<Operation *, unsigned> position;
+  unsigned numPoints = 0;
+  std::vector<LiveValue> live;
+  /// Per variable and choice: the bytes of its values live at the peak
+  /// point (arguments: the block).
+  std::vector<SmallVector<int64_t, 8>> peakBytes;
+  unsigned peakPoint = 0;
+  std::optional<PairwiseMinimizer> minimizer;
+  DenseMap<std::tuple<Attribute, Attribute, Type>, Reshard> reshards;
+  /// Result -> the argument variable carried to it, and back.
+  DenseMap<unsigned, unsigned> carriedFrom, carriedTo;
+};
+
+} // namespace autoshard
+} // namespace mesh
+} // namespace mlir
+
+#endif // MESH_LIB_DIALECT_MESH_TRANSFORMS_AUTOSHARDPLANNER_H

@@ -1,0 +1,686 @@
+//===- AutoShardProblem.cpp - mesh-auto-shard's variables and costs -------===//
+//
+// Builds one function's problem (AutoShardPlanner.h): the variables and
+// their choices, each use's resharding costs, the liveness the memory is
+// measured by; evaluates a plan; runs the minimizer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AutoShardPlanner.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallBitVector.h"
+
+#include <set>
+
+using namespace mlir;
+using namespace mlir::mesh;
+using namespace mlir::mesh::autoshard;
+
+Cost CostModel::collectivePs(ArrayRef<std::string> group, int64_t bytes) const {
+  int64_t latency = 0, bandwidth = INT64_MAX;
+  for (const std::string &a : group) {
+    const AxisCost &c = of(a);
+    latency = std::max(latency, c.latencyPs);
+    bandwidth = std::min(bandwidth, c.bytesPerSecond);
+  }
+  return Cost(latency) +
+         Cost(bytes) * Cost(1'000'000'000'000) / Cost(bandwidth);
+}
+
+bool autoshard::isAnnotated(Operation *op) {
+  return op->getDiscardableAttr("mesh.sharding") != nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// Choices
+//===----------------------------------------------------------------------===//
+
+/// The mesh axes that can split anything (size above 1), in mesh order.
+static SmallVector<StringRef> splittingAxes(MeshOp mesh) {
+  SmallVector<StringRef> axes;
+  for (auto [name, size] : llvm::zip(
+           mesh.getAxisNames().getAsValueRange<StringAttr>(), mesh.getShape()))
+    if (size > 1)
+      axes.push_back(name);
+  return axes;
+}
+
+/// Steps `where` (each entry -1 or below `limit`; the last moves fastest)
+/// to the next assignment; false after the last.
+static bool nextAssignment(SmallVectorImpl<int> &where, int limit) {
+  for (int a = where.size() - 1; a >= 0; --a) {
+    if (++where[a] < limit)
+      return true;
+    where[a] = -1;
+  }
+  return false;
+}
+
+void FunctionPlanner::enumerateLayouts(RankedTensorType type,
+                                       SmallVectorImpl<ShardingAttr> &out) {
+  SmallVector<StringRef> axes = splittingAxes(mesh);
+  unsigned rank = type.getRank();
+  // Each axis: -1 (none) or a dim.
+  SmallVector<int, 4> where(axes.size(), -1);
+  do {
+    SmallVector<SmallVector<StringRef>> dims(rank);
+    for (auto [a, d] : llvm::enumerate(where))
+      if (d >= 0)
+        dims[d].push_back(axes[a]);
+    bool ok = llvm::all_of(llvm::seq(rank), [&](unsigned d) {
+      if (dims[d].empty())
+        return true;
+      int64_t size = type.getDimSize(d);
+      int64_t group = mesh.getGroupSize(dims[d]);
+      return !ShapedType::isDynamic(size) && !ShapedType::isDynamic(group) &&
+             size % group == 0;
+    });
+    if (ok)
+      out.push_back(ShardingAttr::get(meshRef, dims));
+  } while (nextAssignment(where, rank));
+}
+
+unsigned FunctionPlanner::addLayoutVariable(Variable::Kind kind,
+                                            unsigned number,
+                                            RankedTensorType type,
+                                            ShardingAttr fixed,
+                                            bool asOperand) {
+  Variable v;
+  v.kind = kind;
+  v.op = fn;
+  v.number = number;
+  SmallVector<ShardingAttr> layouts;
+  if (fixed) {
+    v.pinned = true;
+    layouts.push_back(fixed);
+  } else {
+    enumerateLayouts(type, layouts);
+  }
+  for (ShardingAttr s : layouts) {
+    Choice c;
+    // An argument is read as its layout too (by the result it is carried
+    // to, if any).
+    c.operands.push_back(s);
+    if (!asOperand)
+      c.results.push_back(s);
+    v.choices.push_back(std::move(c));
+  }
+  vars.push_back(std::move(v));
+  return vars.size() - 1;
+}
+
+Cost FunctionPlanner::computePs(Operation *op, const ShardingRule &rule,
+                                ArrayRef<AxisListAttr> factors) {
+  uint64_t perPoint;
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+    Block *body = linalgOp.getBlock();
+    perPoint = body ? std::max<size_t>(1, body->getOperations().size() - 1) : 1;
+  } else if (op->hasTrait<OpTrait::Elementwise>()) {
+    perPoint = 1;
+  } else {
+    return 0;
+  }
+  uint64_t points = 1, shards = 1;
+  for (auto [f, factor] : llvm::enumerate(rule.factors)) {
+    if (factor.numParts)
+      continue;
+    if (ShapedType::isDynamic(factor.size))
+      return 0;
+    points *= factor.size;
+    if (factors[f])
+      for (StringAttr a : factors[f])
+        shards *= mesh.getAxisSize(a.getValue());
+  }
+  return model.computePs(points * perPoint / shards);
+}
+
+Choice FunctionPlanner::ruleChoice(Operation *op, const ShardingRule &rule,
+                                   ArrayRef<AxisListAttr> factors) {
+  Choice c;
+  for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+    c.operands.push_back(
+        isa<RankedTensorType>(operand.getType()) && i < rule.operandDims.size()
+            ? projector.project(meshRef, factors, rule.operandDims[i])
+            : ShardingAttr());
+  for (auto [i, result] : llvm::enumerate(op->getResults()))
+    c.results.push_back(isa<RankedTensorType>(result.getType()) &&
+                                i < rule.resultDims.size()
+                            ? projector.projectResult(meshRef, rule, factors,
+                                                      rule.resultDims[i])
+                            : ShardingAttr());
+  c.computePs = computePs(op, rule, factors);
+  return c;
+}
+
+/// The factors of `rule` an axis may shard: not blocked, without halos, of
+/// known size, seen in a result (so that the partitioner derives the same
+/// assignment from the results' annotations): a parallel factor on a
+/// result dim (a product's part through its product), a reduction when it
+/// is the op's only one.
+static SmallVector<int, 8> getShardableFactors(const ShardingRule &rule) {
+  llvm::SmallBitVector onResult(rule.factors.size());
+  for (ArrayRef<int64_t> dims : rule.resultDims)
+    for (int64_t f : dims)
+      if (f >= 0)
+        onResult.set(f);
+  unsigned reductions = llvm::count_if(
+      rule.factors, [](auto &f) { return f.reduction && !f.blocked; });
+  SmallVector<int, 8> allowed;
+  for (auto [i, f] : llvm::enumerate(rule.factors)) {
+    bool visible = f.reduction ? reductions == 1
+                               : onResult.test(i) || (f.product >= 0 &&
+                                                      onResult.test(f.product));
+    if (!f.blocked && f.maxHalo == 0 && f.numParts == 0 &&
+        !ShapedType::isDynamic(f.size) && f.size > 1 && visible)
+      allowed.push_back(i);
+  }
+  return allowed;
+}
+
+/// Whether the axes `names` give each factor of `rule` divide it, with each
+/// product taking its parts' axes (major first) and split only as blocks:
+/// every part before the last split one is split down to 1.
+static bool isBlockAssignment(MeshOp mesh, const ShardingRule &rule,
+                              SmallVectorImpl<SmallVector<StringRef>> &names) {
+  for (auto [f, factor] : llvm::enumerate(rule.factors)) {
+    if (names[f].empty())
+      continue;
+    int64_t group = mesh.getGroupSize(names[f]);
+    if (ShapedType::isDynamic(group) || factor.size % group != 0)
+      return false;
+  }
+  for (auto [f, product] : llvm::enumerate(rule.factors)) {
+    if (!product.numParts)
+      continue;
+    unsigned first = f - product.numParts;
+    int last = -1;
+    for (unsigned p = first; p < f; ++p)
+      if (!names[p].empty())
+        last = p;
+    for (int p = first; p < last; ++p)
+      if (mesh.getGroupSize(names[p]) != rule.factors[p].size)
+        return false;
+    for (unsigned p = first; p < f; ++p)
+      llvm::append_range(names[f], names[p]);
+  }
+  return true;
+}
+
+void FunctionPlanner::enumerateRule(Operation *op, const ShardingRule &rule,
+                                    SmallVectorImpl<Choice> &out) {
+  MLIRContext *ctx = op->getContext();
+  unsigned numFactors = rule.factors.size();
+  SmallVector<int, 8> allowed = getShardableFactors(rule);
+  SmallVector<StringRef> axes = splittingAxes(mesh);
+  // Each axis: an index into `allowed`, or -1.
+  SmallVector<int, 4> where(axes.size(), -1);
+  // Two assignments with the same layouts are one choice.
+  std::set<std::vector<const void *>> seen;
+  do {
+    SmallVector<SmallVector<StringRef>> names(numFactors);
+    for (auto [a, w] : llvm::enumerate(where))
+      if (w >= 0)
+        names[allowed[w]].push_back(axes[a]);
+    if (!isBlockAssignment(mesh, rule, names))
+      continue;
+    SmallVector<AxisListAttr, 8> factors(numFactors);
+    for (unsigned f = 0; f < numFactors; ++f)
+      if (!names[f].empty())
+        factors[f] = AxisListAttr::get(ctx, names[f]);
+    Choice c = ruleChoice(op, rule, factors);
+    std::vector<const void *> key;
+    for (ShardingAttr s : llvm::concat<ShardingAttr>(c.operands, c.results))
+      key.push_back(s.getAsOpaquePointer());
+    if (seen.insert(std::move(key)).second)
+      out.push_back(std::move(c));
+  } while (nextAssignment(where, allowed.size()));
+}
+
+Choice FunctionPlanner::pinnedRuleChoice(Operation *op,
+                                         const ShardingRule &rule) {
+  StringAttr name = StringAttr::get(op->getContext(), "mesh.sharding");
+  FactorAssignment assignment = assignFactorsFromResults(
+      rule, op, meshCache, name, [](unsigned) { return ShardingAttr(); });
+  Choice c = ruleChoice(op, rule, assignment.getFactors());
+  // The results are as annotated (which the projection may only approach).
+  for (unsigned i = 0; i < c.results.size(); ++i)
+    if (ShardingAttr annotated = getResultAnnotation(op, i, name))
+      c.results[i] = annotated;
+  return c;
+}
+
+//===----------------------------------------------------------------------===//
+// Variables
+//===----------------------------------------------------------------------===//
+
+LogicalResult FunctionPlanner::addArguments() {
+  for (BlockArgument arg : fn.getFunctionBody().getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type)
+      continue;
+    unsigned number = arg.getArgNumber();
+    auto fixed = fn.getArgAttrOfType<ShardingAttr>(number, "mesh.sharding");
+    unsigned var = addLayoutVariable(Variable::Kind::Argument, number, type,
+                                     fixed, /*asOperand=*/false);
+    producers[arg] = {var, 0};
+    // `mesh.carried = N`: result N is this argument's next value (a
+    // parameter and its update); both take one layout. The dialect checks
+    // that N names a result of the argument's type.
+    auto carried = fn.getArgAttrOfType<IntegerAttr>(number, "mesh.carried");
+    if (!carried)
+      continue;
+    if (!carriedFrom.try_emplace(carried.getInt(), var).second)
+      return fn.emitError("mesh-auto-shard: two arguments are carried to "
+                          "result ")
+             << carried.getInt();
+    carriedTo[var] = carried.getInt();
+  }
+  return success();
+}
+
+LogicalResult FunctionPlanner::addReturn(Operation *ret) {
+  for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!type)
+      continue;
+    auto fixed = fn.getResultAttrOfType<ShardingAttr>(i, "mesh.sharding");
+    // A result carried from an argument is laid out as the argument.
+    unsigned var;
+    if (auto carried = carriedFrom.find(i); carried != carriedFrom.end()) {
+      var = carried->second;
+      ShardingAttr argFixed =
+          vars[var].pinned ? vars[var].choices[0].results[0] : ShardingAttr();
+      if (fixed && !(argFixed && sameLayout(fixed, argFixed)))
+        return fn.emitError("mesh-auto-shard: result ")
+               << i << " is carried from argument " << vars[var].number
+               << " (mesh.carried) but annotated otherwise";
+    } else {
+      var = addLayoutVariable(Variable::Kind::Result, i, type, fixed,
+                              /*asOperand=*/true);
+    }
+    auto it = producers.find(v);
+    if (it != producers.end())
+      uses.push_back({it->second.first, it->second.second, var, 0, type});
+  }
+  return success();
+}
+
+/// Values that need no data: made again in each layout a user wants (an
+/// annotation on one changes nothing the plan pays for).
+bool FunctionPlanner::needsNoData(Operation *op, OpRole role) {
+  return role == OpRole::Rule && classifier.hasRuleInterface(op) &&
+         op->getNumResults() == 1 &&
+         cast<ShardingRuleOpInterface>(op).needsNoData() &&
+         llvm::all_of(op->getOperands(), [&](Value v) {
+           return !isa<RankedTensorType>(v.getType()) || free.contains(v);
+         });
+}
+
+/// The error for an op outside the plan space.
+static LogicalResult notInPlanSpace(Operation *op) {
+  return op->emitError("mesh-auto-shard: '")
+         << op->getName()
+         << "' has regions (loops, branches): not in the plan space yet";
+}
+
+FailureOr<Variable> FunctionPlanner::makeOpVariable(Operation *op,
+                                                    OpRole role) {
+  Variable var;
+  var.kind = Variable::Kind::Op;
+  var.op = op;
+  // Ops the plan cannot change have one choice.
+  var.pinned = true;
+  switch (role) {
+  case OpRole::Rule: {
+    FailureOr<ShardingRule> rule = getShardingRule(op);
+    if (failed(rule))
+      return op->emitError("mesh-auto-shard: no sharding rule for this op");
+    if (op->getNumRegions() && !isa<linalg::LinalgOp>(op) &&
+        !isa<ShardingRuleOpInterface>(op))
+      return notInPlanSpace(op);
+    if (isAnnotated(op)) {
+      var.choices.push_back(pinnedRuleChoice(op, *rule));
+    } else {
+      var.pinned = false;
+      enumerateRule(op, *rule, var.choices);
+    }
+    break;
+  }
+  case OpRole::Shard: {
+    ShardingAttr s = cast<ShardOp>(op).getSharding();
+    if (s && s.getMesh() != meshRef)
+      return op->emitError("mesh-auto-shard: a constraint on another mesh "
+                           "than the function's (")
+             << s.getMesh() << ")";
+    Choice c;
+    c.operands.push_back(s);
+    c.results.push_back(s);
+    var.choices.push_back(std::move(c));
+    break;
+  }
+  case OpRole::NoRule: {
+    if (op->getNumRegions())
+      return notInPlanSpace(op);
+    Choice c;
+    c.operands.resize(op->getNumOperands());
+    c.results.resize(op->getNumResults());
+    var.choices.push_back(std::move(c));
+    break;
+  }
+  case OpRole::Call:
+    return op->emitError("mesh-auto-shard: calls are not in the plan space "
+                         "yet (inline the callee first)");
+  case OpRole::RegionBranch:
+  case OpRole::RegionTerminator:
+    return notInPlanSpace(op);
+  case OpRole::PerDevice:
+    return op->emitError("mesh-auto-shard: the function is already per "
+                         "device (it has collectives)");
+  case OpRole::FunctionReturn:
+    llvm_unreachable("returns are added by addReturn");
+  }
+  if (var.choices.empty())
+    return op->emitError("mesh-auto-shard: no choice for this op");
+  return var;
+}
+
+void FunctionPlanner::addUsesAndResults(Operation *op, unsigned id) {
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+    if (!type)
+      continue;
+    auto it = producers.find(operand.get());
+    if (it != producers.end())
+      uses.push_back({it->second.first, it->second.second, id,
+                      operand.getOperandNumber(), type});
+  }
+  for (OpResult r : op->getResults())
+    if (isa<RankedTensorType>(r.getType()))
+      producers[r] = {id, r.getResultNumber()};
+}
+
+LogicalResult FunctionPlanner::addOp(Operation *op) {
+  OpRole role = classifier.classify(op);
+  if (role == OpRole::FunctionReturn)
+    return addReturn(op);
+  bool hasTensor =
+      llvm::any_of(op->getOperandTypes(), llvm::IsaPred<RankedTensorType>) ||
+      llvm::any_of(op->getResultTypes(), llvm::IsaPred<RankedTensorType>);
+  if (!hasTensor)
+    return success();
+  if (needsNoData(op, role)) {
+    free.insert(op->getResult(0));
+    return success();
+  }
+  FailureOr<Variable> var = makeOpVariable(op, role);
+  if (failed(var))
+    return failure();
+  vars.push_back(std::move(*var));
+  addUsesAndResults(op, vars.size() - 1);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The problem
+//===----------------------------------------------------------------------===//
+
+LogicalResult FunctionPlanner::build() {
+  Region &body = fn.getFunctionBody();
+  if (!body.hasOneBlock())
+    return fn.emitError("mesh-auto-shard: functions of one block only");
+  if (failed(addArguments()))
+    return failure();
+  for (Operation &op : body.front()) {
+    position[&op] = numPoints++;
+    if (failed(addOp(&op)))
+      return failure();
+  }
+  fillResultBytes();
+  addPairCosts();
+  std::string why;
+  if (failed(minimizer->prepare(uint64_t(1) << 26, why)))
+    return fn.emitError("mesh-auto-shard: the program is too wide to solve "
+                        "exactly: ")
+           << why;
+  computeLiveness();
+  return success();
+}
+
+/// Bytes of one device's block of `t` laid out as `s` (null: whole).
+static int64_t blockBytes(MeshOp mesh, RankedTensorType t, ShardingAttr s) {
+  int64_t n = t.getNumElements() * getElementBytes(t.getElementType());
+  if (!s)
+    return n;
+  for (AxisListAttr axes : s.getDims())
+    for (StringAttr a : axes)
+      n /= mesh.getAxisSize(a.getValue());
+  return n;
+}
+
+void FunctionPlanner::fillResultBytes() {
+  for (Variable &var : vars)
+    for (Choice &c : var.choices) {
+      c.resultBytes.assign(c.results.size(), 0);
+      for (auto [r, s] : llvm::enumerate(c.results)) {
+        Type type = var.kind == Variable::Kind::Argument
+                        ? fn.getFunctionBody().getArgument(var.number).getType()
+                        : var.op->getResult(r).getType();
+        if (auto tensor = dyn_cast<RankedTensorType>(type))
+          c.resultBytes[r] = blockBytes(mesh, tensor, s);
+      }
+    }
+}
+
+/// The pairwise tables: each use's resharding time, each distinct pair of
+/// layouts priced once (many choices share a layout).
+void FunctionPlanner::addPairCosts() {
+  minimizer.emplace(llvm::map_to_vector(
+      vars, [](const Variable &v) { return unsigned(v.choices.size()); }));
+  for (const Use &u : uses) {
+    // An argument returned as it is to the result it is carried to: one
+    // variable, nothing to move.
+    if (u.producer == u.consumer)
+      continue;
+    const Variable &p = vars[u.producer], &c = vars[u.consumer];
+    SmallVector<unsigned> from, to;
+    SmallVector<ShardingAttr> fromLayouts, toLayouts;
+    auto index = [](SmallVectorImpl<ShardingAttr> &layouts, ShardingAttr s) {
+      auto it = llvm::find(layouts, s);
+      if (it != layouts.end())
+        return static_cast<unsigned>(it - layouts.begin());
+      layouts.push_back(s);
+      return static_cast<unsigned>(layouts.size() - 1);
+    };
+    for (const Choice &pc : p.choices)
+      from.push_back(index(fromLayouts, pc.results[u.result]));
+    for (const Choice &cc : c.choices)
+      to.push_back(index(toLayouts, cc.operands[u.operand]));
+    std::vector<Cost> distinct(fromLayouts.size() * toLayouts.size());
+    for (auto [i, fl] : llvm::enumerate(fromLayouts))
+      for (auto [j, tl] : llvm::enumerate(toLayouts)) {
+        const Reshard &r = reshard(fl, tl, u.type);
+        distinct[i * toLayouts.size() + j] =
+            r.possible ? std::min(r.ps, Cost(1) << 70) << kTieBits : kForbidden;
+      }
+    std::vector<Cost> table(p.choices.size() * c.choices.size());
+    for (unsigned i = 0; i < from.size(); ++i)
+      for (unsigned j = 0; j < to.size(); ++j)
+        table[i * to.size() + j] = distinct[from[i] * toLayouts.size() + to[j]];
+    minimizer->addPair(u.producer, u.consumer, table);
+  }
+}
+
+/// True when `to` lays a tensor out as `from` with some dims split over more
+/// axes, minor to the ones they had, that `from` does not use: going there
+/// is slicing alone. Neither may be partial or have halos.
+static bool onlySplitsFurther(ShardingAttr from, ShardingAttr to) {
+  if (!to || to.isPartial() || to.hasHalo() ||
+      (from && (from.isPartial() || from.hasHalo())))
+    return false;
+  if (from && from.getRank() != to.getRank())
+    return false;
+  SmallVector<StringAttr, 8> had;
+  if (from)
+    for (AxisListAttr axes : from.getDims())
+      llvm::append_range(had, axes.getAxes());
+  for (unsigned d = 0; d < to.getRank(); ++d) {
+    ArrayRef<StringAttr> want = to.getDimAxes(d).getAxes();
+    ArrayRef<StringAttr> have =
+        from ? from.getDimAxes(d).getAxes() : ArrayRef<StringAttr>();
+    if (want.size() < have.size() || want.take_front(have.size()) != have)
+      return false;
+    for (StringAttr a : want.drop_front(have.size()))
+      if (llvm::is_contained(had, a))
+        return false;
+  }
+  return true;
+}
+
+const Reshard &FunctionPlanner::reshard(ShardingAttr from, ShardingAttr to,
+                                        RankedTensorType type) {
+  auto key = std::make_tuple(Attribute(from), Attribute(to), Type(type));
+  auto it = reshards.find(key);
+  if (it != reshards.end())
+    return it->second;
+  Reshard r;
+  // The same layout, or one that only splits further (each dim keeps its
+  // axes and may take more, minor, that no dim had): nothing moves, each
+  // device keeps a part of its block (all_slice).
+  if (sameLayout(from, to) || onlySplitsFurther(from, to))
+    return reshards.try_emplace(key, std::move(r)).first->second;
+  unsigned rank = type.getRank();
+  ShardingLayout src = layoutOf(from, rank), dst = layoutOf(to, rank);
+  auto axisSize = [&](StringRef a) { return mesh.getAxisSize(a); };
+  std::string why;
+  FailureOr<SmallVector<ReshardStep>> plan =
+      planResharding(src, dst, type.getShape(), axisSize, why);
+  if (failed(plan)) {
+    r.possible = false;
+    return reshards.try_emplace(key, std::move(r)).first->second;
+  }
+  // Each step's bytes: those of the plan up to it, less those before it.
+  int64_t bytes =
+      type.getNumElements() * getElementBytes(type.getElementType());
+  for (unsigned i = 0; i < plan->size(); ++i) {
+    int64_t upTo =
+        getPlanBytes(src, ArrayRef(*plan).take_front(i + 1), bytes, axisSize);
+    const ReshardStep &step = (*plan)[i];
+    if (step.kind != ReshardStep::Kind::AllSlice)
+      r.ps += model.collectivePs(step.axes, upTo - r.bytes);
+    r.bytes = upTo;
+  }
+  r.steps = std::move(*plan);
+  return reshards.try_emplace(key, std::move(r)).first->second;
+}
+
+//===----------------------------------------------------------------------===//
+// Memory and evaluation
+//===----------------------------------------------------------------------===//
+
+/// The program point of most live bytes (the first of equals) for values
+/// live over [def, last] of `bytes` each.
+static std::pair<unsigned, int64_t>
+getPeak(ArrayRef<LiveValue> live, unsigned numPoints,
+        function_ref<int64_t(const LiveValue &)> bytes) {
+  std::vector<int64_t> delta(numPoints + 1, 0);
+  for (const LiveValue &l : live) {
+    int64_t b = bytes(l);
+    delta[l.def] += b;
+    delta[l.last + 1] -= b;
+  }
+  int64_t now = 0, most = -1;
+  unsigned point = 0;
+  for (unsigned p = 0; p < numPoints; ++p) {
+    now += delta[p];
+    if (now > most) {
+      most = now;
+      point = p;
+    }
+  }
+  return {point, std::max<int64_t>(most, 0)};
+}
+
+void FunctionPlanner::computeLiveness() {
+  Block &body = fn.getFunctionBody().front();
+  for (auto [value, source] : producers) {
+    if (vars[source.first].kind == Variable::Kind::Argument)
+      continue;
+    unsigned def = position[value.getDefiningOp()], last = def;
+    for (Operation *user : value.getUsers())
+      if (Operation *top = body.findAncestorOpInBlock(*user))
+        last = std::max(last, position[top]);
+    live.push_back({source.first, source.second, def, last, value});
+  }
+  // A fixed order (the map's is not).
+  llvm::sort(live, [](const LiveValue &a, const LiveValue &b) {
+    return std::tie(a.def, a.result) < std::tie(b.def, b.result);
+  });
+  // The peak point of the program with every value whole.
+  peakPoint =
+      getPeak(live, numPoints, [&](const LiveValue &l) {
+        auto type = cast<RankedTensorType>(l.value.getType());
+        return type.getNumElements() * getElementBytes(type.getElementType());
+      }).first;
+  peakBytes.assign(vars.size(), {});
+  for (auto [v, var] : llvm::enumerate(vars)) {
+    peakBytes[v].assign(var.choices.size(), 0);
+    if (var.kind == Variable::Kind::Argument)
+      for (auto [c, choice] : llvm::enumerate(var.choices))
+        peakBytes[v][c] = choice.resultBytes[0];
+  }
+  for (const LiveValue &l : live)
+    if (l.isLiveAt(peakPoint))
+      for (auto [c, choice] : llvm::enumerate(vars[l.var].choices))
+        peakBytes[l.var][c] += choice.resultBytes[l.result];
+}
+
+Evaluation FunctionPlanner::evaluate(ArrayRef<unsigned> plan) {
+  Evaluation e;
+  for (auto [v, var] : llvm::enumerate(vars)) {
+    e.computePs += var.choices[plan[v]].computePs;
+    if (var.kind == Variable::Kind::Argument)
+      e.argumentBytes += peakBytes[v][plan[v]];
+  }
+  for (const Use &u : uses) {
+    const Reshard &r = reshard(
+        vars[u.producer].choices[plan[u.producer]].results[u.result],
+        vars[u.consumer].choices[plan[u.consumer]].operands[u.operand], u.type);
+    e.commPs += r.possible ? r.ps : kForbidden;
+    e.commBytes += r.bytes;
+  }
+  std::tie(e.peakPoint, e.peakLive) =
+      getPeak(live, numPoints, [&](const LiveValue &l) {
+        return vars[l.var].choices[plan[l.var]].resultBytes[l.result];
+      });
+  return e;
+}
+
+std::pair<Cost, SmallVector<unsigned>>
+FunctionPlanner::solve(uint64_t weight, ArrayRef<int> fixed,
+                       std::optional<std::pair<unsigned, unsigned>> banned) {
+  // Bounds that keep every sum of a few terms below kForbidden: costs up to
+  // 2^70 before the shift (a time of 2^50 ps plus a weighted memory of
+  // 2^40 * 2^40 / 2^20), tie bytes below 2^kTieBits.
+  constexpr Cost kMaxCost = Cost(1) << 70;
+  constexpr int64_t kMaxTie = (int64_t(1) << kTieBits) - 1;
+  SmallVector<SmallVector<Cost, 8>> unary(vars.size());
+  for (auto [v, var] : llvm::enumerate(vars))
+    for (auto [c, choice] : llvm::enumerate(var.choices)) {
+      if (!fixed.empty() && fixed[v] >= 0 && fixed[v] != static_cast<int>(c)) {
+        unary[v].push_back(kForbidden);
+        continue;
+      }
+      Cost cost =
+          choice.computePs + (Cost(weight) * Cost(peakBytes[v][c]) >> 20);
+      unary[v].push_back((std::min(cost, kMaxCost) << kTieBits) +
+                         std::min(peakBytes[v][c], kMaxTie));
+    }
+  if (banned)
+    unary[banned->first][banned->second] = kForbidden;
+  SmallVector<unsigned> plan;
+  Cost total = minimizer->solve(unary, plan);
+  return {total >= kForbidden ? kForbidden : total >> kTieBits,
+          std::move(plan)};
+}

@@ -1,0 +1,319 @@
+//===- AutoShardSearch.cpp - mesh-auto-shard's plan, under a budget -------===//
+//
+// FunctionPlanner::run: the exact minimum; when it does not fit the memory
+// budget, BudgetSearch: a Lagrangian search on the memory at the peak
+// point, then a branch and bound on the variables that hold memory at the
+// constrained points.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AutoShardPlanner.h"
+
+#include "llvm/ADT/SmallBitVector.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::mesh;
+using namespace mlir::mesh::autoshard;
+
+namespace mlir {
+namespace mesh {
+namespace autoshard {
+
+/// The cheapest plan that fits the budget.
+///
+/// 1. A Lagrangian search on the memory at the peak point: each weight w,
+///    in 2^-20 picoseconds per byte, gives a plan (kept if it fits) and a
+///    lower bound on the optimum (the minimum less w times the budget).
+/// 2. A branch and bound fixing, one at a time, the variables that hold
+///    memory at the constrained points (the peak point, and each point
+///    where a candidate that fits the others peaks), the largest first;
+///    each node is bounded by the minima at weight 0 and at the best
+///    weight, and ends where its cheapest plan fits. It visits at most a
+///    number of nodes set by the minimizer's work (a count, not a time, so
+///    that every machine stops at the same node).
+///
+/// The plan is proven optimal when the search ends; else the bound says by
+/// how much at most it can be off.
+class BudgetSearch {
+public:
+  BudgetSearch(FunctionPlanner &planner, SmallVectorImpl<unsigned> &best,
+               Evaluation &bestEval)
+      : p(planner), best(best), bestEval(bestEval),
+        budget(planner.model.memoryBudget),
+        maxNodes(static_cast<unsigned>(std::clamp<uint64_t>(
+            400'000'000 / std::max<uint64_t>(1, planner.minimizer->getWork()),
+            16, 2000))),
+        fixed(planner.vars.size(), -1) {}
+
+  /// Runs the search from `lowerBound` (the cost of the unconstrained
+  /// minimum); returns whether the plan is proven optimal, with
+  /// `lowerBound` the bound and `weight` the memory's best weight. Fails,
+  /// with an error, when no plan fits.
+  FailureOr<bool> run(Cost &lowerBound, uint64_t &weight);
+
+private:
+  Cost allowance(uint64_t w) const {
+    return (Cost(w) * Cost(budget) + ((Cost(1) << 20) - 1)) >> 20;
+  }
+  bool consider(ArrayRef<unsigned> plan);
+  bool tryWeight(uint64_t w);
+  void searchWeights();
+  int64_t bytesOf(unsigned v, unsigned c, unsigned r) const {
+    return p.vars[v].choices[c].resultBytes[r];
+  }
+  int64_t minBytes(unsigned v, unsigned r) const;
+  int64_t leastMemoryAt(ArrayRef<const LiveValue *> here) const;
+  bool memoryMayFit() const;
+  void addPoint(unsigned point);
+  void visit(Cost parentBound);
+  const unsigned *nextBranchVariable() const;
+  LogicalResult reportNoFit();
+
+  FunctionPlanner &p;
+  SmallVectorImpl<unsigned> &best;
+  Evaluation &bestEval;
+  const int64_t budget;
+  const unsigned maxNodes;
+  bool found = false;
+  /// The plan of least memory seen, for the message when none fits.
+  SmallVector<unsigned> leastPlan;
+  int64_t leastMemory = INT64_MAX;
+  /// The best bound of the Lagrangian search and its weight.
+  Cost rootBound = 0;
+  uint64_t boundWeight = 0;
+  /// Per variable: the choice the current node fixes (-1: free).
+  std::vector<int> fixed;
+  /// The constrained points, and the values live at each.
+  SmallVector<unsigned> points;
+  SmallVector<SmallVector<const LiveValue *>> liveAt;
+  /// The variables whose choice changes the memory at a constrained point,
+  /// the largest change first.
+  SmallVector<unsigned> branchOrder;
+  unsigned nodes = 0;
+  bool capped = false;
+  /// The least bound of the nodes left unvisited.
+  Cost openBound = kForbidden;
+};
+
+} // namespace autoshard
+} // namespace mesh
+} // namespace mlir
+
+bool BudgetSearch::consider(ArrayRef<unsigned> plan) {
+  Evaluation e = p.evaluate(plan);
+  if (e.total() >= kForbidden)
+    return false;
+  if (e.memory() < leastMemory) {
+    leastMemory = e.memory();
+    leastPlan.assign(plan.begin(), plan.end());
+  }
+  bool fits = e.memory() <= budget;
+  if (fits && (!found || e.total() < bestEval.total())) {
+    found = true;
+    best.assign(plan.begin(), plan.end());
+    bestEval = e;
+  }
+  return fits;
+}
+
+bool BudgetSearch::tryWeight(uint64_t w) {
+  auto [objective, plan] = p.solve(w);
+  if (objective - allowance(w) > rootBound) {
+    rootBound = objective - allowance(w);
+    boundWeight = w;
+  }
+  return consider(plan);
+}
+
+/// Weights from about the plan's time per byte of its memory, up by 4 to
+/// the first whose plan fits, then bisected to within 1/64.
+void BudgetSearch::searchWeights() {
+  const Evaluation &e0 = bestEval;
+  uint64_t scale = static_cast<uint64_t>(std::min<Cost>(
+      Cost(1) << 40, (e0.total() << 20) / std::max<int64_t>(1, e0.memory())));
+  uint64_t lo = 0, hi = std::max<uint64_t>(1, scale / 64);
+  bool hiFits = false;
+  // Up to 2^40 (2^20 ps a byte: memory above any time).
+  for (; hi <= (uint64_t(1) << 40); lo = hi, hi *= 4)
+    if ((hiFits = tryWeight(hi)))
+      break;
+  if (!hiFits)
+    return;
+  for (int i = 0; i < 24 && hi - lo > std::max<uint64_t>(1, hi / 64); ++i) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    (tryWeight(mid) ? hi : lo) = mid;
+  }
+}
+
+int64_t BudgetSearch::minBytes(unsigned v, unsigned r) const {
+  if (fixed[v] >= 0)
+    return bytesOf(v, fixed[v], r);
+  int64_t least = INT64_MAX;
+  for (unsigned c = 0; c < p.vars[v].choices.size(); ++c)
+    least = std::min(least, bytesOf(v, c, r));
+  return least;
+}
+
+/// The least memory any plan below the node holds with `here` live: the
+/// arguments' least blocks and those of the values.
+int64_t BudgetSearch::leastMemoryAt(ArrayRef<const LiveValue *> here) const {
+  int64_t total = 0;
+  for (auto [v, var] : llvm::enumerate(p.vars))
+    if (var.kind == Variable::Kind::Argument)
+      total += minBytes(v, 0);
+  for (const LiveValue *l : here)
+    total += minBytes(l->var, l->result);
+  return total;
+}
+
+bool BudgetSearch::memoryMayFit() const {
+  return llvm::all_of(liveAt, [&](ArrayRef<const LiveValue *> here) {
+    return leastMemoryAt(here) <= budget;
+  });
+}
+
+/// Constrains `point` too, and orders the variables to branch on again.
+void BudgetSearch::addPoint(unsigned point) {
+  points.push_back(point);
+  liveAt.emplace_back();
+  for (const LiveValue &l : p.live)
+    if (l.isLiveAt(point))
+      liveAt.back().push_back(&l);
+  SmallVector<std::pair<int64_t, unsigned>> keyed;
+  llvm::SmallBitVector seen(p.vars.size());
+  auto add = [&](unsigned v, unsigned r) {
+    int64_t lo = INT64_MAX, hi = 0;
+    for (unsigned c = 0; c < p.vars[v].choices.size(); ++c) {
+      lo = std::min(lo, bytesOf(v, c, r));
+      hi = std::max(hi, bytesOf(v, c, r));
+    }
+    if (hi > lo && !seen.test(v)) {
+      seen.set(v);
+      keyed.push_back({-(hi - lo), v});
+    }
+  };
+  for (auto [v, var] : llvm::enumerate(p.vars))
+    if (var.kind == Variable::Kind::Argument)
+      add(v, 0);
+  for (ArrayRef<const LiveValue *> here : liveAt)
+    for (const LiveValue *l : here)
+      add(l->var, l->result);
+  llvm::sort(keyed);
+  branchOrder.clear();
+  for (auto &[key, v] : keyed)
+    branchOrder.push_back(v);
+}
+
+const unsigned *BudgetSearch::nextBranchVariable() const {
+  const unsigned *next =
+      llvm::find_if(branchOrder, [&](unsigned v) { return fixed[v] < 0; });
+  return next == branchOrder.end() ? nullptr : next;
+}
+
+void BudgetSearch::visit(Cost parentBound) {
+  if (found && parentBound >= bestEval.total())
+    return;
+  if (nodes++ >= maxNodes) {
+    capped = true;
+    openBound = std::min(openBound, parentBound);
+    return;
+  }
+  if (!memoryMayFit())
+    return;
+  auto [cost0, plan0] = p.solve(0, fixed);
+  if (cost0 >= kForbidden)
+    return;
+  Cost bound = std::max(parentBound, cost0);
+  bool fits0 = consider(plan0);
+  SmallVector<unsigned> guide = plan0;
+  if (boundWeight) {
+    auto [objective, plan1] = p.solve(boundWeight, fixed);
+    bound = std::max(bound, objective - allowance(boundWeight));
+    consider(plan1);
+    guide = std::move(plan1);
+  }
+  // The least cost here fits: nothing below this node is cheaper.
+  if (fits0 || (found && bound >= bestEval.total()))
+    return;
+  const unsigned *next = nextBranchVariable();
+  if (!next) {
+    // Every variable that holds memory at the constrained points is fixed
+    // and the cheapest plan peaks at another point: constrain it too.
+    unsigned peak = p.evaluate(plan0).peakPoint;
+    if (llvm::is_contained(points, peak))
+      return;
+    addPoint(peak);
+    if (!(next = nextBranchVariable()))
+      return;
+  }
+  unsigned v = *next;
+  // The guide's choice first, then the others in order.
+  SmallVector<unsigned> choices = {guide[v]};
+  for (unsigned c = 0; c < p.vars[v].choices.size(); ++c)
+    if (c != guide[v])
+      choices.push_back(c);
+  for (unsigned c : choices) {
+    fixed[v] = c;
+    visit(bound);
+  }
+  fixed[v] = -1;
+}
+
+LogicalResult BudgetSearch::reportNoFit() {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (!leastPlan.empty())
+    p.describePeak(os, leastPlan, p.evaluate(leastPlan));
+  std::fill(fixed.begin(), fixed.end(), -1);
+  int64_t atLeast = leastMemoryAt(liveAt.front());
+  InFlightDiagnostic d = p.fn.emitError("mesh-auto-shard: no plan fits ");
+  d << formatBytes(budget) << " per device";
+  if (capped)
+    d << " among the " << maxNodes << " nodes searched";
+  d << ": the smallest budget that fits is at least " << formatBytes(atLeast);
+  if (!leastPlan.empty())
+    d << " and at most " << formatBytes(leastMemory)
+      << " (the plan of least memory found; what is live at its peak "
+         "follows)\n"
+      << text;
+  return failure();
+}
+
+FailureOr<bool> BudgetSearch::run(Cost &lowerBound, uint64_t &weight) {
+  rootBound = lowerBound;
+  searchWeights();
+  addPoint(p.peakPoint);
+  visit(rootBound);
+  weight = boundWeight;
+  if (!found)
+    return reportNoFit();
+  lowerBound =
+      capped ? std::min(openBound, bestEval.total()) : bestEval.total();
+  return lowerBound >= bestEval.total();
+}
+
+LogicalResult FunctionPlanner::run(bool explain, bool exhaustive) {
+  auto [cost0, plan0] = solve(0);
+  if (cost0 >= kForbidden)
+    return fn.emitError("mesh-auto-shard: no plan is possible (the "
+                        "annotations cannot be reached from each other)");
+  SmallVector<unsigned> best = plan0;
+  Evaluation bestEval = evaluate(plan0);
+  Cost lowerBound = bestEval.total();
+  uint64_t weight = 0;
+  bool proven = true;
+  if (model.memoryBudget && bestEval.memory() > model.memoryBudget) {
+    FailureOr<bool> exact =
+        BudgetSearch(*this, best, bestEval).run(lowerBound, weight);
+    if (failed(exact))
+      return failure();
+    proven = *exact;
+  }
+  annotate(best);
+  if (explain)
+    explainPlan(best, bestEval, weight, lowerBound, proven);
+  if (exhaustive && failed(checkExhaustively(best, proven)))
+    return failure();
+  return success();
+}
