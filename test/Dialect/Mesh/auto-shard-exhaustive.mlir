@@ -5,33 +5,33 @@
 // the branch and bound are each what decides some case. A plan said to be
 // optimal that an enumerated plan beats is an error, which fails the run.
 
-// RUN: mesh-opt %s -split-input-file --mesh-auto-shard="verify-exhaustive" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FREE
-// RUN: mesh-opt %s -split-input-file --mesh-auto-shard="verify-exhaustive memory-per-device=4500" -o /dev/null 2>&1 | FileCheck %s --check-prefix=B4500
-// RUN: mesh-opt %s -split-input-file --mesh-auto-shard="verify-exhaustive memory-per-device=4000" -o /dev/null 2>&1 | FileCheck %s --check-prefix=B4000
-// RUN: mesh-opt %s -split-input-file --mesh-auto-shard="verify-exhaustive memory-per-device=3600" -o /dev/null 2>&1 | FileCheck %s --check-prefix=B3600
-// RUN: mesh-opt %s -split-input-file --mesh-auto-shard="verify-exhaustive memory-per-device=2900" -o /dev/null 2>&1 | FileCheck %s --check-prefix=B2900
-// RUN: not mesh-opt %s -split-input-file --mesh-auto-shard="memory-per-device=1000" -o /dev/null 2>&1 | FileCheck %s --check-prefix=B1000
+// RUN: mesh-opt %s -split-input-file --mesh-auto-shard="verify-exhaustive" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHECK-FREE
+// RUN: mesh-opt %s -split-input-file --mesh-auto-shard="verify-exhaustive memory-per-device=4500" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHECK-B4500
+// RUN: mesh-opt %s -split-input-file --mesh-auto-shard="verify-exhaustive memory-per-device=4000" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHECK-B4000
+// RUN: mesh-opt %s -split-input-file --mesh-auto-shard="verify-exhaustive memory-per-device=3600" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHECK-B3600
+// RUN: mesh-opt %s -split-input-file --mesh-auto-shard="verify-exhaustive memory-per-device=2900" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHECK-B2900
+// RUN: not mesh-opt %s -split-input-file --mesh-auto-shard="memory-per-device=1000" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHECK-B1000
 
-// FREE: remark: mesh-auto-shard: exhaustive check: 62208 plans, 62208 fit; the least cost of one that fits is [[C1:[0-9]+]] ps; the plan costs [[C1]] ps
-// FREE: remark: mesh-auto-shard: exhaustive check: 186624 plans, 186624 fit; the least cost of one that fits is [[C2:[0-9]+]] ps; the plan costs [[C2]] ps
-// FREE: remark: mesh-auto-shard: exhaustive check: {{[0-9]+}} plans, {{[0-9]+}} fit; the least cost of one that fits is [[C3:[0-9]+]] ps; the plan costs [[C3]] ps
-// B4500: 62208 plans, 55680 fit; the least cost of one that fits is [[C1:[0-9]+]] ps; the plan costs [[C1]] ps
-// B4500: the least cost of one that fits is [[C2:[0-9]+]] ps; the plan costs [[C2]] ps
-// B4500: the least cost of one that fits is [[C3:[0-9]+]] ps; the plan costs [[C3]] ps
-// B4000: 62208 plans, 38016 fit; the least cost of one that fits is [[C1:[0-9]+]] ps; the plan costs [[C1]] ps
-// B4000: the least cost of one that fits is [[C2:[0-9]+]] ps; the plan costs [[C2]] ps
-// B4000: the least cost of one that fits is [[C3:[0-9]+]] ps; the plan costs [[C3]] ps
-// B3600: 62208 plans, 24576 fit; the least cost of one that fits is [[C1:[0-9]+]] ps; the plan costs [[C1]] ps
-// B3600: the least cost of one that fits is [[C2:[0-9]+]] ps; the plan costs [[C2]] ps
-// B3600: the least cost of one that fits is [[C3:[0-9]+]] ps; the plan costs [[C3]] ps
-// B2900: 62208 plans, 768 fit; the least cost of one that fits is [[C1:[0-9]+]] ps; the plan costs [[C1]] ps
-// B2900: the least cost of one that fits is [[C2:[0-9]+]] ps; the plan costs [[C2]] ps
-// B2900: the least cost of one that fits is [[C3:[0-9]+]] ps; the plan costs [[C3]] ps
+// CHECK-FREE: remark: mesh-auto-shard: exhaustive check: 62208 plans, 62208 fit; the least cost of one that fits is [[C1:[0-9]+]] ps; the plan costs [[C1]] ps
+// CHECK-FREE: remark: mesh-auto-shard: exhaustive check: 186624 plans, 186624 fit; the least cost of one that fits is [[C2:[0-9]+]] ps; the plan costs [[C2]] ps
+// CHECK-FREE: remark: mesh-auto-shard: exhaustive check: {{[0-9]+}} plans, {{[0-9]+}} fit; the least cost of one that fits is [[C3:[0-9]+]] ps; the plan costs [[C3]] ps
+// CHECK-B4500: 62208 plans, 55680 fit; the least cost of one that fits is [[C1:[0-9]+]] ps; the plan costs [[C1]] ps
+// CHECK-B4500: the least cost of one that fits is [[C2:[0-9]+]] ps; the plan costs [[C2]] ps
+// CHECK-B4500: the least cost of one that fits is [[C3:[0-9]+]] ps; the plan costs [[C3]] ps
+// CHECK-B4000: 62208 plans, 38016 fit; the least cost of one that fits is [[C1:[0-9]+]] ps; the plan costs [[C1]] ps
+// CHECK-B4000: the least cost of one that fits is [[C2:[0-9]+]] ps; the plan costs [[C2]] ps
+// CHECK-B4000: the least cost of one that fits is [[C3:[0-9]+]] ps; the plan costs [[C3]] ps
+// CHECK-B3600: 62208 plans, 24576 fit; the least cost of one that fits is [[C1:[0-9]+]] ps; the plan costs [[C1]] ps
+// CHECK-B3600: the least cost of one that fits is [[C2:[0-9]+]] ps; the plan costs [[C2]] ps
+// CHECK-B3600: the least cost of one that fits is [[C3:[0-9]+]] ps; the plan costs [[C3]] ps
+// CHECK-B2900: 62208 plans, 768 fit; the least cost of one that fits is [[C1:[0-9]+]] ps; the plan costs [[C1]] ps
+// CHECK-B2900: the least cost of one that fits is [[C2:[0-9]+]] ps; the plan costs [[C2]] ps
+// CHECK-B2900: the least cost of one that fits is [[C3:[0-9]+]] ps; the plan costs [[C3]] ps
 // No plan fits: the error gives bounds on the smallest budget that does and
 // what is live at the peak of the plan of least memory found.
-// B1000: error: mesh-auto-shard: no plan fits 1000 B per device: the smallest budget that fits is at least 2.75 KiB and at most 3.00 KiB (the plan of least memory found; what is live at its peak follows)
-// B1000-NEXT: peak memory: 3.00 KiB per device (3072 bytes; 2.25 KiB of arguments, 768 B live at 'linalg.matmul'
-// B1000-NEXT: 512 B: 'linalg.matmul' at
+// CHECK-B1000: error: mesh-auto-shard: no plan fits 1000 B per device: the smallest budget that fits is at least 2.75 KiB and at most 3.00 KiB (the plan of least memory found; what is live at its peak follows)
+// CHECK-B1000-NEXT: peak memory: 3.00 KiB per device (3072 bytes; 2.25 KiB of arguments, 768 B live at 'linalg.matmul'
+// CHECK-B1000-NEXT: 512 B: 'linalg.matmul' at
 
 // Four layers, 16 features, batch 8 over "d" = 2.
 mesh.mesh @m(["d" = 2])
