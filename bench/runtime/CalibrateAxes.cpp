@@ -110,8 +110,7 @@ double timeAllReduce(const meshrt::Group &G, const meshrt::Group &World,
   G.all_reduce(Data.data(), Count); // Warm-up.
   std::vector<double> Times;
   for (int R = 0; R < Rounds; ++R) {
-    std::vector<int32_t> Sync = {0};
-    World.all_reduce(Sync); // A barrier.
+    World.barrier();
     auto Start = std::chrono::steady_clock::now();
     for (int C = 0; C < Calls; ++C)
       G.all_reduce(Data.data(), Count);
