@@ -537,6 +537,31 @@ func.func @remade(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
 
 // -----
 
+// A splat annotated in one layout and used in two others: each use gets the
+// splat made in its own layout, and a copy made once is made again, not
+// moved (it was gathered and sent all to all; found by auto-sharded training
+// steps run through propagation).
+mesh.mesh @m(["a" = 2, "b" = 4])
+// CHECK-LABEL: func.func @remade_twice
+// CHECK-NOT: mesh.all_
+// CHECK: %[[C1:.*]] = arith.constant dense<1.000000e+00> : tensor<4x8xf32>
+// CHECK: arith.addf %{{.*}}, %[[C1]] : tensor<4x8xf32>
+// CHECK: %[[C2:.*]] = arith.constant dense<1.000000e+00> : tensor<8x4xf32>
+// CHECK: arith.addf %{{.*}}, %[[C2]] : tensor<8x4xf32>
+// CHECK-NOT: mesh.all_
+// CHECK: return
+func.func @remade_twice(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["a"], []]>},
+                        %y: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["a"]]>})
+    -> (tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["a"], []]>},
+        tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["a"]]>}) {
+  %c = arith.constant {mesh.sharding = #mesh.sharding<@m, [[], ["b"]]>} dense<1.0> : tensor<8x8xf32>
+  %p = arith.addf %x, %c {mesh.sharding = #mesh.sharding<@m, [["a"], []]>} : tensor<8x8xf32>
+  %q = arith.addf %y, %c {mesh.sharding = #mesh.sharding<@m, [[], ["a"]]>} : tensor<8x8xf32>
+  return %p, %q : tensor<8x8xf32>, tensor<8x8xf32>
+}
+
+// -----
+
 // A `?` axis: an empty tensor split over it gets its size from the axis, and
 // a value gathered back to whole is cast back to its static type.
 mesh.mesh @d(["x" = ?])

@@ -408,7 +408,11 @@ Value FunctionPartitioner::remake(Value v, ShardingAttr target,
       return {};
     Operation *made = def->getDialect()->materializeConstant(
         b, splat.resizeSplat(*local), *local, def->getLoc());
-    return made ? made->getResult(0) : Value();
+    if (!made)
+      return {};
+    // Made again once more where a third layout is needed, not moved.
+    globalTypes[made->getResult(0)] = globalType;
+    return made->getResult(0);
   }
   // A per-device type with a dynamic dim (a `?` axis, or a dynamic global
   // size) needs its size computed: the value is resharded instead (for an
@@ -418,6 +422,7 @@ Value FunctionPartitioner::remake(Value v, ShardingAttr target,
   Operation *clone = b.clone(*def, operands);
   dropSharding(clone);
   clone->getResult(0).setType(*local);
+  globalTypes[clone->getResult(0)] = globalType;
   return clone->getResult(0);
 }
 
