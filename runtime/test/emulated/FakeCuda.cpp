@@ -98,7 +98,8 @@ int deviceCount() {
 }
 
 std::string rankString() {
-  for (const char *V : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
+  for (const char *V :
+       {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "RANK"})
     if (const char *E = std::getenv(V); E && *E)
       return E;
   return "0";

@@ -1,10 +1,11 @@
-//===- FakeNccl.cpp - An MPI-backed stand-in for libnccl ------------------===//
+//===- FakeNccl.cpp - A stand-in for libnccl on host memory -------------===//
 //
-// Test-only. Implements the NCCL calls libmeshrt's NCCL backend makes, over
-// MPI on host memory, with NCCL's semantics (avg truncates for integers,
-// grouped send/recv complete together, ranks of a split ordered by key).
-// Together with FakeCudart.cpp it lets the NCCL backend and the NCCL test
-// cases run on machines without a GPU. Built as libnccl.so.2.
+// Test-only. Implements the NCCL calls libmeshrt's NCCL backend makes, on
+// host memory, over MPI under an MPI launcher and over gloo under torchrun or
+// another launcher without MPI (FakeNcclTransport.h), with NCCL's semantics
+// (avg truncates for integers, grouped send/recv complete together, ranks of a
+// split ordered by key). Together with FakeCudart.cpp it lets the NCCL backend
+// and the NCCL test cases run on machines without a GPU. Built as libnccl.so.2.
 //
 // Reductions gather every member's buffer and combine them in rank order on
 // each member, which is slow but simple and deterministic. Device buffers
@@ -19,15 +20,18 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FakeNcclTransport.h"
 #include "meshrt/Half.h"
 
 #include <cuda_runtime_api.h>
-#include <mpi.h>
 #include <nccl.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,7 +44,7 @@ void fakeCudaTrace(const char *Fmt, ...);
 }
 
 struct ncclComm {
-  MPI_Comm C = MPI_COMM_NULL;
+  std::unique_ptr<fakenccl::Transport> T;
   int Rank = 0, Size = 1;
   int Id = 0;
   ncclResult_t AsyncError = ncclSuccess;
@@ -251,31 +255,32 @@ ncclResult_t done(cudaStream_t S, ncclComm_t Comm) {
   return ncclSuccess;
 }
 
-/// A communicator over `C`, traced with its members (world ranks in
+/// A communicator over `T`, traced with its members (job ranks in
 /// communicator order), which the collectives' lines refer to by id.
-ncclComm_t wrap(MPI_Comm C) {
+ncclComm_t wrap(std::unique_ptr<fakenccl::Transport> T) {
   ncclComm_t N = new ncclComm;
-  N->C = C;
-  MPI_Comm_rank(C, &N->Rank);
-  MPI_Comm_size(C, &N->Size);
+  N->Rank = T->rank();
+  N->Size = T->size();
   N->Id = NextCommId++;
-  MPI_Group Mine, World;
-  MPI_Comm_group(C, &Mine);
-  MPI_Comm_group(MPI_COMM_WORLD, &World);
-  size_t Size = size_t(N->Size);
-  std::vector<int> Ranks(Size), WorldRanks(Size);
-  for (size_t I = 0; I < Size; ++I)
-    Ranks[I] = int(I);
-  MPI_Group_translate_ranks(Mine, N->Size, Ranks.data(), World,
-                            WorldRanks.data());
-  MPI_Group_free(&Mine);
-  MPI_Group_free(&World);
   std::string Members;
-  for (int R : WorldRanks)
+  for (int R : T->worldRanks())
     Members += (Members.empty() ? "" : ",") + std::to_string(R);
   fakeCudaTrace("nccl-comm c%d rank=%d/%d members=%s", N->Id, N->Rank, N->Size,
                 Members.c_str());
+  N->T = std::move(T);
   return N;
+}
+
+/// Runs `Body`; a transport's failure is printed and becomes the call's
+/// ncclSystemError (ncclGetLastError gives it too).
+template <typename F> ncclResult_t guarded(F &&Body) {
+  try {
+    return Body();
+  } catch (const std::exception &E) {
+    LastInitError = E.what();
+    std::fprintf(stderr, "%s\n", E.what());
+    return ncclSystemError;
+  }
 }
 
 } // namespace
@@ -298,30 +303,33 @@ const char *ncclGetLastError(ncclComm_t Comm) {
 }
 
 ncclResult_t ncclGetUniqueId(ncclUniqueId *Id) {
-  std::memset(Id, 0, sizeof(*Id));
-  double T = MPI_Wtime();
-  std::memcpy(Id->internal, &T, sizeof(T));
+  fakenccl::makeUniqueId(Id->internal, sizeof(Id->internal));
   return ncclSuccess;
 }
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t *Comm, int NRanks,
                                     ncclUniqueId Id, int Rank, ncclConfig_t *) {
   // Everybody with the same id forms one communicator, ordered by rank.
-  uint32_t H = 2166136261u;
-  for (char C : Id.internal)
-    H = (H ^ uint8_t(C)) * 16777619u;
-  MPI_Comm C;
-  if (MPI_Comm_split(MPI_COMM_WORLD, int(H & 0x7fffffff), Rank, &C) !=
-      MPI_SUCCESS)
-    return ncclSystemError;
-  *Comm = wrap(C);
+  std::unique_ptr<fakenccl::Transport> T;
+  if (ncclResult_t R = guarded([&] {
+        T = fakenccl::joinGroup(Id.internal, sizeof(Id.internal), NRanks, Rank);
+        return ncclSuccess;
+      });
+      R != ncclSuccess)
+    return R;
+  *Comm = wrap(std::move(T));
   if ((*Comm)->Size != NRanks || (*Comm)->Rank != Rank)
     return ncclInvalidUsage;
   // As NCCL does: two ranks of one communicator on one device (every
   // emulated device is on this one node) is invalid usage, on every rank.
   std::vector<int> Devices(NRanks);
   int Mine = fakeCudaCurrentDevice();
-  MPI_Allgather(&Mine, 1, MPI_INT, Devices.data(), 1, MPI_INT, C);
+  if (ncclResult_t R = guarded([&] {
+        (*Comm)->T->allGather(&Mine, Devices.data(), sizeof(int));
+        return ncclSuccess;
+      });
+      R != ncclSuccess)
+    return R;
   for (int A = 0; A < NRanks; ++A)
     for (int B = A + 1; B < NRanks; ++B)
       if (Devices[A] == Devices[B]) {
@@ -335,18 +343,15 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *Comm, int NRanks,
 
 ncclResult_t ncclCommSplit(ncclComm_t Parent, int Color, int Key,
                            ncclComm_t *New, ncclConfig_t *) {
-  MPI_Comm C;
-  MPI_Comm_split(Parent->C, Color == NCCL_SPLIT_NOCOLOR ? MPI_UNDEFINED : Color,
-                 Key, &C);
-  *New = C == MPI_COMM_NULL ? nullptr : wrap(C);
-  return ncclSuccess;
+  return guarded([&] {
+    std::unique_ptr<fakenccl::Transport> T =
+        Parent->T->split(Color == NCCL_SPLIT_NOCOLOR ? -1 : Color, Key);
+    *New = T ? wrap(std::move(T)) : nullptr;
+    return ncclSuccess;
+  });
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t Comm) {
-  int Fin = 0;
-  MPI_Finalized(&Fin);
-  if (!Fin)
-    MPI_Comm_free(&Comm->C);
   delete Comm;
   return ncclSuccess;
 }
@@ -375,8 +380,12 @@ ncclResult_t ncclAllReduce(const void *Send, void *Recv, size_t Count,
   OpenDeviceMemory Open;
   size_t Bytes = Count * typeSize(T);
   std::vector<char> All(Bytes * size_t(Comm->Size));
-  MPI_Allgather(Send, int(Bytes), MPI_BYTE, All.data(), int(Bytes), MPI_BYTE,
-                Comm->C);
+  if (ncclResult_t R = guarded([&] {
+        Comm->T->allGather(Send, All.data(), Bytes);
+        return ncclSuccess;
+      });
+      R != ncclSuccess)
+    return R;
   ncclResult_t R = reduce(All.data(), Bytes, Comm->Size, Recv, Count, T, Op);
   return R == ncclSuccess ? done(S, Comm) : R;
 }
@@ -388,8 +397,12 @@ ncclResult_t ncclReduceScatter(const void *Send, void *Recv, size_t Count,
   OpenDeviceMemory Open;
   size_t Block = Count * typeSize(T), Whole = Block * size_t(Comm->Size);
   std::vector<char> All(Whole * size_t(Comm->Size));
-  MPI_Allgather(Send, int(Whole), MPI_BYTE, All.data(), int(Whole), MPI_BYTE,
-                Comm->C);
+  if (ncclResult_t R = guarded([&] {
+        Comm->T->allGather(Send, All.data(), Whole);
+        return ncclSuccess;
+      });
+      R != ncclSuccess)
+    return R;
   ncclResult_t R = reduce(All.data() + size_t(Comm->Rank) * Block, Whole,
                           Comm->Size, Recv, Count, T, Op);
   return R == ncclSuccess ? done(S, Comm) : R;
@@ -407,8 +420,12 @@ ncclResult_t ncclReduce(const void *Send, void *Recv, size_t Count,
   OpenDeviceMemory Open;
   size_t Bytes = Count * typeSize(T);
   std::vector<char> All(Comm->Rank == Root ? Bytes * size_t(Comm->Size) : 0);
-  MPI_Gather(Send, int(Bytes), MPI_BYTE, All.data(), int(Bytes), MPI_BYTE, Root,
-             Comm->C);
+  if (ncclResult_t R = guarded([&] {
+        Comm->T->gather(Send, All.data(), Bytes, Root);
+        return ncclSuccess;
+      });
+      R != ncclSuccess)
+    return R;
   if (Comm->Rank == Root) {
     ncclResult_t R = reduce(All.data(), Bytes, Comm->Size, Recv, Count, T, Op);
     if (R != ncclSuccess)
@@ -421,8 +438,13 @@ ncclResult_t ncclAllGather(const void *Send, void *Recv, size_t Count,
                            ncclDataType_t T, ncclComm_t Comm, cudaStream_t S) {
   traceCollective("all_gather", Comm, Count, T, "op", -1, S);
   OpenDeviceMemory Open;
-  int Bytes = int(Count * typeSize(T));
-  MPI_Allgather(Send, Bytes, MPI_BYTE, Recv, Bytes, MPI_BYTE, Comm->C);
+  size_t Bytes = Count * typeSize(T);
+  if (ncclResult_t R = guarded([&] {
+        Comm->T->allGather(Send, Recv, Bytes);
+        return ncclSuccess;
+      });
+      R != ncclSuccess)
+    return R;
   return done(S, Comm);
 }
 
@@ -434,7 +456,12 @@ ncclResult_t ncclBroadcast(const void *Send, void *Recv, size_t Count,
   size_t Bytes = Count * typeSize(T);
   if (Comm->Rank == Root && Send != Recv)
     std::memmove(Recv, Send, Bytes);
-  MPI_Bcast(Recv, int(Bytes), MPI_BYTE, Root, Comm->C);
+  if (ncclResult_t R = guarded([&] {
+        Comm->T->broadcast(Recv, Bytes, Root);
+        return ncclSuccess;
+      });
+      R != ncclSuccess)
+    return R;
   return done(S, Comm);
 }
 
@@ -456,18 +483,18 @@ ncclResult_t ncclGroupEnd() {
                   Pending[0].Comm->Id, Bytes);
   }
   OpenDeviceMemory Open;
-  std::vector<MPI_Request> Reqs;
-  for (P2P &Op : Pending) {
-    MPI_Request R;
-    if (Op.IsSend)
-      MPI_Isend(Op.Buf, int(Op.Bytes), MPI_BYTE, Op.Peer, 7, Op.Comm->C, &R);
-    else
-      MPI_Irecv(Op.Buf, int(Op.Bytes), MPI_BYTE, Op.Peer, 7, Op.Comm->C, &R);
-    Reqs.push_back(R);
-  }
-  MPI_Waitall(int(Reqs.size()), Reqs.data(), MPI_STATUSES_IGNORE);
-  Pending.clear();
-  return ncclSuccess;
+  std::vector<P2P> Ops;
+  Ops.swap(Pending);
+  // Every transfer starts before any is waited for: they complete together.
+  return guarded([&] {
+    std::vector<std::unique_ptr<fakenccl::PendingTransfer>> Started;
+    for (P2P &Op : Ops)
+      Started.push_back(
+          Op.Comm->T->start(Op.IsSend, Op.Buf, Op.Bytes, Op.Peer));
+    for (auto &T : Started)
+      T->wait();
+    return ncclSuccess;
+  });
 }
 
 ncclResult_t ncclSend(const void *Buf, size_t Count, ncclDataType_t T, int Peer,
