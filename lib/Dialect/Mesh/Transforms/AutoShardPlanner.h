@@ -131,6 +131,28 @@ struct Evaluation {
   int64_t memory() const { return argumentBytes + peakLive; }
 };
 
+/// A stretch of the program that `explain` reports as one: a layer, or a
+/// part of one.
+struct ProgramRegion {
+  /// The scope the ops' locations name ("layers.3.mlp" of
+  /// "layers.3.mlp.fc1"); empty where the regions come from the program's
+  /// cut points.
+  std::string name;
+  /// Program points, inclusive.
+  unsigned first = 0, last = 0;
+  /// Its op variables, then the arguments it uses first.
+  SmallVector<unsigned> vars;
+};
+
+/// An argument's best other layout: the plan's cost minus the best plan's,
+/// and the layout (its choice).
+struct RunnerUp {
+  Cost delta = 0;
+  unsigned choice = 0;
+  /// Within the budget (or there is none).
+  bool fits = true;
+};
+
 /// `b` bytes as "1.25 MiB".
 std::string formatBytes(int64_t b);
 /// `ps` picoseconds as "12.345 us" or "1.234 ms".
@@ -192,7 +214,11 @@ private:
   void explainPlan(ArrayRef<unsigned> plan, const Evaluation &e,
                    uint64_t weight, Cost lowerBound, bool proven);
   void explainArguments(raw_ostream &os, ArrayRef<unsigned> plan,
-                        const Evaluation &e, uint64_t weight);
+                        const Evaluation &e, uint64_t weight,
+                        DenseMap<unsigned, RunnerUp> &runnersUp);
+  std::vector<ProgramRegion> findRegions();
+  void explainRegions(raw_ostream &os, ArrayRef<unsigned> plan,
+                      const DenseMap<unsigned, RunnerUp> &runnersUp);
   void explainReshardings(raw_ostream &os, ArrayRef<unsigned> plan);
   void describeVariable(raw_ostream &os, unsigned v);
   void describePeak(raw_ostream &os, ArrayRef<unsigned> plan,

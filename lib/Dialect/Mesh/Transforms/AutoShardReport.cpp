@@ -159,15 +159,18 @@ void FunctionPlanner::explainPlan(ArrayRef<unsigned> plan, const Evaluation &e,
   describePeak(os, plan, e);
   if (model.memoryBudget)
     os << "  budget: " << formatBytes(model.memoryBudget) << " per device\n";
-  explainArguments(os, plan, e, weight);
+  DenseMap<unsigned, RunnerUp> runnersUp;
+  explainArguments(os, plan, e, weight, runnersUp);
+  explainRegions(os, plan, runnersUp);
   explainReshardings(os, plan);
 }
 
 /// Each argument's layout, with the best plan that lays it out otherwise
 /// (for the first 64 that have a choice: each is a solve).
-void FunctionPlanner::explainArguments(raw_ostream &os, ArrayRef<unsigned> plan,
-                                       const Evaluation &e, uint64_t weight) {
-  unsigned runnersUp = 0;
+void FunctionPlanner::explainArguments(
+    raw_ostream &os, ArrayRef<unsigned> plan, const Evaluation &e,
+    uint64_t weight, DenseMap<unsigned, RunnerUp> &runnersUp) {
+  unsigned solved = 0;
   for (auto [v, var] : llvm::enumerate(vars)) {
     if (var.kind != Variable::Kind::Argument)
       continue;
@@ -178,11 +181,11 @@ void FunctionPlanner::explainArguments(raw_ostream &os, ArrayRef<unsigned> plan,
       os << " (annotated)\n";
       continue;
     }
-    if (var.choices.size() < 2 || runnersUp == 64) {
+    if (var.choices.size() < 2 || solved == 64) {
       os << "\n";
       continue;
     }
-    ++runnersUp;
+    ++solved;
     auto [cost, other] =
         solve(weight, {}, std::make_pair(unsigned(v), plan[v]));
     if (cost >= kForbidden) {
@@ -195,9 +198,286 @@ void FunctionPlanner::explainArguments(raw_ostream &os, ArrayRef<unsigned> plan,
        << formatPs(alt.total()) << " (" << (delta < 0 ? "-" : "+")
        << formatPs(delta < 0 ? -delta : delta) << "), "
        << formatBytes(alt.memory()) << " per device";
-    if (model.memoryBudget && alt.memory() > model.memoryBudget)
+    bool fits = !model.memoryBudget || alt.memory() <= model.memoryBudget;
+    if (!fits)
       os << ", does not fit";
     os << "\n";
+    runnersUp[v] = {delta, other[v], fits};
+  }
+}
+
+/// The name a location gives its op: a NameLoc's, also inside fused and
+/// call-site locations ("" for none).
+static StringRef locationName(Location loc) {
+  if (auto named = dyn_cast<NameLoc>(loc))
+    return named.getName().getValue();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (StringRef name = locationName(inner); !name.empty())
+        return name;
+  if (auto site = dyn_cast<CallSiteLoc>(loc))
+    return locationName(site.getCallee());
+  return {};
+}
+
+/// The scope of an op's name: up to its last '/' (JAX, TensorFlow) or,
+/// without one, its last '.' (PyTorch module paths); else the name.
+static StringRef scopeOf(StringRef name) {
+  size_t at = name.rfind('/');
+  if (at == StringRef::npos || at == 0)
+    at = name.rfind('.');
+  return at == StringRef::npos || at == 0 ? name : name.take_front(at);
+}
+
+/// The regions explain reports. Where most ops' locations carry names, a
+/// region is a run of ops whose names share a scope (an op without a name
+/// joins the run it is in). Otherwise the program is cut after each op
+/// past which exactly one value the plan lays out is carried (arguments
+/// aside): in a stack of layers, each layer's residual stream, so a region
+/// is a layer or a part of one; pieces join the next until a region has 8
+/// ops (a layer norm's reductions, an attention's reshapes are cut off
+/// alone otherwise). A training step, whose forward values stay live for
+/// the backward, has no such point and is one region unless its locations
+/// name layers.
+std::vector<ProgramRegion> FunctionPlanner::findRegions() {
+  constexpr size_t kFewestOps = 8;
+  SmallVector<unsigned> ops;
+  for (auto [v, var] : llvm::enumerate(vars))
+    if (var.kind == Variable::Kind::Op)
+      ops.push_back(v);
+  llvm::sort(ops, [&](unsigned a, unsigned b) {
+    return position[vars[a].op] < position[vars[b].op];
+  });
+  std::vector<ProgramRegion> regions;
+  if (ops.empty())
+    return regions;
+  unsigned named = llvm::count_if(ops, [&](unsigned v) {
+    return !locationName(vars[v].op->getLoc()).empty();
+  });
+  if (2 * named >= ops.size()) {
+    for (unsigned v : ops) {
+      StringRef name = locationName(vars[v].op->getLoc());
+      StringRef scope = name.empty() ? StringRef() : scopeOf(name);
+      unsigned p = position[vars[v].op];
+      if (regions.empty())
+        regions.push_back({scope.str(), p, p, {}});
+      else if (!scope.empty() && scope != regions.back().name) {
+        if (regions.back().name.empty())
+          regions.back().name = scope.str(); // Unnamed ops that led it.
+        else
+          regions.push_back({scope.str(), p, p, {}});
+      }
+      regions.back().last = p;
+      regions.back().vars.push_back(v);
+    }
+  } else {
+    // crossing[p]: the values defined at or before p and used after it.
+    std::vector<int> crossing(numPoints + 1, 0);
+    for (const LiveValue &l : live)
+      if (l.last > l.def) {
+        ++crossing[l.def];
+        --crossing[l.last];
+      }
+    for (unsigned p = 1; p <= numPoints; ++p)
+      crossing[p] += crossing[p - 1];
+    std::vector<ProgramRegion> pieces;
+    bool cut = true;
+    for (unsigned v : ops) {
+      unsigned p = position[vars[v].op];
+      if (cut)
+        pieces.push_back({"", p, p, {}});
+      pieces.back().last = p;
+      pieces.back().vars.push_back(v);
+      cut = crossing[p] == 1;
+    }
+    for (ProgramRegion &piece : pieces) {
+      if (!regions.empty() && regions.back().vars.size() < kFewestOps) {
+        regions.back().last = piece.last;
+        regions.back().vars.append(piece.vars);
+        continue;
+      }
+      regions.push_back(std::move(piece));
+    }
+    if (regions.size() > 1 && regions.back().vars.size() < kFewestOps) {
+      ProgramRegion tail = std::move(regions.back());
+      regions.pop_back();
+      regions.back().last = tail.last;
+      regions.back().vars.append(tail.vars);
+    }
+  }
+  // Each argument joins the region of its first use.
+  for (auto [v, var] : llvm::enumerate(vars)) {
+    if (var.kind != Variable::Kind::Argument)
+      continue;
+    std::optional<unsigned> first;
+    for (const Use &u : uses)
+      if (u.producer == v && vars[u.consumer].kind == Variable::Kind::Op) {
+        unsigned p = position[vars[u.consumer].op];
+        first = first ? std::min(*first, p) : p;
+      }
+    if (!first)
+      continue;
+    for (ProgramRegion &r : regions)
+      if (r.first <= *first && *first <= r.last) {
+        r.vars.push_back(v);
+        break;
+      }
+  }
+  return regions;
+}
+
+/// Per region: what it moves, its arithmetic, the most it holds live, the
+/// layouts of the arguments it uses first and the cheapest other layout of
+/// one of them. Consecutive regions that are the same (the same ops, laid
+/// out alike, costing the same) are reported once.
+void FunctionPlanner::explainRegions(
+    raw_ostream &os, ArrayRef<unsigned> plan,
+    const DenseMap<unsigned, RunnerUp> &runnersUp) {
+  std::vector<ProgramRegion> regions = findRegions();
+  if (regions.empty())
+    return;
+  DenseMap<unsigned, unsigned> regionOf;
+  for (auto [i, r] : llvm::enumerate(regions))
+    for (unsigned v : r.vars)
+      if (vars[v].kind == Variable::Kind::Op)
+        regionOf[v] = i;
+  struct Totals {
+    Cost commPs = 0, computePs = 0;
+    int64_t bytes = 0, mostLive = 0;
+    unsigned reshardings = 0;
+  };
+  std::vector<Totals> totals(regions.size());
+  for (const Use &u : uses) {
+    auto it = regionOf.find(u.consumer);
+    if (it == regionOf.end())
+      continue;
+    ShardingAttr from =
+        vars[u.producer].choices[plan[u.producer]].results[u.result];
+    ShardingAttr to =
+        vars[u.consumer].choices[plan[u.consumer]].operands[u.operand];
+    const Reshard &r = reshard(from, to, u.type);
+    if (r.steps.empty() || r.bytes == 0)
+      continue;
+    totals[it->second].commPs += r.ps;
+    totals[it->second].bytes += r.bytes;
+    ++totals[it->second].reshardings;
+  }
+  // Bytes live at each point under the plan (arguments aside).
+  std::vector<int64_t> liveBytes(numPoints + 1, 0);
+  for (const LiveValue &l : live) {
+    int64_t b = vars[l.var].choices[plan[l.var]].resultBytes[l.result];
+    liveBytes[l.def] += b;
+    liveBytes[l.last + 1] -= b;
+  }
+  for (unsigned p = 1; p <= numPoints; ++p)
+    liveBytes[p] += liveBytes[p - 1];
+  std::vector<std::string> signatures(regions.size());
+  for (auto [i, r] : llvm::enumerate(regions)) {
+    Totals &t = totals[i];
+    for (unsigned p = r.first; p <= r.last; ++p)
+      t.mostLive = std::max(t.mostLive, liveBytes[p]);
+    llvm::raw_string_ostream sig(signatures[i]);
+    sig << static_cast<int64_t>(t.commPs) << ' ' << t.bytes << ' ' << t.mostLive
+        << ' ';
+    for (unsigned v : r.vars) {
+      const Variable &var = vars[v];
+      const Choice &c = var.choices[plan[v]];
+      t.computePs += c.computePs;
+      sig << (var.op ? var.op->getName().getStringRef() : StringRef("arg"));
+      for (ShardingAttr s : c.results)
+        sig << ' ' << layoutText(s);
+      sig << ';';
+    }
+    sig << static_cast<int64_t>(t.computePs);
+  }
+  os << "  " << regions.size() << " region" << (regions.size() == 1 ? "" : "s")
+     << (!regions.front().name.empty()
+             ? " (the scopes of the ops' location names)"
+         : regions.size() == 1
+             ? " (no point where one value carries the program on)"
+             : " (cut where one value carries the program on)")
+     << ":\n";
+  auto title = [&](unsigned i) {
+    std::string text = "region " + std::to_string(i + 1);
+    if (!regions[i].name.empty())
+      text += " '" + regions[i].name + "'";
+    return text;
+  };
+  auto print = [&](unsigned i) {
+    const ProgramRegion &r = regions[i];
+    const Totals &t = totals[i];
+    unsigned opCount = llvm::count_if(
+        r.vars, [&](unsigned v) { return vars[v].kind == Variable::Kind::Op; });
+    os << "    " << title(i) << ": " << opCount << " ops from '"
+       << vars[r.vars.front()].op->getName() << "' at "
+       << vars[r.vars.front()].op->getLoc() << "; communication "
+       << formatPs(t.commPs) << " (" << t.bytes << " bytes per device, "
+       << t.reshardings << " resharding" << (t.reshardings == 1 ? "" : "s")
+       << "), arithmetic " << formatPs(t.computePs) << ", most live "
+       << formatBytes(t.mostLive) << "\n";
+    SmallVector<unsigned> arguments;
+    for (unsigned v : r.vars)
+      if (vars[v].kind == Variable::Kind::Argument)
+        arguments.push_back(v);
+    if (!arguments.empty()) {
+      os << "      arguments:";
+      for (unsigned v : ArrayRef(arguments).take_front(8))
+        os << " " << vars[v].number << " "
+           << layoutText(vars[v].choices[plan[v]].results[0]) << ";";
+      if (arguments.size() > 8)
+        os << " and " << arguments.size() - 8 << " more";
+      os << "\n";
+      // The cheapest other layout of one of them that fits.
+      std::optional<std::pair<unsigned, RunnerUp>> best;
+      for (unsigned v : arguments) {
+        auto it = runnersUp.find(v);
+        if (it == runnersUp.end() || !it->second.fits)
+          continue;
+        if (!best || it->second.delta < best->second.delta)
+          best = {v, it->second};
+      }
+      if (best) {
+        Cost d = best->second.delta;
+        os << "      runner-up: argument " << vars[best->first].number << " as "
+           << layoutText(
+                  vars[best->first].choices[best->second.choice].results[0])
+           << ", " << (d < 0 ? "-" : "+") << formatPs(d < 0 ? -d : d) << "\n";
+      }
+    }
+  };
+  // A run of regions that repeats a block of up to 8 (a layer's attention
+  // and MLP halves) is printed once, then counted.
+  auto same = [&](unsigned a, unsigned b, unsigned k) {
+    for (unsigned d = 0; d < k; ++d)
+      if (signatures[a + d] != signatures[b + d])
+        return false;
+    return true;
+  };
+  unsigned n = regions.size();
+  for (unsigned i = 0; i < n;) {
+    unsigned bestK = 1, bestReps = 1;
+    for (unsigned k = 1; k <= 8 && i + 2 * k <= n; ++k) {
+      unsigned reps = 1;
+      while (i + (reps + 1) * k <= n && same(i, i + reps * k, k))
+        ++reps;
+      if (reps >= 2 && reps * k > bestReps * bestK) {
+        bestK = k;
+        bestReps = reps;
+      }
+    }
+    for (unsigned d = 0; d < bestK; ++d)
+      print(i + d);
+    if (bestReps > 1) {
+      os << "    regions " << i + bestK + 1 << "-" << i + bestK * bestReps
+         << ": ";
+      if (bestK == 1)
+        os << "each as " << title(i);
+      else
+        os << "regions " << i + 1 << "-" << i + bestK << " again";
+      os << ", " << bestReps - 1 << (bestReps == 2 ? " time" : " times")
+         << " more\n";
+    }
+    i += bestK * bestReps;
   }
 }
 
