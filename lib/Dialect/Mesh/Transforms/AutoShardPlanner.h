@@ -220,6 +220,9 @@ private:
   void explainRegions(raw_ostream &os, ArrayRef<unsigned> plan,
                       const DenseMap<unsigned, RunnerUp> &runnersUp);
   void explainReshardings(raw_ostream &os, ArrayRef<unsigned> plan);
+  const Reshard *movingReshard(const Use &u, ArrayRef<unsigned> plan,
+                               ShardingAttr *from = nullptr,
+                               ShardingAttr *to = nullptr);
   void describeVariable(raw_ostream &os, unsigned v);
   void describePeak(raw_ostream &os, ArrayRef<unsigned> plan,
                     const Evaluation &e);

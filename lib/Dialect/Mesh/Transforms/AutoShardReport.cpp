@@ -351,15 +351,11 @@ void FunctionPlanner::explainRegions(
     auto it = regionOf.find(u.consumer);
     if (it == regionOf.end())
       continue;
-    ShardingAttr from =
-        vars[u.producer].choices[plan[u.producer]].results[u.result];
-    ShardingAttr to =
-        vars[u.consumer].choices[plan[u.consumer]].operands[u.operand];
-    const Reshard &r = reshard(from, to, u.type);
-    if (r.steps.empty() || r.bytes == 0)
+    const Reshard *r = movingReshard(u, plan);
+    if (!r)
       continue;
-    totals[it->second].commPs += r.ps;
-    totals[it->second].bytes += r.bytes;
+    totals[it->second].commPs += r->ps;
+    totals[it->second].bytes += r->bytes;
     ++totals[it->second].reshardings;
   }
   // Bytes live at each point under the plan (arguments aside).
@@ -481,17 +477,33 @@ void FunctionPlanner::explainRegions(
   }
 }
 
+/// The resharding `u` needs under `plan`, when it moves bytes (else
+/// null); `from` and `to` receive its layouts.
+const Reshard *FunctionPlanner::movingReshard(const Use &u,
+                                              ArrayRef<unsigned> plan,
+                                              ShardingAttr *from,
+                                              ShardingAttr *to) {
+  ShardingAttr source =
+      vars[u.producer].choices[plan[u.producer]].results[u.result];
+  ShardingAttr target =
+      vars[u.consumer].choices[plan[u.consumer]].operands[u.operand];
+  if (from)
+    *from = source;
+  if (to)
+    *to = target;
+  const Reshard &r = reshard(source, target, u.type);
+  return r.steps.empty() || r.bytes == 0 ? nullptr : &r;
+}
+
 /// Every resharding the plan makes that moves bytes.
 void FunctionPlanner::explainReshardings(raw_ostream &os,
                                          ArrayRef<unsigned> plan) {
   for (const Use &u : uses) {
-    ShardingAttr from =
-        vars[u.producer].choices[plan[u.producer]].results[u.result];
-    ShardingAttr to =
-        vars[u.consumer].choices[plan[u.consumer]].operands[u.operand];
-    const Reshard &r = reshard(from, to, u.type);
-    if (r.steps.empty() || r.bytes == 0)
+    ShardingAttr from, to;
+    const Reshard *moving = movingReshard(u, plan, &from, &to);
+    if (!moving)
       continue;
+    const Reshard &r = *moving;
     os << "  resharding for ";
     describeVariable(os, u.consumer);
     os << " operand " << u.operand << ": " << layoutText(from) << " -> "
