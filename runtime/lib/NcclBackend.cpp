@@ -8,13 +8,15 @@
 // Each process picks device (local rank % device count), where the local rank
 // comes from the control plane (ControlGroup::nodeLocalRank). The world
 // communicator comes from ncclCommInitRankConfig with a unique id broadcast
-// over MPI; groups are ncclCommSplit of it. The device and the stream are the
-// process's (Gpu.cpp), shared with compiled kernels. Collectives run on device
-// buffers on that stream; a blocking call waits by polling cudaStreamQuery and
-// ncclCommGetAsyncError (the watchdog enforces MESHRT_TIMEOUT_S meanwhile); a
-// stream-ordered call (meshrt_*_on_stream) enqueues on the caller's stream and
-// returns, and synchronizeStream does the polling later, for every
-// communicator. all_to_all and permute are grouped ncclSend/ncclRecv.
+// over the control plane (MPI, or the store under torchrun and other launchers
+// without MPI); groups are ncclCommSplit of it. The device and the stream are
+// the process's (Gpu.cpp), shared with compiled kernels. Collectives run on
+// device buffers on that stream; a blocking call waits by polling
+// cudaStreamQuery and ncclCommGetAsyncError (the watchdog enforces
+// MESHRT_TIMEOUT_S meanwhile); a stream-ordered call (meshrt_*_on_stream)
+// enqueues on the caller's stream and returns, and synchronizeStream does the
+// polling later, for every communicator. all_to_all and permute are grouped
+// ncclSend/ncclRecv.
 //
 //===----------------------------------------------------------------------===//
 
