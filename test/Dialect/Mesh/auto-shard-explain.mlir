@@ -5,35 +5,35 @@
 //    the scope of "layers.1.fc" is "layers.1". Layers 2-4 are laid out and
 //    cost alike (layer 1 reads the annotated input), so they are printed
 //    once and counted.
-// RUN: mesh-opt %s --mesh-auto-shard=explain -o /dev/null 2>&1 | FileCheck %s --check-prefix=NAMED
-// NAMED: 4 regions (the scopes of the ops' location names):
-// NAMED-NEXT: region 1 'layers.0': 3 ops from 'linalg.matmul' at loc("layers.0.fc"); communication 0.000 us (0 bytes per device, 0 reshardings), arithmetic {{[0-9.]+}} us, most live 256 B
-// NAMED-NEXT: arguments: 0 {{\[\["a"\], \[\]\]}}; 1 {{\[\[\], \[\]\]}};
-// NAMED-NEXT: runner-up: argument 1 as {{\[\[\], \["b"\]\]}}, +{{[0-9.]+}} us
-// NAMED-NEXT: region 2 'layers.1': 3 ops from 'linalg.matmul' at loc("layers.1.fc")
-// NAMED-NEXT: arguments: 2 {{\[\[\], \[\]\]}};
-// NAMED-NEXT: runner-up: argument 2
-// NAMED-NEXT: regions 3-4: each as region 2 'layers.1', 2 times more
+// RUN: mesh-opt %s --mesh-auto-shard=explain -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHECK-NAMED
+// CHECK-NAMED: 4 regions (the scopes of the ops' location names):
+// CHECK-NAMED-NEXT: region 1 'layers.0': 3 ops from 'linalg.matmul' at loc("layers.0.fc"); communication 0.000 us (0 bytes per device, 0 reshardings), arithmetic {{[0-9.]+}} us, most live 256 B
+// CHECK-NAMED-NEXT: arguments: 0 {{\[\["a"\], \[\]\]}}; 1 {{\[\[\], \[\]\]}};
+// CHECK-NAMED-NEXT: runner-up: argument 1 as {{\[\[\], \["b"\]\]}}, +{{[0-9.]+}} us
+// CHECK-NAMED-NEXT: region 2 'layers.1': 3 ops from 'linalg.matmul' at loc("layers.1.fc")
+// CHECK-NAMED-NEXT: arguments: 2 {{\[\[\], \[\]\]}};
+// CHECK-NAMED-NEXT: runner-up: argument 2
+// CHECK-NAMED-NEXT: regions 3-4: each as region 2 'layers.1', 2 times more
 //
 // 2. Without names, the program is cut where one value carries it on (the
 //    residual stream), pieces joined until a region has 8 ops: the GPT
 //    stack of bench/partition. Each layer is an attention half and an MLP
 //    half; past the first layer the pair repeats.
 // RUN: python3 %mesh_src_root/bench/partition/gpt.py --plan batch --layers 4 > %t.gpt.mlir
-// RUN: mesh-opt %t.gpt.mlir --mesh-auto-shard=explain -o /dev/null 2>&1 | FileCheck %s --check-prefix=CUTS
-// CUTS: 10 regions (cut where one value carries the program on):
-// CUTS-NEXT: region 1: 8 ops from 'linalg.generic'
-// CUTS-NEXT: arguments: 0 {{\[\["dp"\], \[\], \[\]\]}}; 1 {{\[\[\]\]}}; 2 {{\[\[\]\]}};
-// CUTS: region 5: 52 ops from 'linalg.generic' at {{.*}}; communication {{[0-9.]+}} us (3072 bytes per device, 1 resharding)
-// CUTS: region 6: 20 ops
-// CUTS: regions 7-10: regions 5-6 again, 2 times more
+// RUN: mesh-opt %t.gpt.mlir --mesh-auto-shard=explain -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHECK-CUTS
+// CHECK-CUTS: 10 regions (cut where one value carries the program on):
+// CHECK-CUTS-NEXT: region 1: 8 ops from 'linalg.generic'
+// CHECK-CUTS-NEXT: arguments: 0 {{\[\["dp"\], \[\], \[\]\]}}; 1 {{\[\[\]\]}}; 2 {{\[\[\]\]}};
+// CHECK-CUTS: region 5: 52 ops from 'linalg.generic' at {{.*}}; communication {{[0-9.]+}} us (3072 bytes per device, 1 resharding)
+// CHECK-CUTS: region 6: 20 ops
+// CHECK-CUTS: regions 7-10: regions 5-6 again, 2 times more
 //
 // 3. A training step keeps its forward values for the backward: no point
 //    carries it alone, so without names it is one region.
 // RUN: python3 %mesh_src_root/bench/autoshard/mlp_step.py --plan auto --layers 4 --mesh d=8 > %t.mlp.mlir
-// RUN: mesh-opt %t.mlp.mlir --mesh-auto-shard=explain -o /dev/null 2>&1 | FileCheck %s --check-prefix=STEP
-// STEP: 1 region (no point where one value carries the program on):
-// STEP-NEXT: region 1: {{[0-9]+}} ops from 'linalg.matmul'
+// RUN: mesh-opt %t.mlp.mlir --mesh-auto-shard=explain -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHECK-STEP
+// CHECK-STEP: 1 region (no point where one value carries the program on):
+// CHECK-STEP-NEXT: region 1: {{[0-9]+}} ops from 'linalg.matmul'
 
 mesh.mesh @m(["a" = 2, "b" = 2])
 func.func @stack(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [["a"], []]>}, %w0: tensor<16x16xf32>, %w1: tensor<16x16xf32>, %w2: tensor<16x16xf32>, %w3: tensor<16x16xf32>) -> tensor<8x16xf32> {

@@ -144,6 +144,15 @@ struct ProgramRegion {
   SmallVector<unsigned> vars;
 };
 
+/// What one region of a plan costs; `signature` is equal for regions
+/// laid out and costing alike.
+struct RegionTotals {
+  Cost commPs = 0, computePs = 0;
+  int64_t bytes = 0, mostLive = 0;
+  unsigned reshardings = 0;
+  std::string signature;
+};
+
 /// An argument's best other layout: the plan's cost minus the best plan's,
 /// and the layout (its choice).
 struct RunnerUp {
@@ -218,6 +227,12 @@ private:
                         DenseMap<unsigned, RunnerUp> &runnersUp);
   std::vector<ProgramRegion> findRegions();
   void explainRegions(raw_ostream &os, ArrayRef<unsigned> plan,
+                      const DenseMap<unsigned, RunnerUp> &runnersUp);
+  std::vector<RegionTotals> totalRegions(ArrayRef<unsigned> plan,
+                                         ArrayRef<ProgramRegion> regions);
+  void describeRegion(raw_ostream &os, ArrayRef<unsigned> plan,
+                      ArrayRef<ProgramRegion> regions, unsigned i,
+                      const RegionTotals &t,
                       const DenseMap<unsigned, RunnerUp> &runnersUp);
   void explainReshardings(raw_ostream &os, ArrayRef<unsigned> plan);
   const Reshard *movingReshard(const Use &u, ArrayRef<unsigned> plan,

@@ -326,37 +326,27 @@ std::vector<ProgramRegion> FunctionPlanner::findRegions() {
   return regions;
 }
 
-/// Per region: what it moves, its arithmetic, the most it holds live, the
-/// layouts of the arguments it uses first and the cheapest other layout of
-/// one of them. Consecutive regions that are the same (the same ops, laid
-/// out alike, costing the same) are reported once.
-void FunctionPlanner::explainRegions(
-    raw_ostream &os, ArrayRef<unsigned> plan,
-    const DenseMap<unsigned, RunnerUp> &runnersUp) {
-  std::vector<ProgramRegion> regions = findRegions();
-  if (regions.empty())
-    return;
+/// Each region's communication, arithmetic and most bytes live under
+/// `plan`, and a signature that is equal for regions laid out and costing
+/// alike.
+std::vector<RegionTotals>
+FunctionPlanner::totalRegions(ArrayRef<unsigned> plan,
+                              ArrayRef<ProgramRegion> regions) {
   DenseMap<unsigned, unsigned> regionOf;
   for (auto [i, r] : llvm::enumerate(regions))
     for (unsigned v : r.vars)
       if (vars[v].kind == Variable::Kind::Op)
         regionOf[v] = i;
-  struct Totals {
-    Cost commPs = 0, computePs = 0;
-    int64_t bytes = 0, mostLive = 0;
-    unsigned reshardings = 0;
-  };
-  std::vector<Totals> totals(regions.size());
+  std::vector<RegionTotals> totals(regions.size());
   for (const Use &u : uses) {
     auto it = regionOf.find(u.consumer);
     if (it == regionOf.end())
       continue;
-    const Reshard *r = movingReshard(u, plan);
-    if (!r)
-      continue;
-    totals[it->second].commPs += r->ps;
-    totals[it->second].bytes += r->bytes;
-    ++totals[it->second].reshardings;
+    if (const Reshard *r = movingReshard(u, plan)) {
+      totals[it->second].commPs += r->ps;
+      totals[it->second].bytes += r->bytes;
+      ++totals[it->second].reshardings;
+    }
   }
   // Bytes live at each point under the plan (arguments aside).
   std::vector<int64_t> liveBytes(numPoints + 1, 0);
@@ -367,25 +357,113 @@ void FunctionPlanner::explainRegions(
   }
   for (unsigned p = 1; p <= numPoints; ++p)
     liveBytes[p] += liveBytes[p - 1];
-  std::vector<std::string> signatures(regions.size());
   for (auto [i, r] : llvm::enumerate(regions)) {
-    Totals &t = totals[i];
+    RegionTotals &t = totals[i];
     for (unsigned p = r.first; p <= r.last; ++p)
       t.mostLive = std::max(t.mostLive, liveBytes[p]);
-    llvm::raw_string_ostream sig(signatures[i]);
-    sig << static_cast<int64_t>(t.commPs) << ' ' << t.bytes << ' ' << t.mostLive
-        << ' ';
+    llvm::raw_string_ostream sig(t.signature);
     for (unsigned v : r.vars) {
       const Variable &var = vars[v];
       const Choice &c = var.choices[plan[v]];
       t.computePs += c.computePs;
-      sig << (var.op ? var.op->getName().getStringRef() : StringRef("arg"));
+      sig << var.op->getName().getStringRef();
       for (ShardingAttr s : c.results)
         sig << ' ' << layoutText(s);
       sig << ';';
     }
-    sig << static_cast<int64_t>(t.computePs);
+    sig << static_cast<int64_t>(t.commPs) << ' ' << t.bytes << ' ' << t.mostLive
+        << ' ' << static_cast<int64_t>(t.computePs);
   }
+  return totals;
+}
+
+/// The repetition that starts at region `i` and covers the most regions: a
+/// block of `k` (up to 8: a layer's attention and MLP halves) repeated
+/// `reps` times; (1, 1) when nothing repeats.
+static std::pair<unsigned, unsigned> findRepeat(ArrayRef<RegionTotals> totals,
+                                                unsigned i) {
+  unsigned n = totals.size();
+  auto same = [&](unsigned a, unsigned b, unsigned k) {
+    for (unsigned d = 0; d < k; ++d)
+      if (totals[a + d].signature != totals[b + d].signature)
+        return false;
+    return true;
+  };
+  unsigned bestK = 1, bestReps = 1;
+  for (unsigned k = 1; k <= 8 && i + 2 * k <= n; ++k) {
+    unsigned reps = 1;
+    while (i + (reps + 1) * k <= n && same(i, i + reps * k, k))
+      ++reps;
+    if (reps >= 2 && reps * k > bestReps * bestK) {
+      bestK = k;
+      bestReps = reps;
+    }
+  }
+  return {bestK, bestReps};
+}
+
+static std::string regionTitle(ArrayRef<ProgramRegion> regions, unsigned i) {
+  std::string text = "region " + std::to_string(i + 1);
+  if (!regions[i].name.empty())
+    text += " '" + regions[i].name + "'";
+  return text;
+}
+
+/// One region's lines: its totals, the layouts of the arguments it uses
+/// first, and the cheapest other layout of one of them that fits.
+void FunctionPlanner::describeRegion(
+    raw_ostream &os, ArrayRef<unsigned> plan, ArrayRef<ProgramRegion> regions,
+    unsigned i, const RegionTotals &t,
+    const DenseMap<unsigned, RunnerUp> &runnersUp) {
+  const ProgramRegion &r = regions[i];
+  SmallVector<unsigned> arguments;
+  unsigned opCount = 0;
+  for (unsigned v : r.vars) {
+    if (vars[v].kind == Variable::Kind::Argument)
+      arguments.push_back(v);
+    else
+      ++opCount;
+  }
+  Operation *first = vars[r.vars.front()].op;
+  os << "    " << regionTitle(regions, i) << ": " << opCount << " ops from '"
+     << first->getName() << "' at " << first->getLoc() << "; communication "
+     << formatPs(t.commPs) << " (" << t.bytes << " bytes per device, "
+     << t.reshardings << " resharding" << (t.reshardings == 1 ? "" : "s")
+     << "), arithmetic " << formatPs(t.computePs) << ", most live "
+     << formatBytes(t.mostLive) << "\n";
+  if (arguments.empty())
+    return;
+  os << "      arguments:";
+  for (unsigned v : ArrayRef(arguments).take_front(8))
+    os << " " << vars[v].number << " "
+       << layoutText(vars[v].choices[plan[v]].results[0]) << ";";
+  if (arguments.size() > 8)
+    os << " and " << arguments.size() - 8 << " more";
+  os << "\n";
+  std::optional<std::pair<unsigned, RunnerUp>> best;
+  for (unsigned v : arguments) {
+    auto it = runnersUp.find(v);
+    if (it != runnersUp.end() && it->second.fits &&
+        (!best || it->second.delta < best->second.delta))
+      best = {v, it->second};
+  }
+  if (!best)
+    return;
+  Cost d = best->second.delta;
+  os << "      runner-up: argument " << vars[best->first].number << " as "
+     << layoutText(vars[best->first].choices[best->second.choice].results[0])
+     << ", " << (d < 0 ? "-" : "+") << formatPs(d < 0 ? -d : d) << "\n";
+}
+
+/// The plan region by region (findRegions); a run of regions that repeats
+/// a block is printed once, then counted.
+void FunctionPlanner::explainRegions(
+    raw_ostream &os, ArrayRef<unsigned> plan,
+    const DenseMap<unsigned, RunnerUp> &runnersUp) {
+  std::vector<ProgramRegion> regions = findRegions();
+  if (regions.empty())
+    return;
+  std::vector<RegionTotals> totals = totalRegions(plan, regions);
   os << "  " << regions.size() << " region" << (regions.size() == 1 ? "" : "s")
      << (!regions.front().name.empty()
              ? " (the scopes of the ops' location names)"
@@ -393,87 +471,19 @@ void FunctionPlanner::explainRegions(
              ? " (no point where one value carries the program on)"
              : " (cut where one value carries the program on)")
      << ":\n";
-  auto title = [&](unsigned i) {
-    std::string text = "region " + std::to_string(i + 1);
-    if (!regions[i].name.empty())
-      text += " '" + regions[i].name + "'";
-    return text;
-  };
-  auto print = [&](unsigned i) {
-    const ProgramRegion &r = regions[i];
-    const Totals &t = totals[i];
-    unsigned opCount = llvm::count_if(
-        r.vars, [&](unsigned v) { return vars[v].kind == Variable::Kind::Op; });
-    os << "    " << title(i) << ": " << opCount << " ops from '"
-       << vars[r.vars.front()].op->getName() << "' at "
-       << vars[r.vars.front()].op->getLoc() << "; communication "
-       << formatPs(t.commPs) << " (" << t.bytes << " bytes per device, "
-       << t.reshardings << " resharding" << (t.reshardings == 1 ? "" : "s")
-       << "), arithmetic " << formatPs(t.computePs) << ", most live "
-       << formatBytes(t.mostLive) << "\n";
-    SmallVector<unsigned> arguments;
-    for (unsigned v : r.vars)
-      if (vars[v].kind == Variable::Kind::Argument)
-        arguments.push_back(v);
-    if (!arguments.empty()) {
-      os << "      arguments:";
-      for (unsigned v : ArrayRef(arguments).take_front(8))
-        os << " " << vars[v].number << " "
-           << layoutText(vars[v].choices[plan[v]].results[0]) << ";";
-      if (arguments.size() > 8)
-        os << " and " << arguments.size() - 8 << " more";
-      os << "\n";
-      // The cheapest other layout of one of them that fits.
-      std::optional<std::pair<unsigned, RunnerUp>> best;
-      for (unsigned v : arguments) {
-        auto it = runnersUp.find(v);
-        if (it == runnersUp.end() || !it->second.fits)
-          continue;
-        if (!best || it->second.delta < best->second.delta)
-          best = {v, it->second};
-      }
-      if (best) {
-        Cost d = best->second.delta;
-        os << "      runner-up: argument " << vars[best->first].number << " as "
-           << layoutText(
-                  vars[best->first].choices[best->second.choice].results[0])
-           << ", " << (d < 0 ? "-" : "+") << formatPs(d < 0 ? -d : d) << "\n";
-      }
-    }
-  };
-  // A run of regions that repeats a block of up to 8 (a layer's attention
-  // and MLP halves) is printed once, then counted.
-  auto same = [&](unsigned a, unsigned b, unsigned k) {
+  for (unsigned i = 0, n = regions.size(); i < n;) {
+    auto [k, reps] = findRepeat(totals, i);
     for (unsigned d = 0; d < k; ++d)
-      if (signatures[a + d] != signatures[b + d])
-        return false;
-    return true;
-  };
-  unsigned n = regions.size();
-  for (unsigned i = 0; i < n;) {
-    unsigned bestK = 1, bestReps = 1;
-    for (unsigned k = 1; k <= 8 && i + 2 * k <= n; ++k) {
-      unsigned reps = 1;
-      while (i + (reps + 1) * k <= n && same(i, i + reps * k, k))
-        ++reps;
-      if (reps >= 2 && reps * k > bestReps * bestK) {
-        bestK = k;
-        bestReps = reps;
-      }
-    }
-    for (unsigned d = 0; d < bestK; ++d)
-      print(i + d);
-    if (bestReps > 1) {
-      os << "    regions " << i + bestK + 1 << "-" << i + bestK * bestReps
-         << ": ";
-      if (bestK == 1)
-        os << "each as " << title(i);
+      describeRegion(os, plan, regions, i + d, totals[i + d], runnersUp);
+    if (reps > 1) {
+      os << "    regions " << i + k + 1 << "-" << i + k * reps << ": ";
+      if (k == 1)
+        os << "each as " << regionTitle(regions, i);
       else
-        os << "regions " << i + 1 << "-" << i + bestK << " again";
-      os << ", " << bestReps - 1 << (bestReps == 2 ? " time" : " times")
-         << " more\n";
+        os << "regions " << i + 1 << "-" << i + k << " again";
+      os << ", " << reps - 1 << (reps == 2 ? " time" : " times") << " more\n";
     }
-    i += bestK * bestReps;
+    i += k * reps;
   }
 }
 
