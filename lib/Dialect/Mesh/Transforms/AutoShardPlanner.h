@@ -119,6 +119,12 @@ struct LiveValue {
   bool isLiveAt(unsigned point) const { return def <= point && point <= last; }
 };
 
+/// The bytes live at each program point, for values live over [def, last]
+/// of `bytes` each.
+std::vector<int64_t>
+liveBytesAt(ArrayRef<LiveValue> live, unsigned numPoints,
+            function_ref<int64_t(const LiveValue &)> bytes);
+
 /// A plan's numbers.
 struct Evaluation {
   Cost commPs = 0, computePs = 0;

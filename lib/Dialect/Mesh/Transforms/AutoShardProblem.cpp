@@ -579,26 +579,34 @@ const Reshard &FunctionPlanner::reshard(ShardingAttr from, ShardingAttr to,
 // Memory and evaluation
 //===----------------------------------------------------------------------===//
 
+std::vector<int64_t>
+autoshard::liveBytesAt(ArrayRef<LiveValue> live, unsigned numPoints,
+                       function_ref<int64_t(const LiveValue &)> bytes) {
+  std::vector<int64_t> at(numPoints + 1, 0);
+  for (const LiveValue &l : live) {
+    int64_t b = bytes(l);
+    at[l.def] += b;
+    at[l.last + 1] -= b;
+  }
+  for (unsigned p = 1; p <= numPoints; ++p)
+    at[p] += at[p - 1];
+  at.pop_back();
+  return at;
+}
+
 /// The program point of most live bytes (the first of equals) for values
 /// live over [def, last] of `bytes` each.
 static std::pair<unsigned, int64_t>
 getPeak(ArrayRef<LiveValue> live, unsigned numPoints,
         function_ref<int64_t(const LiveValue &)> bytes) {
-  std::vector<int64_t> delta(numPoints + 1, 0);
-  for (const LiveValue &l : live) {
-    int64_t b = bytes(l);
-    delta[l.def] += b;
-    delta[l.last + 1] -= b;
-  }
-  int64_t now = 0, most = -1;
+  std::vector<int64_t> at = liveBytesAt(live, numPoints, bytes);
+  int64_t most = -1;
   unsigned point = 0;
-  for (unsigned p = 0; p < numPoints; ++p) {
-    now += delta[p];
-    if (now > most) {
-      most = now;
+  for (unsigned p = 0; p < numPoints; ++p)
+    if (at[p] > most) {
+      most = at[p];
       point = p;
     }
-  }
   return {point, std::max<int64_t>(most, 0)};
 }
 

@@ -349,14 +349,10 @@ FunctionPlanner::totalRegions(ArrayRef<unsigned> plan,
     }
   }
   // Bytes live at each point under the plan (arguments aside).
-  std::vector<int64_t> liveBytes(numPoints + 1, 0);
-  for (const LiveValue &l : live) {
-    int64_t b = vars[l.var].choices[plan[l.var]].resultBytes[l.result];
-    liveBytes[l.def] += b;
-    liveBytes[l.last + 1] -= b;
-  }
-  for (unsigned p = 1; p <= numPoints; ++p)
-    liveBytes[p] += liveBytes[p - 1];
+  std::vector<int64_t> liveBytes =
+      liveBytesAt(live, numPoints, [&](const LiveValue &l) {
+        return vars[l.var].choices[plan[l.var]].resultBytes[l.result];
+      });
   for (auto [i, r] : llvm::enumerate(regions)) {
     RegionTotals &t = totals[i];
     for (unsigned p = r.first; p <= r.last; ++p)
