@@ -143,6 +143,8 @@ static void addNVVMStage(OpPassManager &pm,
   binary.compilationTarget = options.format;
   binary.toolkitPath = mesh::resolveCudaPath(options.cudaPath);
   pm.addPass(createGpuModuleToBinaryPass(binary));
+  // The same program compiles to the same output: no compile times.
+  pm.addPass(mesh::createMeshGpuStripCompileTimes());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createCanonicalizerPass());

@@ -74,6 +74,9 @@ void mlir::mesh::addBufferizationAndRuntimeCalls(
   // A loop may carry a collective's result (a new buffer each iteration).
   bufferize.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Its constants' globals are numbered in an order that changes from run
+  // to run: name them by their first use.
+  pm.addPass(createMeshNameConstantGlobals());
   // A loop that makes its carried buffer per iteration alternates two.
   if (loopBuffers)
     pm.addNestedPass<func::FuncOp>(createMeshDoubleBufferLoops());

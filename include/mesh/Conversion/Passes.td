@@ -416,6 +416,36 @@ def MeshSplitEmptyTensors
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
 
+def MeshNameConstantGlobals
+    : Pass<"mesh-name-constant-globals", "::mlir::ModuleOp"> {
+  let summary = "Names and orders the constants' globals by their first use, "
+                "so that compiling a program twice gives the same output";
+  let description = [{
+    `one-shot-bufferize` turns each constant tensor into a private constant
+    `memref.global` named `__constant_<type>` with a number that keeps the
+    name unique. It visits the functions that call nothing in the order of
+    a hash map keyed by their addresses, so the numbers and the globals'
+    order changed from run to run (and `--target=cuda`'s device copies,
+    named after them, with them). This pass, right after bufferization in
+    both compile pipelines, renames every private constant global whose
+    only uses are `memref.get_global`s to `__constant_<type>_<n>`, `n`
+    counting them in the order of their first use in the module, and puts
+    them in that order at the start of the module. A global used by
+    anything else keeps its name and place.
+
+    ```mlir
+    memref.global "private" constant @__constant_4xf32_17 : memref<4xf32> = dense<1.0>
+    memref.global "private" constant @__constant_2xi32 : memref<2xi32> = dense<3>
+    func.func @f() { %a = memref.get_global @__constant_2xi32 : memref<2xi32> ... }
+    func.func @g() { %b = memref.get_global @__constant_4xf32_17 : memref<4xf32> ... }
+    // becomes
+    //   memref.global "private" constant @__constant_2xi32_0 ...
+    //   memref.global "private" constant @__constant_4xf32_1 ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def MeshInlineLoopCalls
     : Pass<"mesh-inline-loop-calls", "::mlir::ModuleOp"> {
   let summary = "Inlines the calls made inside loops, before bufferization";
@@ -868,6 +898,29 @@ def MeshGpuSerialKernels
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect"];
+}
+
+def MeshGpuStripCompileTimes
+    : Pass<"mesh-gpu-strip-compile-times", "::mlir::ModuleOp"> {
+  let summary = "Drops the compile times gpu-module-to-binary records on "
+                "each object";
+  let description = [{
+    Upstream's `gpu-module-to-binary` records how long the kernels took to
+    compile (`LLVMIRToISATimeInMs`, `ISAToBinaryTimeInMs`) in the properties
+    of each `#gpu.object`. Those differ on every run, so `--target=cuda`
+    would never compile a program to the same output twice. This pass, right
+    after it in `--mesh-to-nvvm`, removes the two properties and keeps the
+    others; the binaries themselves do not change.
+
+    ```mlir
+    gpu.binary @kernels [#gpu.object<#nvvm.target<chip = "sm_90">,
+        properties = {ISAToBinaryTimeInMs = 14443 : i64,
+                      LLVMIRToISATimeInMs = 3460 : i64}, "...">]
+    // becomes
+    //   gpu.binary @kernels [#gpu.object<#nvvm.target<chip = "sm_90">, "...">]
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
 def MeshGpuMergeKernelModules
