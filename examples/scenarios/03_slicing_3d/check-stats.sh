@@ -4,11 +4,12 @@
 # ordered axes) the program uses, however many collectives ran.
 #
 #   check-stats.sh SPLITS -- mpirun -n 8 build/bin/mesh-scenario-slicing-3d
+#   check-stats.sh SPLITS -- runtime/test/launch/torchrun.sh 8 build/bin/...
 #
 # Prints the program's lines in rank order and the runtime's stats line;
 # exits non-zero when the program fails or the count differs.
 set -uo pipefail
-[ $# -ge 3 ] && [ "$2" = -- ] || { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 3 ] && [ "$2" = -- ] || { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 splits=$1
 shift 2
 err=$(mktemp)
@@ -17,6 +18,9 @@ trap 'rm -f "$err" "$out"' EXIT
 
 MESHRT_STATS=1 "$@" > "$out" 2> "$err"
 rc=$?
+# torchrun (--tee) starts each line with "[default<rank>]:"; mpirun adds
+# nothing.
+sed -i -E 's/^\[[a-z]*[0-9]+\]://' "$out" "$err"
 # "rank N ..." lines from 8 processes arrive in any order; show them by rank
 # (stable, so each rank's own lines keep their order).
 sort -s -t' ' -k2,2n "$out"
