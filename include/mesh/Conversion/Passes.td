@@ -427,11 +427,12 @@ def MeshNameConstantGlobals
     a hash map keyed by their addresses, so the numbers and the globals'
     order changed from run to run (and `--target=cuda`'s device copies,
     named after them, with them). This pass, right after bufferization in
-    both compile pipelines, renames every private constant global whose
-    only uses are `memref.get_global`s to `__constant_<type>_<n>`, `n`
-    counting them in the order of their first use in the module, and puts
-    them in that order at the start of the module. A global used by
-    anything else keeps its name and place.
+    both compile pipelines, renames every private constant global named
+    `__constant_*` whose only uses are `memref.get_global`s to
+    `__constant_<type>_<n>`, `n` counting them in the order of their first
+    use in the module, and puts them in that order at the start of the
+    module. A global used by anything else, and one the program named
+    otherwise, keeps its name and place.
 
     ```mlir
     memref.global "private" constant @__constant_4xf32_17 : memref<4xf32> = dense<1.0>

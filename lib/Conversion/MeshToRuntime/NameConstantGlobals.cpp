@@ -47,10 +47,12 @@ struct MeshNameConstantGlobalsPass
           MeshNameConstantGlobalsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    // The candidates: private constant globals directly in the module.
+    // The candidates: private constant globals directly in the module, with
+    // bufferization's names (a global the program named keeps its name).
     llvm::StringMap<memref::GlobalOp> candidates;
     for (auto global : module.getOps<memref::GlobalOp>())
-      if (global.getConstant() && global.isPrivate())
+      if (global.getConstant() && global.isPrivate() &&
+          global.getSymName().starts_with("__constant_"))
         candidates[global.getSymName()] = global;
     if (candidates.empty())
       return;
