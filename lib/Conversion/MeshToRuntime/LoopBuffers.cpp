@@ -269,7 +269,8 @@ static bool carryPadded(scf::ForOp loop, RewriterBase &rewriter) {
     IRMapping yieldMap;
     yieldMap.map(arg, yield.getOperand(index));
     Value next = rewriter.clone(*pad, yieldMap)->getResult(0);
-    rewriter.modifyOpInPlace(yield, [&] { yield->setOperand(index, next); });
+    rewriter.modifyOpInPlace(
+        yield, [&, index = index] { yield->setOperand(index, next); });
 
     // The step reads the carried block.
     rewriter.replaceAllUsesWith(pad.getResult(), arg);
@@ -290,8 +291,9 @@ static bool carryPadded(scf::ForOp loop, RewriterBase &rewriter) {
       boxes.push_back(rewriter.getDenseI64ArrayAttr(flat));
     }
     nextPad->setAttr(kFillBoxes, rewriter.getArrayAttr(boxes));
-    rewriter.modifyOpInPlace(
-        loop, [&] { loop.getInitArgsMutable()[index].set(init); });
+    rewriter.modifyOpInPlace(loop, [&, index = index] {
+      loop.getInitArgsMutable()[index].set(init);
+    });
 
     // Users after the loop see the interior.
     Value result = loop.getResult(index);

@@ -382,7 +382,7 @@ SmallVector<UnevenWindow> Propagation::unevenWindows() {
             aligned / *n < rule.factors[f].maxHalo || !readsForward(maps, f))
           break;
         allPadded = true;
-        if (llvm::none_of(found, [&](const UnevenWindow &w) {
+        if (llvm::none_of(found, [&, op = op](const UnevenWindow &w) {
               return w.op == op && w.loop == f;
             }))
           found.push_back(
