@@ -57,8 +57,9 @@ struct MeshNameConstantGlobalsPass
     if (candidates.empty())
       return;
 
-    // Every use of a symbol in one walk: a candidate used other than by a
-    // memref.get_global keeps its name and place.
+    // Every use of a symbol in one walk, in program order (which the names
+    // follow; SymbolTable::getSymbolUses gives another order): a candidate
+    // used other than by a memref.get_global keeps its name and place.
     llvm::MapVector<memref::GlobalOp, SmallVector<memref::GetGlobalOp>> used;
     llvm::DenseSet<Operation *> pinned;
     module.walk([&](Operation *op) {
