@@ -20,12 +20,17 @@ Plans (--plan), on the mesh --mesh gives ("d=8" or "dp=2,tp=4"):
          output features (i even) or input features (i odd) over the last;
   none : no annotation (the reference).
 
+--steps N (N > 0) writes the step as the body of an scf.for of N steps
+that carries the weights (a training loop); the results are the weights
+after the last step.
+
 --check writes a program for mesh-compile: @main runs the step with the
 plan and without annotations on the same inputs and asserts that every
 updated weight agrees within 1e-4.
 
 Usage: mlp_step.py [--plan P] [--layers L] [--batch B] [--hidden H]
-                   [--ffn F] [--mesh SPEC] [--batch-axes a,b] [--check]
+                   [--ffn F] [--mesh SPEC] [--batch-axes a,b] [--steps N]
+                   [--check]
 """
 import argparse
 import os
@@ -46,7 +51,8 @@ def sh(dims):
         "[" + ", ".join(f'"{a}"' for a in d) + "]" for d in dims) + "]>"
 
 
-def program(plan, L, B, H, F, mesh, batch_axes, name="step", with_mesh=True):
+def program(plan, L, B, H, F, mesh, batch_axes, name="step", with_mesh=True,
+            steps=0):
     axes = [a for a, _ in mesh]
     batch = batch_axes or axes
     if plan == "tp":
@@ -73,18 +79,28 @@ def program(plan, L, B, H, F, mesh, batch_axes, name="step", with_mesh=True):
     for i in range(L):
         s = wsh(i)
         if plan == "none":
-            args.append(f"%w{i}: {tt(wshape[i])}")
+            args.append(f"%w{i}{'_in' if steps else ''}: {tt(wshape[i])}")
             results.append(tt(wshape[i]))
             continue
         attrs = [f"mesh.carried = {i} : i64"] if plan == "auto" else \
             [f"mesh.sharding = {sh(s)}"]
-        args.append(f"%w{i}: {tt(wshape[i])} {{{', '.join(attrs)}}}")
+        args.append(f"%w{i}{'_in' if steps else ''}: {tt(wshape[i])} "
+                    f"{{{', '.join(attrs)}}}")
         results.append(tt(wshape[i]) if plan == "auto" else
                        f"{tt(wshape[i])} {{mesh.sharding = {sh(s)}}}")
     out = [f"mesh.mesh @m([{', '.join(f'{chr(34)}{a}{chr(34)} = {n}' for a, n in mesh)}])"] if with_mesh else []
     out += [f"func.func @{name}({', '.join(args)}) -> ({', '.join(results)}) {{",
            "  %c0 = arith.constant 0.0 : f32",
            "  %lr = arith.constant 0.01 : f32"]
+    wtypes = ", ".join(tt(w) for w in wshape)
+    if steps:
+        # The step as the body of a training loop carrying the weights.
+        out += ["  %lb = arith.constant 0 : index",
+                f"  %ub = arith.constant {steps} : index",
+                "  %one = arith.constant 1 : index",
+                f"  %loop:{L} = scf.for %it = %lb to %ub step %one iter_args("
+                + ", ".join(f"%w{i} = %w{i}_in" for i in range(L))
+                + f") -> ({wtypes}) {{"]
     n = [0]
 
     def fresh():
@@ -92,7 +108,7 @@ def program(plan, L, B, H, F, mesh, batch_axes, name="step", with_mesh=True):
         return f"%v{n[0]}"
 
     def emit(s):
-        out.append("  " + s)
+        out.append("    " + s if steps else "  " + s)
 
     def filled(shape):
         e, f = fresh(), fresh()
@@ -148,16 +164,21 @@ def program(plan, L, B, H, F, mesh, batch_axes, name="step", with_mesh=True):
         emit(f"{s} = arith.mulf {grads[i]}, {lr} : {tt(wshape[i])}")
         emit(f"{nw} = arith.subf %w{i}, {s} : {tt(wshape[i])}")
         new.append(nw)
-    emit(f"return {', '.join(new)} : {', '.join(tt(w) for w in wshape)}")
+    if steps:
+        emit(f"scf.yield {', '.join(new)} : {wtypes}")
+        out.append("  }")
+        new = [f"%loop#{i}" for i in range(L)]
+    out.append(f"  return {', '.join(new)} : {wtypes}")
     out.append("}")
     return "\n".join(out)
 
 
-def check_program(plan, L, B, H, F, mesh, batch_axes):
+def check_program(plan, L, B, H, F, mesh, batch_axes, steps=0):
     dims = [H] + [F if i % 2 == 0 else H for i in range(L)]
     wshape = [[dims[i], dims[i + 1]] for i in range(L)]
-    lines = [program(plan, L, B, H, F, mesh, batch_axes, "step"),
-             program("none", L, B, H, F, mesh, batch_axes, "step_ref", False),
+    lines = [program(plan, L, B, H, F, mesh, batch_axes, "step", True, steps),
+             program("none", L, B, H, F, mesh, batch_axes, "step_ref", False,
+                     steps),
              "func.func @main() -> i32 {",
              "  %zero = arith.constant 0.0 : f32",
              "  %tol = arith.constant 1.0e-04 : f32"]
@@ -206,16 +227,17 @@ def main():
     ap.add_argument("--ffn", type=int, default=64)
     ap.add_argument("--mesh", default="d=8")
     ap.add_argument("--batch-axes", default="")
+    ap.add_argument("--steps", type=int, default=0)
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args()
     mesh = [(k, int(v)) for k, v in (e.split("=") for e in a.mesh.split(","))]
     batch_axes = [x for x in a.batch_axes.split(",") if x]
     if a.check:
         print(check_program(a.plan, a.layers, a.batch, a.hidden, a.ffn, mesh,
-                            batch_axes))
+                            batch_axes, a.steps))
     else:
         print(program(a.plan, a.layers, a.batch, a.hidden, a.ffn, mesh,
-                      batch_axes))
+                      batch_axes, steps=a.steps))
 
 
 if __name__ == "__main__":

@@ -3,14 +3,15 @@
 // What mesh-auto-shard refuses, each with the place named.
 
 mesh.mesh @m(["d" = 4])
-func.func @loop(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>}) -> tensor<8x8xf32> {
-  %lb = arith.constant 0 : index
-  %ub = arith.constant 4 : index
-  %one = arith.constant 1 : index
-  // expected-error @+1 {{mesh-auto-shard: 'scf.for' has regions (loops, branches): not in the plan space yet}}
-  %r = scf.for %i = %lb to %ub step %one iter_args(%a = %x) -> (tensor<8x8xf32>) {
-    %b = arith.addf %a, %a : tensor<8x8xf32>
-    scf.yield %b : tensor<8x8xf32>
+// Loops and branches are in the plan space (auto-shard-loops.mlir), but
+// not one whose region arguments take values its interface does not name.
+func.func @forall(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>}) -> tensor<8x8xf32> {
+  // expected-error @+1 {{mesh-auto-shard: 'scf.forall' has a tensor region argument or result that receives no value it passes on (RegionBranchOpInterface): not in the plan space}}
+  %r = scf.forall (%i) in (8) shared_outs(%o = %x) -> (tensor<8x8xf32>) {
+    %s = tensor.extract_slice %x[%i, 0] [1, 8] [1, 1] : tensor<8x8xf32> to tensor<1x8xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %s into %o[%i, 0] [1, 8] [1, 1] : tensor<1x8xf32> into tensor<8x8xf32>
+    }
   }
   return %r : tensor<8x8xf32>
 }

@@ -1,8 +1,9 @@
 //===- AutoShardPlanner.h - mesh-auto-shard's problem and plan --*- C++ -*-===//
 //
 // Private to mesh-auto-shard. One function's problem: every op with a
-// sharding rule, every argument and every result is a variable whose
-// choices are the rule's factor assignments (or the value's layouts); every
+// sharding rule, every argument, every result and every group of values a
+// loop or branch ties together is a variable whose choices are the rule's
+// factor assignments (or the value's layouts); every
 // use of a value is a cost between its producer's choice and its
 // consumer's (the resharding the partitioner would plan, priced per axis);
 // every op's arithmetic a cost of its own choice. PairwiseMinimizer finds
@@ -85,12 +86,18 @@ struct Choice {
 };
 
 struct Variable {
-  enum class Kind { Argument, Op, Result };
+  /// Kind::Tied: the values of a loop or branch (scf.for, scf.while,
+  /// scf.if) that share one layout: an operand passed in, the region
+  /// arguments receiving it, the values yielded to it, the result.
+  enum class Kind { Argument, Op, Result, Tied };
   Kind kind;
-  /// The op (Kind::Op), else the function.
+  /// The op (Kind::Op, Kind::Tied), else the function.
   Operation *op = nullptr;
-  /// The argument's or result's number.
+  /// The argument's or result's number; Kind::Tied: the group's.
   unsigned number = 0;
+  /// Kind::Tied: the group's type and the op's results in it.
+  RankedTensorType type;
+  SmallVector<unsigned, 1> tiedResults;
   /// Fixed by the user: one choice.
   bool pinned = false;
   SmallVector<Choice, 8> choices;
@@ -100,6 +107,13 @@ struct Variable {
 struct Use {
   unsigned producer, result, consumer, operand;
   RankedTensorType type;
+  /// How many times it runs per call: the trip counts of the loops around
+  /// the consumer (1 where one is not constant).
+  uint64_t times = 1;
+  /// The consumer is a loop value no result carries (an scf.while's
+  /// before-region arguments): the partitioner lays it out as the value
+  /// passed in, reduced; any other layout is not a choice.
+  bool asPassedIn = false;
 };
 
 /// What one resharding costs.
@@ -194,11 +208,14 @@ private:
 
   // Building (AutoShardProblem.cpp).
   LogicalResult addArguments();
-  LogicalResult addOp(Operation *op);
+  LogicalResult addBlock(Block &block, uint64_t times);
+  LogicalResult addOp(Operation *op, uint64_t times);
+  LogicalResult addRegionBranch(RegionBranchOpInterface op, uint64_t times);
   LogicalResult addReturn(Operation *ret);
   bool needsNoData(Operation *op, OpRole role);
-  FailureOr<Variable> makeOpVariable(Operation *op, OpRole role);
-  void addUsesAndResults(Operation *op, unsigned id);
+  FailureOr<Variable> makeOpVariable(Operation *op, OpRole role,
+                                     uint64_t times);
+  void addUsesAndResults(Operation *op, unsigned id, uint64_t times);
   unsigned addLayoutVariable(Variable::Kind kind, unsigned number,
                              RankedTensorType type, ShardingAttr fixed,
                              bool asOperand);
@@ -263,8 +280,12 @@ private:
   DenseMap<Value, std::pair<unsigned, unsigned>> producers;
   /// Values that need no data (made again wherever a layout is wanted).
   llvm::DenseSet<Value> free;
-  /// Ops in program order (their position is their program point).
+  /// Ops in program order, nested ones after their parent (their position
+  /// is their program point).
   DenseMap<Operation *, unsigned> position;
+  /// A loop's or branch's last nested program point (its values used
+  /// inside stay live to there).
+  DenseMap<Operation *, unsigned> endPosition;
   unsigned numPoints = 0;
   std::vector<LiveValue> live;
   /// Per variable and choice: the bytes of its values live at the peak

@@ -9,6 +9,7 @@
 #include "AutoShardPlanner.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallBitVector.h"
 
@@ -322,11 +323,12 @@ bool FunctionPlanner::needsNoData(Operation *op, OpRole role) {
 static LogicalResult notInPlanSpace(Operation *op) {
   return op->emitError("mesh-auto-shard: '")
          << op->getName()
-         << "' has regions (loops, branches): not in the plan space yet";
+         << "' has regions that are neither a loop nor a branch "
+            "(RegionBranchOpInterface): not in the plan space";
 }
 
-FailureOr<Variable> FunctionPlanner::makeOpVariable(Operation *op,
-                                                    OpRole role) {
+FailureOr<Variable> FunctionPlanner::makeOpVariable(Operation *op, OpRole role,
+                                                    uint64_t times) {
   Variable var;
   var.kind = Variable::Kind::Op;
   var.op = op;
@@ -374,7 +376,7 @@ FailureOr<Variable> FunctionPlanner::makeOpVariable(Operation *op,
                          "yet (inline the callee first)");
   case OpRole::RegionBranch:
   case OpRole::RegionTerminator:
-    return notInPlanSpace(op);
+    llvm_unreachable("loops and branches are added by addRegionBranch");
   case OpRole::PerDevice:
     return op->emitError("mesh-auto-shard: the function is already per "
                          "device (it has collectives)");
@@ -383,10 +385,13 @@ FailureOr<Variable> FunctionPlanner::makeOpVariable(Operation *op,
   }
   if (var.choices.empty())
     return op->emitError("mesh-auto-shard: no choice for this op");
+  for (Choice &c : var.choices)
+    c.computePs *= times;
   return var;
 }
 
-void FunctionPlanner::addUsesAndResults(Operation *op, unsigned id) {
+void FunctionPlanner::addUsesAndResults(Operation *op, unsigned id,
+                                        uint64_t times) {
   for (OpOperand &operand : op->getOpOperands()) {
     auto type = dyn_cast<RankedTensorType>(operand.get().getType());
     if (!type)
@@ -394,17 +399,23 @@ void FunctionPlanner::addUsesAndResults(Operation *op, unsigned id) {
     auto it = producers.find(operand.get());
     if (it != producers.end())
       uses.push_back({it->second.first, it->second.second, id,
-                      operand.getOperandNumber(), type});
+                      operand.getOperandNumber(), type, times});
   }
   for (OpResult r : op->getResults())
     if (isa<RankedTensorType>(r.getType()))
       producers[r] = {id, r.getResultNumber()};
 }
 
-LogicalResult FunctionPlanner::addOp(Operation *op) {
+LogicalResult FunctionPlanner::addOp(Operation *op, uint64_t times) {
   OpRole role = classifier.classify(op);
   if (role == OpRole::FunctionReturn)
     return addReturn(op);
+  // A loop's or branch's terminator: what it passes on is a use of the
+  // values it is tied to (addRegionBranch).
+  if (role == OpRole::RegionTerminator)
+    return success();
+  if (role == OpRole::RegionBranch)
+    return addRegionBranch(cast<RegionBranchOpInterface>(op), times);
   bool hasTensor =
       llvm::any_of(op->getOperandTypes(), llvm::IsaPred<RankedTensorType>) ||
       llvm::any_of(op->getResultTypes(), llvm::IsaPred<RankedTensorType>);
@@ -414,11 +425,126 @@ LogicalResult FunctionPlanner::addOp(Operation *op) {
     free.insert(op->getResult(0));
     return success();
   }
-  FailureOr<Variable> var = makeOpVariable(op, role);
+  FailureOr<Variable> var = makeOpVariable(op, role, times);
   if (failed(var))
     return failure();
   vars.push_back(std::move(*var));
-  addUsesAndResults(op, vars.size() - 1);
+  addUsesAndResults(op, vars.size() - 1, times);
+  return success();
+}
+
+LogicalResult FunctionPlanner::addBlock(Block &block, uint64_t times) {
+  for (Operation &op : block) {
+    position[&op] = numPoints++;
+    if (failed(addOp(&op, times)))
+      return failure();
+    endPosition[&op] = numPoints - 1;
+  }
+  return success();
+}
+
+/// How many times a region of `op` runs each time `op` does: a loop's
+/// constant trip count, else once.
+static uint64_t timesPerRun(RegionBranchOpInterface op) {
+  auto loop = dyn_cast<LoopLikeOpInterface>(op.getOperation());
+  if (!loop)
+    return 1;
+  std::optional<APInt> trips = loop.getStaticTripCount();
+  if (!trips || trips->getActiveBits() > 32)
+    return 1;
+  return std::max<uint64_t>(1, trips->getZExtValue());
+}
+
+/// A loop or branch. Each of its tied groups (an operand passed in, the
+/// region arguments that receive it, the values its terminators pass on,
+/// the results) is one variable, its layout, as the partitioner lays the
+/// group out: the operands passed in and the values passed on are uses of
+/// it, and it produces the region arguments and the results. The ops inside
+/// are priced for each time their region runs.
+LogicalResult FunctionPlanner::addRegionBranch(RegionBranchOpInterface op,
+                                               uint64_t times) {
+  FailureOr<SmallVector<TiedGroup>> groups = getTiedValueGroups(op);
+  if (failed(groups))
+    return op->emitError("mesh-auto-shard: '")
+           << op->getName()
+           << "' has a tensor region argument or result that receives no "
+              "value it passes on (RegionBranchOpInterface): not in the plan "
+              "space";
+  StringAttr name = StringAttr::get(op->getContext(), "mesh.sharding");
+  DenseMap<OpOperand *, unsigned> groupOf;
+  DenseSet<unsigned> withoutResult;
+  for (auto [g, group] : llvm::enumerate(*groups)) {
+    auto type = dyn_cast<RankedTensorType>(group.values.front().getType());
+    if (!type)
+      continue;
+    if (llvm::any_of(group.values,
+                     [&](Value v) { return v.getType() != type; }))
+      return op->emitError("mesh-auto-shard: values of one loop-carried or "
+                           "branch group differ in type (")
+             << type << "): not in the plan space";
+    ShardingAttr fixed;
+    SmallVector<unsigned, 1> results;
+    for (Value input : group.inputs)
+      if (auto r = dyn_cast<OpResult>(input)) {
+        results.push_back(r.getResultNumber());
+        if (ShardingAttr s =
+                getResultAnnotation(op, r.getResultNumber(), name)) {
+          if (s.getMesh() != meshRef)
+            return op->emitError("mesh-auto-shard: result ")
+                   << r.getResultNumber() << " is annotated on another mesh "
+                   << "than the function's (" << s.getMesh() << ")";
+          fixed = s;
+        }
+      }
+    // A group no result carries is laid out as the value passed in; one
+    // passed in that needs no data is made whole.
+    if (results.empty() && llvm::any_of(group.operands, [&](OpOperand *o) {
+          return o->getOwner() == op.getOperation() &&
+                 !producers.contains(o->get());
+        }))
+      fixed = ShardingAttr::get(
+          meshRef, SmallVector<SmallVector<StringRef>>(type.getRank()));
+    unsigned var = addLayoutVariable(Variable::Kind::Tied, g, type, fixed,
+                                     /*asOperand=*/false);
+    vars[var].op = op;
+    vars[var].type = type;
+    vars[var].tiedResults = std::move(results);
+    if (vars[var].tiedResults.empty())
+      withoutResult.insert(var);
+    for (OpOperand *operand : group.operands)
+      groupOf[operand] = var;
+    for (Value input : group.inputs)
+      producers[input] = {var, 0};
+  }
+  auto addUse = [&](OpOperand &operand, uint64_t n) {
+    auto group = groupOf.find(&operand);
+    auto it = producers.find(operand.get());
+    if (group == groupOf.end() || it == producers.end())
+      return;
+    Use u{it->second.first,
+          it->second.second,
+          group->second,
+          0,
+          vars[group->second].type,
+          n};
+    u.asPassedIn = operand.getOwner() == op.getOperation() &&
+                   withoutResult.contains(group->second);
+    uses.push_back(u);
+  };
+  for (OpOperand &operand : op->getOpOperands())
+    addUse(operand, times);
+  uint64_t inside = times * timesPerRun(op);
+  for (Region &region : op->getRegions()) {
+    if (region.empty())
+      continue;
+    if (!region.hasOneBlock())
+      return op->emitError("mesh-auto-shard: regions of one block only");
+    if (failed(addBlock(region.front(), inside)))
+      return failure();
+    if (Operation *terminator = region.front().getTerminator())
+      for (OpOperand &operand : terminator->getOpOperands())
+        addUse(operand, inside);
+  }
   return success();
 }
 
@@ -430,13 +556,8 @@ LogicalResult FunctionPlanner::build() {
   Region &body = fn.getFunctionBody();
   if (!body.hasOneBlock())
     return fn.emitError("mesh-auto-shard: functions of one block only");
-  if (failed(addArguments()))
+  if (failed(addArguments()) || failed(addBlock(body.front(), 1)))
     return failure();
-  for (Operation &op : body.front()) {
-    position[&op] = numPoints++;
-    if (failed(addOp(&op)))
-      return failure();
-  }
   fillResultBytes();
   addPairCosts();
   std::string why;
@@ -466,6 +587,8 @@ void FunctionPlanner::fillResultBytes() {
       for (auto [r, s] : llvm::enumerate(c.results)) {
         Type type = var.kind == Variable::Kind::Argument
                         ? fn.getFunctionBody().getArgument(var.number).getType()
+                    : var.kind == Variable::Kind::Tied
+                        ? Type(var.type)
                         : var.op->getResult(r).getType();
         if (auto tensor = dyn_cast<RankedTensorType>(type))
           c.resultBytes[r] = blockBytes(mesh, tensor, s);
@@ -501,8 +624,11 @@ void FunctionPlanner::addPairCosts() {
     for (auto [i, fl] : llvm::enumerate(fromLayouts))
       for (auto [j, tl] : llvm::enumerate(toLayouts)) {
         const Reshard &r = reshard(fl, tl, u.type);
+        bool allowed =
+            r.possible && (!u.asPassedIn || sameLayout(withoutPartial(fl), tl));
         distinct[i * toLayouts.size() + j] =
-            r.possible ? std::min(r.ps, Cost(1) << 70) << kTieBits : kForbidden;
+            allowed ? std::min(r.ps * u.times, Cost(1) << 70) << kTieBits
+                    : kForbidden;
       }
     std::vector<Cost> table(p.choices.size() * c.choices.size());
     for (unsigned i = 0; i < from.size(); ++i)
@@ -611,19 +737,29 @@ getPeak(ArrayRef<LiveValue> live, unsigned numPoints,
 }
 
 void FunctionPlanner::computeLiveness() {
-  Block &body = fn.getFunctionBody().front();
   for (auto [value, source] : producers) {
     if (vars[source.first].kind == Variable::Kind::Argument)
       continue;
-    unsigned def = position[value.getDefiningOp()], last = def;
+    // A loop's or branch's result is made at its end; a region argument at
+    // its start. A value used inside a loop or branch stays live to its end.
+    unsigned def;
+    if (auto arg = dyn_cast<BlockArgument>(value))
+      def = position[arg.getOwner()->getParentOp()];
+    else if (vars[source.first].kind == Variable::Kind::Tied)
+      def = endPosition[value.getDefiningOp()];
+    else
+      def = position[value.getDefiningOp()];
+    unsigned last = def;
+    Block *block = value.getParentBlock();
     for (Operation *user : value.getUsers())
-      if (Operation *top = body.findAncestorOpInBlock(*user))
-        last = std::max(last, position[top]);
+      if (Operation *top = block->findAncestorOpInBlock(*user))
+        last = std::max(last, endPosition[top]);
     live.push_back({source.first, source.second, def, last, value});
   }
   // A fixed order (the map's is not).
   llvm::sort(live, [](const LiveValue &a, const LiveValue &b) {
-    return std::tie(a.def, a.result) < std::tie(b.def, b.result);
+    return std::tie(a.def, a.last, a.var, a.result) <
+           std::tie(b.def, b.last, b.var, b.result);
   });
   // The peak point of the program with every value whole.
   peakPoint =
@@ -655,8 +791,15 @@ Evaluation FunctionPlanner::evaluate(ArrayRef<unsigned> plan) {
     const Reshard &r = reshard(
         vars[u.producer].choices[plan[u.producer]].results[u.result],
         vars[u.consumer].choices[plan[u.consumer]].operands[u.operand], u.type);
-    e.commPs += r.possible ? r.ps : kForbidden;
-    e.commBytes += r.bytes;
+    bool allowed =
+        r.possible &&
+        (!u.asPassedIn ||
+         sameLayout(
+             withoutPartial(
+                 vars[u.producer].choices[plan[u.producer]].results[u.result]),
+             vars[u.consumer].choices[plan[u.consumer]].operands[0]));
+    e.commPs += allowed ? r.ps * u.times : kForbidden;
+    e.commBytes += r.bytes * u.times;
   }
   std::tie(e.peakPoint, e.peakLive) =
       getPeak(live, numPoints, [&](const LiveValue &l) {

@@ -7,12 +7,18 @@
 
 #include "AutoShardPlanner.h"
 
+#include "llvm/ADT/MapVector.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace mlir::mesh;
 using namespace mlir::mesh::autoshard;
+
+/// An op's variable or a loop's or branch's group: what a region holds.
+static bool isOpLike(const Variable &var) {
+  return var.kind == Variable::Kind::Op || var.kind == Variable::Kind::Tied;
+}
 
 std::string autoshard::formatBytes(int64_t b) {
   std::string s;
@@ -64,6 +70,11 @@ std::string autoshard::layoutText(ShardingAttr s) {
 
 void FunctionPlanner::annotate(ArrayRef<unsigned> plan) {
   MLIRContext *ctx = fn->getContext();
+  // A loop's or branch's results, from its groups (in program order).
+  llvm::MapVector<Operation *, SmallVector<Attribute, 2>> tied;
+  auto entry = [&](ShardingAttr s) -> Attribute {
+    return s ? Attribute(s) : UnitAttr::get(ctx);
+  };
   for (auto [v, var] : llvm::enumerate(vars)) {
     const Choice &c = var.choices[plan[v]];
     if (auto it = carriedTo.find(v); it != carriedTo.end())
@@ -85,13 +96,24 @@ void FunctionPlanner::annotate(ArrayRef<unsigned> plan) {
       // One entry per result; `unit` for one that is not a tensor.
       var.op->setDiscardableAttr(
           "mesh.sharding",
-          ArrayAttr::get(ctx, llvm::map_to_vector(
-                                  c.results, [&](ShardingAttr s) -> Attribute {
-                                    return s ? Attribute(s)
-                                             : UnitAttr::get(ctx);
-                                  })));
+          ArrayAttr::get(ctx, llvm::map_to_vector(c.results, entry)));
+      break;
+    case Variable::Kind::Tied: {
+      auto [it, inserted] = tied.try_emplace(var.op);
+      if (inserted)
+        it->second.assign(var.op->getNumResults(), UnitAttr::get(ctx));
+      for (unsigned r : var.tiedResults)
+        it->second[r] = entry(c.results[0]);
       break;
     }
+    }
+  }
+  for (auto &[op, results] : tied) {
+    if (results.empty())
+      continue;
+    op->setDiscardableAttr("mesh.sharding", results.size() == 1
+                                                ? results[0]
+                                                : ArrayAttr::get(ctx, results));
   }
 }
 
@@ -108,15 +130,21 @@ void FunctionPlanner::describeVariable(raw_ostream &os, unsigned v) {
   case Variable::Kind::Op:
     os << "'" << var.op->getName() << "' at " << var.op->getLoc();
     return;
+  case Variable::Kind::Tied:
+    os << "'" << var.op->getName() << "' at " << var.op->getLoc()
+       << " carried value " << var.number;
+    return;
   }
 }
 
 void FunctionPlanner::describePeak(raw_ostream &os, ArrayRef<unsigned> plan,
                                    const Evaluation &e) {
   Operation *at = nullptr;
-  for (Operation &op : fn.getFunctionBody().front())
-    if (position[&op] == e.peakPoint)
-      at = &op;
+  fn.getFunctionBody().walk([&](Operation *op) {
+    auto it = position.find(op);
+    if (it != position.end() && it->second == e.peakPoint)
+      at = op;
+  });
   os << "  peak memory: " << formatBytes(e.memory()) << " per device ("
      << e.memory() << " bytes; " << formatBytes(e.argumentBytes)
      << " of arguments, " << formatBytes(e.peakLive) << " live";
@@ -243,10 +271,11 @@ std::vector<ProgramRegion> FunctionPlanner::findRegions() {
   constexpr size_t kFewestOps = 8;
   SmallVector<unsigned> ops;
   for (auto [v, var] : llvm::enumerate(vars))
-    if (var.kind == Variable::Kind::Op)
+    if (isOpLike(var))
       ops.push_back(v);
   llvm::sort(ops, [&](unsigned a, unsigned b) {
-    return position[vars[a].op] < position[vars[b].op];
+    return std::make_pair(position[vars[a].op], a) <
+           std::make_pair(position[vars[b].op], b);
   });
   std::vector<ProgramRegion> regions;
   if (ops.empty())
@@ -311,7 +340,7 @@ std::vector<ProgramRegion> FunctionPlanner::findRegions() {
       continue;
     std::optional<unsigned> first;
     for (const Use &u : uses)
-      if (u.producer == v && vars[u.consumer].kind == Variable::Kind::Op) {
+      if (u.producer == v && isOpLike(vars[u.consumer])) {
         unsigned p = position[vars[u.consumer].op];
         first = first ? std::min(*first, p) : p;
       }
@@ -335,7 +364,7 @@ FunctionPlanner::totalRegions(ArrayRef<unsigned> plan,
   DenseMap<unsigned, unsigned> regionOf;
   for (auto [i, r] : llvm::enumerate(regions))
     for (unsigned v : r.vars)
-      if (vars[v].kind == Variable::Kind::Op)
+      if (isOpLike(vars[v]))
         regionOf[v] = i;
   std::vector<RegionTotals> totals(regions.size());
   for (const Use &u : uses) {
@@ -343,8 +372,8 @@ FunctionPlanner::totalRegions(ArrayRef<unsigned> plan,
     if (it == regionOf.end())
       continue;
     if (const Reshard *r = movingReshard(u, plan)) {
-      totals[it->second].commPs += r->ps;
-      totals[it->second].bytes += r->bytes;
+      totals[it->second].commPs += r->ps * u.times;
+      totals[it->second].bytes += r->bytes * u.times;
       ++totals[it->second].reshardings;
     }
   }
@@ -514,7 +543,10 @@ void FunctionPlanner::explainReshardings(raw_ostream &os,
     describeVariable(os, u.consumer);
     os << " operand " << u.operand << ": " << layoutText(from) << " -> "
        << layoutText(to) << ", " << r.bytes << " bytes per device, "
-       << formatPs(r.ps) << " (";
+       << formatPs(r.ps);
+    if (u.times > 1)
+      os << ", " << u.times << " times per call";
+    os << " (";
     llvm::interleaveComma(r.steps, os, [&](const ReshardStep &s) {
       static const char *names[] = {"all_reduce", "reduce_scatter",
                                     "all_gather", "all_slice", "all_to_all"};

@@ -125,8 +125,16 @@ def AutoShard : Pass<"mesh-auto-shard", "::mlir::ModuleOp"> {
     into communication and arithmetic, its peak memory with the largest
     values live there, each argument's layout with the best plan that lays
     it out otherwise and how much worse that is, and every resharding the
-    plan makes. Functions with loops, branches or calls are refused with an
-    error naming the op (not yet in the plan space).
+    plan makes.
+
+    Loops and branches (`scf.for`, `scf.while`, `scf.if`: any
+    RegionBranchOpInterface whose values tie up) are in the plan space:
+    each group of values the op ties together (the value passed in, the
+    region arguments, the values yielded, the result) is one layout,
+    written on the op's results, and the ops inside are planned like any
+    other and priced once per iteration (the trip count where it is
+    constant, else once). Calls are refused with an error naming the op
+    (inline the callee first).
 
     ```mlir
     mesh.mesh @m(["d" = 4])

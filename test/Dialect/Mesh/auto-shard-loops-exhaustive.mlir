@@ -1,0 +1,59 @@
+// mesh-auto-shard is exact with loops in the plan: every plan of a loop
+// of 100 steps and of an scf.while is enumerated (verify-exhaustive) and
+// the plan's cost must equal the least cost of any plan that fits. Under
+// 1500 bytes the weight no longer fits whole before the loop of 100 steps,
+// and the plan gathers it in every step (a hundred times the cost).
+
+// RUN: mesh-opt %s -split-input-file --mesh-auto-shard="verify-exhaustive" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHECK-FREE
+// RUN: mesh-opt %s -split-input-file --mesh-auto-shard="verify-exhaustive memory-per-device=2000" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHECK-B2000
+// RUN: mesh-opt %s -split-input-file --mesh-auto-shard="verify-exhaustive memory-per-device=1500" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHECK-B1500
+
+// CHECK-FREE: exhaustive check: 108 plans, 108 fit; the least cost of one that fits is 21333760 ps; the plan costs 21333760 ps
+// CHECK-FREE: exhaustive check: 11664 plans, 3888 fit; the least cost of one that fits is 10330560 ps; the plan costs 10330560 ps
+// CHECK-B2000: exhaustive check: 108 plans, 84 fit; the least cost of one that fits is 21333760 ps; the plan costs 21333760 ps
+// CHECK-B2000: exhaustive check: 11664 plans, 1152 fit; the least cost of one that fits is 20175040 ps; the plan costs 20175040 ps
+// CHECK-B1500: exhaustive check: 108 plans, 60 fit; the least cost of one that fits is 1016384640 ps; the plan costs 1016384640 ps
+// CHECK-B1500: exhaustive check: 11664 plans, 192 fit; the least cost of one that fits is 20175040 ps; the plan costs 20175040 ps
+mesh.mesh @m(["d" = 4])
+func.func @hoist(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>},
+                 %w: tensor<16x16xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>}) -> tensor<8x16xf32> {
+  %z = arith.constant 0.0 : f32
+  %lb = arith.constant 0 : index
+  %ub = arith.constant 100 : index
+  %one = arith.constant 1 : index
+  %w2 = arith.mulf %w, %w : tensor<16x16xf32>
+  %r = scf.for %i = %lb to %ub step %one iter_args(%a = %x) -> (tensor<8x16xf32>) {
+    %e = tensor.empty() : tensor<8x16xf32>
+    %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x16xf32>) -> tensor<8x16xf32>
+    %h = linalg.matmul ins(%a, %w2 : tensor<8x16xf32>, tensor<16x16xf32>) outs(%f : tensor<8x16xf32>) -> tensor<8x16xf32>
+    scf.yield %h : tensor<8x16xf32>
+  }
+  return %r : tensor<8x16xf32>
+}
+
+// -----
+
+mesh.mesh @m(["d" = 4])
+func.func @whileloop(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>}, %w: tensor<16x16xf32>, %n: index) -> tensor<16x16xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %z = arith.constant 0.0 : f32
+  %r:2 = scf.while (%i = %c0, %acc = %w) : (index, tensor<16x16xf32>) -> (index, tensor<16x16xf32>) {
+    %go = arith.cmpi slt, %i, %n : index
+    scf.condition(%go) %i, %acc : index, tensor<16x16xf32>
+  } do {
+  ^bb0(%j: index, %a: tensor<16x16xf32>):
+    %e = tensor.empty() : tensor<8x16xf32>
+    %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x16xf32>) -> tensor<8x16xf32>
+    %h = linalg.matmul ins(%x, %a : tensor<8x16xf32>, tensor<16x16xf32>) outs(%f : tensor<8x16xf32>) -> tensor<8x16xf32>
+    %et = tensor.empty() : tensor<16x8xf32>
+    %xt = linalg.transpose ins(%x : tensor<8x16xf32>) outs(%et : tensor<16x8xf32>) permutation = [1, 0]
+    %e2 = tensor.empty() : tensor<16x16xf32>
+    %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<16x16xf32>) -> tensor<16x16xf32>
+    %g = linalg.matmul ins(%xt, %h : tensor<16x8xf32>, tensor<8x16xf32>) outs(%f2 : tensor<16x16xf32>) -> tensor<16x16xf32>
+    %na = arith.subf %a, %g : tensor<16x16xf32>
+    %j1 = arith.addi %j, %c1 : index
+    scf.yield %j1, %na : index, tensor<16x16xf32>
+  }
+  return %r#1 : tensor<16x16xf32>
+}
