@@ -24,13 +24,16 @@ Plans (--plan), on the mesh --mesh gives ("d=8" or "dp=2,tp=4"):
 that carries the weights (a training loop); the results are the weights
 after the last step.
 
+--calls writes each product as a call to a private function (one per
+shape), as frontends that keep functions write it.
+
 --check writes a program for mesh-compile: @main runs the step with the
 plan and without annotations on the same inputs and asserts that every
 updated weight agrees within 1e-4.
 
 Usage: mlp_step.py [--plan P] [--layers L] [--batch B] [--hidden H]
                    [--ffn F] [--mesh SPEC] [--batch-axes a,b] [--steps N]
-                   [--check]
+                   [--calls] [--check]
 """
 import argparse
 import os
@@ -52,7 +55,7 @@ def sh(dims):
 
 
 def program(plan, L, B, H, F, mesh, batch_axes, name="step", with_mesh=True,
-            steps=0):
+            steps=0, calls=False):
     axes = [a for a, _ in mesh]
     batch = batch_axes or axes
     if plan == "tp":
@@ -116,8 +119,24 @@ def program(plan, L, B, H, F, mesh, batch_axes, name="step", with_mesh=True,
         emit(f"{f} = linalg.fill ins(%c0 : f32) outs({e} : {tt(shape)}) -> {tt(shape)}")
         return f
 
+    callees = {}
+
     def matmul(a, b, m, k, nn):
         r = fresh()
+        if calls:
+            # A private function per shape, called at each product.
+            callee = f"@{name}_mm_{m}x{k}x{nn}"
+            if callee not in callees:
+                callees[callee] = "\n".join([
+                    f"func.func private {callee}(%a: {tt([m, k])}, %b: {tt([k, nn])}) -> {tt([m, nn])} {{",
+                    "  %z = arith.constant 0.0 : f32",
+                    f"  %e = tensor.empty() : {tt([m, nn])}",
+                    f"  %f = linalg.fill ins(%z : f32) outs(%e : {tt([m, nn])}) -> {tt([m, nn])}",
+                    f"  %r = linalg.matmul ins(%a, %b : {tt([m, k])}, {tt([k, nn])}) outs(%f : {tt([m, nn])}) -> {tt([m, nn])}",
+                    f"  return %r : {tt([m, nn])}",
+                    "}"])
+            emit(f"{r} = func.call {callee}({a}, {b}) : ({tt([m, k])}, {tt([k, nn])}) -> {tt([m, nn])}")
+            return r
         emit(f"{r} = linalg.matmul ins({a}, {b} : {tt([m, k])}, {tt([k, nn])}) "
              f"outs({filled([m, nn])} : {tt([m, nn])}) -> {tt([m, nn])}")
         return r
@@ -170,15 +189,17 @@ def program(plan, L, B, H, F, mesh, batch_axes, name="step", with_mesh=True,
         new = [f"%loop#{i}" for i in range(L)]
     out.append(f"  return {', '.join(new)} : {wtypes}")
     out.append("}")
+    out += callees.values()
     return "\n".join(out)
 
 
-def check_program(plan, L, B, H, F, mesh, batch_axes, steps=0):
+def check_program(plan, L, B, H, F, mesh, batch_axes, steps=0, calls=False):
     dims = [H] + [F if i % 2 == 0 else H for i in range(L)]
     wshape = [[dims[i], dims[i + 1]] for i in range(L)]
-    lines = [program(plan, L, B, H, F, mesh, batch_axes, "step", True, steps),
+    lines = [program(plan, L, B, H, F, mesh, batch_axes, "step", True, steps,
+                     calls),
              program("none", L, B, H, F, mesh, batch_axes, "step_ref", False,
-                     steps),
+                     steps, calls),
              "func.func @main() -> i32 {",
              "  %zero = arith.constant 0.0 : f32",
              "  %tol = arith.constant 1.0e-04 : f32"]
@@ -228,16 +249,17 @@ def main():
     ap.add_argument("--mesh", default="d=8")
     ap.add_argument("--batch-axes", default="")
     ap.add_argument("--steps", type=int, default=0)
+    ap.add_argument("--calls", action="store_true")
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args()
     mesh = [(k, int(v)) for k, v in (e.split("=") for e in a.mesh.split(","))]
     batch_axes = [x for x in a.batch_axes.split(",") if x]
     if a.check:
         print(check_program(a.plan, a.layers, a.batch, a.hidden, a.ffn, mesh,
-                            batch_axes, a.steps))
+                            batch_axes, a.steps, a.calls))
     else:
         print(program(a.plan, a.layers, a.batch, a.hidden, a.ffn, mesh,
-                      batch_axes, steps=a.steps))
+                      batch_axes, steps=a.steps, calls=a.calls))
 
 
 if __name__ == "__main__":

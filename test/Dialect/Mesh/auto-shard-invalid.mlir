@@ -21,8 +21,36 @@ func.func @forall(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["d"]
 mesh.mesh @m(["d" = 4])
 func.func private @callee(tensor<8x8xf32>) -> tensor<8x8xf32>
 func.func @call(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>}) -> tensor<8x8xf32> {
-  // expected-error @+1 {{mesh-auto-shard: calls are not in the plan space yet (inline the callee first)}}
+  // expected-error @+1 {{mesh-auto-shard: @callee is a declaration: its body is not in the plan space (define it, or annotate its caller's values by hand)}}
   %r = func.call @callee(%x) : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %r : tensor<8x8xf32>
+}
+
+// -----
+
+// Calls are inlined for the plan (auto-shard-calls.mlir), but not a
+// recursion, nor a callee whose own annotations would be lost.
+mesh.mesh @m(["d" = 4])
+func.func private @down(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{mesh-auto-shard: the call to @down recurses: not in the plan space}}
+  %r = func.call @down(%x) : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %r : tensor<8x8xf32>
+}
+func.func @recurse(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>}) -> tensor<8x8xf32> {
+  %r = func.call @down(%x) : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %r : tensor<8x8xf32>
+}
+
+// -----
+
+mesh.mesh @m(["d" = 4])
+func.func private @split(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [[], ["d"]]>}) -> tensor<8x8xf32> {
+  %r = math.exp %x : tensor<8x8xf32>
+  return %r : tensor<8x8xf32>
+}
+func.func @annotated_callee(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>}) -> tensor<8x8xf32> {
+  // expected-error @+1 {{mesh-auto-shard: @split is annotated: inlining it for the plan would drop its annotations (annotate the call's operands with mesh.shard instead)}}
+  %r = func.call @split(%x) : (tensor<8x8xf32>) -> tensor<8x8xf32>
   return %r : tensor<8x8xf32>
 }
 

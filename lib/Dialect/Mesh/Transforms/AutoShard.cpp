@@ -12,6 +12,10 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Transforms/Inliner.h"
+#include "mlir/Transforms/InliningUtils.h"
+#include "llvm/ADT/SetVector.h"
 
 #include <cmath>
 #include <optional>
@@ -117,6 +121,90 @@ bool isAnnotatedFunction(FunctionOpInterface fn) {
   });
 }
 
+/// Inlines the calls in `fn`, and the calls they bring in, whose callee has
+/// a body: the partitioner gives a callee one layout for all its calls, and
+/// inlined, each call is planned for its own place (as XLA inlines calls
+/// before partitioning). The callees are collected in `inlined`. A call to
+/// a declaration, to an annotated function (its annotations would be lost)
+/// or a recursion is an error naming the call.
+/// Fails at the first call in `f` (or what it calls) that closes a cycle.
+LogicalResult findRecursion(FunctionOpInterface f,
+                            SymbolTableCollection &tables,
+                            llvm::SmallPtrSetImpl<Operation *> &onPath,
+                            llvm::SmallPtrSetImpl<Operation *> &done) {
+  onPath.insert(f);
+  WalkResult walked = f->walk([&](CallOpInterface call) {
+    FunctionOpInterface callee = getCallee(call, tables);
+    if (!callee || callee.isExternal() || done.contains(callee))
+      return WalkResult::advance();
+    if (onPath.contains(callee)) {
+      call->emitError("mesh-auto-shard: the call to @")
+          << SymbolTable::getSymbolName(callee).getValue()
+          << " recurses: not in the plan space";
+      return WalkResult::interrupt();
+    }
+    return failed(findRecursion(callee, tables, onPath, done))
+               ? WalkResult::interrupt()
+               : WalkResult::advance();
+  });
+  onPath.erase(f);
+  done.insert(f);
+  return failure(walked.wasInterrupted());
+}
+
+LogicalResult inlineCalls(FunctionOpInterface fn, SymbolTableCollection &tables,
+                          llvm::SetVector<Operation *> &inlined) {
+  llvm::SmallPtrSet<Operation *, 8> onPath, done;
+  if (failed(findRecursion(fn, tables, onPath, done)))
+    return failure();
+  InlinerInterface interface(fn->getContext());
+  InlinerConfig config;
+  // A call graph without cycles can still grow exponentially (f calls g
+  // twice, g calls h twice, ...): past this many ops, stop.
+  constexpr size_t kMaxOps = 4'000'000;
+  while (true) {
+    SmallVector<CallOpInterface> calls;
+    size_t ops = 0;
+    fn->walk([&](Operation *op) {
+      ++ops;
+      if (auto call = dyn_cast<CallOpInterface>(op))
+        calls.push_back(call);
+    });
+    if (calls.empty())
+      return success();
+    if (ops > kMaxOps)
+      return calls.front()->emitError("mesh-auto-shard: inlining the calls "
+                                      "for the plan made more than ")
+             << kMaxOps << " ops: not in the plan space";
+    for (CallOpInterface call : calls) {
+      FunctionOpInterface callee = getCallee(call, tables);
+      auto name = [&] {
+        auto symbol = dyn_cast<SymbolRefAttr>(call.getCallableForCallee());
+        return symbol ? symbol.getLeafReference().str() : std::string("?");
+      };
+      if (!callee)
+        return call->emitError("mesh-auto-shard: only direct calls to a "
+                               "function of the module are in the plan space");
+      if (callee.isExternal())
+        return call->emitError("mesh-auto-shard: @")
+               << name() << " is a declaration: its body is not in the plan "
+               << "space (define it, or annotate its caller's values by hand)";
+      if (isAnnotatedFunction(callee))
+        return call->emitError("mesh-auto-shard: @")
+               << name() << " is annotated: inlining it for the plan would "
+               << "drop its annotations (annotate the call's operands with "
+               << "mesh.shard instead)";
+      auto callable = cast<CallableOpInterface>(callee.getOperation());
+      if (failed(inlineCall(interface, config.getCloneCallback(), call,
+                            callable, callable.getCallableRegion())))
+        return call->emitError("mesh-auto-shard: the call to @")
+               << name() << " cannot be inlined, which the plan needs";
+      call->erase();
+      inlined.insert(callee);
+    }
+  }
+}
+
 /// The mesh of `fn`: the one its annotations name (all the same), else the
 /// module's only mesh.
 FailureOr<MeshOp> findMesh(FunctionOpInterface fn, ModuleOp module,
@@ -189,11 +277,23 @@ struct AutoShardPass : public mesh::impl::AutoShardBase<AutoShardPass> {
       if (!fn.isExternal())
         functions.push_back(fn);
     });
+    // A function nothing annotates is left as it is (replicated), as a
+    // caller comparing a plan with the whole program wants it.
+    llvm::erase_if(functions, [](FunctionOpInterface fn) {
+      return !isAnnotatedFunction(fn);
+    });
+    llvm::SetVector<Operation *> inlined;
     for (FunctionOpInterface fn : functions)
-      // A function nothing annotates is left as it is (replicated), as a
-      // caller comparing a plan with the whole program wants it.
-      if (isAnnotatedFunction(fn) && failed(planFunction(fn, *model, tables)))
+      if (failed(inlineCalls(fn, tables, inlined)) ||
+          failed(planFunction(fn, *model, tables)))
         return signalPassFailure();
+    // As the inliner does: private callees no call is left to are erased,
+    // callers first (a callee's callees may then have none left).
+    for (Operation *callee : inlined)
+      if (SymbolTable::getSymbolVisibility(callee) ==
+              SymbolTable::Visibility::Private &&
+          SymbolTable::symbolKnownUseEmpty(callee, getOperation()))
+        callee->erase();
   }
 
   /// The cost model the options give, or none after an error.

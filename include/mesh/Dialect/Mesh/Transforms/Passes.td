@@ -133,8 +133,12 @@ def AutoShard : Pass<"mesh-auto-shard", "::mlir::ModuleOp"> {
     region arguments, the values yielded, the result) is one layout,
     written on the op's results, and the ops inside are planned like any
     other and priced once per iteration (the trip count where it is
-    constant, else once). Calls are refused with an error naming the op
-    (inline the callee first).
+    constant, else once). Calls in an annotated function are inlined for
+    the plan (the partitioner would give a callee one layout for all its
+    calls; inlined, each call is planned for its place, as XLA inlines
+    before partitioning), and private callees left without a call are
+    erased; a call to a declaration or an annotated function, and a
+    recursion, are errors naming the call.
 
     ```mlir
     mesh.mesh @m(["d" = 4])
