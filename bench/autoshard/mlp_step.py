@@ -22,7 +22,8 @@ Plans (--plan), on the mesh --mesh gives ("d=8" or "dp=2,tp=4"):
 
 --steps N (N > 0) writes the step as the body of an scf.for of N steps
 that carries the weights (a training loop); the results are the weights
-after the last step.
+after the last step. With --plan auto, the batch is constrained to its
+layout in each step (mesh.shard), as each device keeps its part.
 
 --calls writes each product as a call to a private function (one per
 shape), as frontends that keep functions write it.
@@ -152,7 +153,14 @@ def program(plan, L, B, H, F, mesh, batch_axes, name="step", with_mesh=True,
         emit(f"{z} = arith.constant dense<0.0> : {tt(shape)}")
         return z
 
-    acts, pre = ["%x"], []
+    x, t = "%x", "%t"
+    if steps and plan == "auto":
+        # Each device keeps its part of the batch in every step (the same
+        # batch could otherwise be gathered once, before the loop).
+        x, t = "%xs", "%ts"
+        emit(f"%xs = mesh.shard %x : {tt([B, H])} to {sh([batch, []])}")
+        emit(f"%ts = mesh.shard %t : {tt([B, dims[L]])} to {sh([batch, []])}")
+    acts, pre = [x], []
     for i in range(L):
         z = matmul(acts[-1], f"%w{i}", B, dims[i], dims[i + 1])
         pre.append(z)
@@ -163,7 +171,7 @@ def program(plan, L, B, H, F, mesh, batch_axes, name="step", with_mesh=True,
         else:
             acts.append(z)
     dz = fresh()
-    emit(f"{dz} = arith.subf {acts[-1]}, %t : {tt([B, dims[L]])}")
+    emit(f"{dz} = arith.subf {acts[-1]}, {t} : {tt([B, dims[L]])}")
     grads = [None] * L
     for i in reversed(range(L)):
         at = transpose(acts[i], [B, dims[i]])

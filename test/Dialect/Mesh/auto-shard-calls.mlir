@@ -44,7 +44,8 @@ func.func @net(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], 
 // A call in a loop of 4 steps, to a public function that an unannotated
 // function calls too: inlined in the loop, kept in the module, and left
 // alone where it is not inlined. The weight is updated from the batch's
-// product: its gradient is reduce_scattered in each step, the weight kept
+// product (the batch constrained in each step, as a training loop keeps
+// each device's part): its gradient is reduce_scattered in each step, the weight kept
 // split by rows through the loop (less memory than all_reduce, as fast).
 // CHECK-LABEL: func.func @update(
 // CHECK: scf.for
@@ -64,7 +65,8 @@ func.func @update(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [["d"
   %ub = arith.constant 4 : index
   %one = arith.constant 1 : index
   %r = scf.for %i = %lb to %ub step %one iter_args(%w = %w0) -> (tensor<16x16xf32>) {
-    %g = func.call @grad(%x) : (tensor<8x16xf32>) -> tensor<16x16xf32>
+    %xs = mesh.shard %x : tensor<8x16xf32> to #mesh.sharding<@m, [["d"], []]>
+    %g = func.call @grad(%xs) : (tensor<8x16xf32>) -> tensor<16x16xf32>
     %nw = arith.subf %w, %g : tensor<16x16xf32>
     scf.yield %nw : tensor<16x16xf32>
   }

@@ -107,8 +107,10 @@ struct Variable {
 struct Use {
   unsigned producer, result, consumer, operand;
   RankedTensorType type;
-  /// How many times it runs per call: the trip counts of the loops around
-  /// the consumer (1 where one is not constant).
+  /// How many times its resharding runs per call: the trip counts of the
+  /// loops around the consumer that the producer is inside of (the
+  /// partitioner hoists the rest: getReshardPoint), 1 where one is not
+  /// constant.
   uint64_t times = 1;
   /// The consumer is a loop value no result carries (an scf.while's
   /// before-region arguments): the partitioner lays it out as the value
@@ -215,7 +217,8 @@ private:
   bool needsNoData(Operation *op, OpRole role);
   FailureOr<Variable> makeOpVariable(Operation *op, OpRole role,
                                      uint64_t times);
-  void addUsesAndResults(Operation *op, unsigned id, uint64_t times);
+  void addUsesAndResults(Operation *op, unsigned id);
+  uint64_t timesOfReshard(Value v, Operation *user);
   unsigned addLayoutVariable(Variable::Kind kind, unsigned number,
                              RankedTensorType type, ShardingAttr fixed,
                              bool asOperand);
@@ -286,6 +289,9 @@ private:
   /// A loop's or branch's last nested program point (its values used
   /// inside stay live to there).
   DenseMap<Operation *, unsigned> endPosition;
+  /// A loop or branch -> how many times per call the ops directly inside
+  /// it run.
+  DenseMap<Operation *, uint64_t> timesInside;
   unsigned numPoints = 0;
   std::vector<LiveValue> live;
   /// Per variable and choice: the bytes of its values live at the peak

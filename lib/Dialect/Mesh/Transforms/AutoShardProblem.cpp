@@ -390,8 +390,7 @@ FailureOr<Variable> FunctionPlanner::makeOpVariable(Operation *op, OpRole role,
   return var;
 }
 
-void FunctionPlanner::addUsesAndResults(Operation *op, unsigned id,
-                                        uint64_t times) {
+void FunctionPlanner::addUsesAndResults(Operation *op, unsigned id) {
   for (OpOperand &operand : op->getOpOperands()) {
     auto type = dyn_cast<RankedTensorType>(operand.get().getType());
     if (!type)
@@ -399,7 +398,8 @@ void FunctionPlanner::addUsesAndResults(Operation *op, unsigned id,
     auto it = producers.find(operand.get());
     if (it != producers.end())
       uses.push_back({it->second.first, it->second.second, id,
-                      operand.getOperandNumber(), type, times});
+                      operand.getOperandNumber(), type,
+                      timesOfReshard(operand.get(), op)});
   }
   for (OpResult r : op->getResults())
     if (isa<RankedTensorType>(r.getType()))
@@ -429,7 +429,7 @@ LogicalResult FunctionPlanner::addOp(Operation *op, uint64_t times) {
   if (failed(var))
     return failure();
   vars.push_back(std::move(*var));
-  addUsesAndResults(op, vars.size() - 1, times);
+  addUsesAndResults(op, vars.size() - 1);
   return success();
 }
 
@@ -516,7 +516,7 @@ LogicalResult FunctionPlanner::addRegionBranch(RegionBranchOpInterface op,
     for (Value input : group.inputs)
       producers[input] = {var, 0};
   }
-  auto addUse = [&](OpOperand &operand, uint64_t n) {
+  auto addUse = [&](OpOperand &operand) {
     auto group = groupOf.find(&operand);
     auto it = producers.find(operand.get());
     if (group == groupOf.end() || it == producers.end())
@@ -526,14 +526,15 @@ LogicalResult FunctionPlanner::addRegionBranch(RegionBranchOpInterface op,
           group->second,
           0,
           vars[group->second].type,
-          n};
+          timesOfReshard(operand.get(), operand.getOwner())};
     u.asPassedIn = operand.getOwner() == op.getOperation() &&
                    withoutResult.contains(group->second);
     uses.push_back(u);
   };
   for (OpOperand &operand : op->getOpOperands())
-    addUse(operand, times);
+    addUse(operand);
   uint64_t inside = times * timesPerRun(op);
+  timesInside[op] = inside;
   for (Region &region : op->getRegions()) {
     if (region.empty())
       continue;
@@ -543,9 +544,19 @@ LogicalResult FunctionPlanner::addRegionBranch(RegionBranchOpInterface op,
       return failure();
     if (Operation *terminator = region.front().getTerminator())
       for (OpOperand &operand : terminator->getOpOperands())
-        addUse(operand, inside);
+        addUse(operand);
   }
   return success();
+}
+
+/// How many times per call the reshard of `v` that `user` needs runs: the
+/// partitioner puts it before the loops around `user` that `v` comes from
+/// outside of (getReshardPoint), so the loops it is hoisted out of do not
+/// count.
+uint64_t FunctionPlanner::timesOfReshard(Value v, Operation *user) {
+  Operation *parent = getReshardPoint(v, user)->getParentOp();
+  auto it = timesInside.find(parent);
+  return it == timesInside.end() ? 1 : it->second;
 }
 
 //===----------------------------------------------------------------------===//

@@ -179,24 +179,6 @@ static bool isVisibleAt(Value made, Operation *where) {
   return def && def->getBlock()->findAncestorOpInBlock(*where);
 }
 
-/// Where a reshard of `v` needed by `where` goes: before the outermost loop
-/// around `where` (directly, with no branch between) that `v` is defined
-/// outside of, so that it runs once, not on every iteration.
-static Operation *hoistOutOfLoops(Value v, Operation *where) {
-  Operation *at = where;
-  // A function (isolated from above) ends the search without an interface
-  // lookup.
-  for (Operation *parent = at->getParentOp();
-       parent && !parent->hasTrait<OpTrait::IsIsolatedFromAbove>();
-       parent = at->getParentOp()) {
-    auto loop = dyn_cast<LoopLikeOpInterface>(parent);
-    if (!loop || !loop.isDefinedOutsideOfLoop(v))
-      break;
-    at = loop;
-  }
-  return at;
-}
-
 /// `v` resharded from its sharding to `target` (null: replicated), before
 /// `where` (or the loops around it that `v` comes from outside of).
 /// `mesh` is the target's mesh when `target` is null.
@@ -212,7 +194,7 @@ FailureOr<Value> FunctionPartitioner::reshard(Value v, ShardingAttr target,
   // Replicated targets share one key whether spelled or null.
   Attribute targetKey =
       !target || target.isFullyReplicated() ? Attribute() : target;
-  Operation *at = hoistOutOfLoops(v, where);
+  Operation *at = getReshardPoint(v, where);
   if (Value cached = findReshard(v, targetKey, at))
     return cached;
   if (Value made = remake(v, target, at)) {

@@ -52,6 +52,21 @@ OpRole OpClassifier::classifySpecial(Operation *op) {
   return OpRole::Rule;
 }
 
+Operation *mlir::mesh::getReshardPoint(Value v, Operation *where) {
+  Operation *at = where;
+  // A function (isolated from above) ends the search without an interface
+  // lookup.
+  for (Operation *parent = at->getParentOp();
+       parent && !parent->hasTrait<OpTrait::IsIsolatedFromAbove>();
+       parent = at->getParentOp()) {
+    auto loop = dyn_cast<LoopLikeOpInterface>(parent);
+    if (!loop || !loop.isDefinedOutsideOfLoop(v))
+      break;
+    at = loop;
+  }
+  return at;
+}
+
 FunctionOpInterface mlir::mesh::getCallee(CallOpInterface call,
                                           SymbolTableCollection &tables) {
   return dyn_cast_or_null<FunctionOpInterface>(

@@ -211,6 +211,12 @@ struct TiedGroup {
 FailureOr<SmallVector<TiedGroup>>
 getTiedValueGroups(RegionBranchOpInterface op);
 
+/// Where the partitioner puts a reshard of `v` that `where` needs: before
+/// the outermost loop around `where` (directly, with no branch between)
+/// that `v` is defined outside of, so that it runs once, not on every
+/// iteration; else before `where`.
+Operation *getReshardPoint(Value v, Operation *where);
+
 /// The function `call` calls, if it can be found.
 FunctionOpInterface getCallee(CallOpInterface call,
                               SymbolTableCollection &tables);

@@ -133,7 +133,8 @@ def AutoShard : Pass<"mesh-auto-shard", "::mlir::ModuleOp"> {
     region arguments, the values yielded, the result) is one layout,
     written on the op's results, and the ops inside are planned like any
     other and priced once per iteration (the trip count where it is
-    constant, else once). Calls in an annotated function are inlined for
+    constant, else once), except the reshardings of values from outside a
+    loop, which the partitioner puts before it. Calls in an annotated function are inlined for
     the plan (the partitioner would give a callee one layout for all its
     calls; inlined, each call is planned for its place, as XLA inlines
     before partitioning), and private callees left without a call are
