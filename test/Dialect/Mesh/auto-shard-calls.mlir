@@ -60,28 +60,28 @@ func.func @net(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], 
 // CHECK-COMM-NEXT: reduce_scatter on @m axes ["d"]: 256 x f32 (1024 bytes), 768 bytes per device
 // CHECK-COMM-NEXT: total: 1 collective, 768 bytes per device
 mesh.mesh @m(["d" = 4])
-func.func @update(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>}, %w0: tensor<16x16xf32>) -> tensor<16x16xf32> {
+func.func @update(%x: tensor<64x16xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>}, %w0: tensor<16x16xf32>) -> tensor<16x16xf32> {
   %lb = arith.constant 0 : index
   %ub = arith.constant 4 : index
   %one = arith.constant 1 : index
   %r = scf.for %i = %lb to %ub step %one iter_args(%w = %w0) -> (tensor<16x16xf32>) {
-    %xs = mesh.shard %x : tensor<8x16xf32> to #mesh.sharding<@m, [["d"], []]>
-    %g = func.call @grad(%xs) : (tensor<8x16xf32>) -> tensor<16x16xf32>
+    %xs = mesh.shard %x : tensor<64x16xf32> to #mesh.sharding<@m, [["d"], []]>
+    %g = func.call @grad(%xs) : (tensor<64x16xf32>) -> tensor<16x16xf32>
     %nw = arith.subf %w, %g : tensor<16x16xf32>
     scf.yield %nw : tensor<16x16xf32>
   }
   return %r : tensor<16x16xf32>
 }
-func.func @grad(%x: tensor<8x16xf32>) -> tensor<16x16xf32> {
+func.func @grad(%x: tensor<64x16xf32>) -> tensor<16x16xf32> {
   %z = arith.constant 0.0 : f32
-  %et = tensor.empty() : tensor<16x8xf32>
-  %xt = linalg.transpose ins(%x : tensor<8x16xf32>) outs(%et : tensor<16x8xf32>) permutation = [1, 0]
+  %et = tensor.empty() : tensor<16x64xf32>
+  %xt = linalg.transpose ins(%x : tensor<64x16xf32>) outs(%et : tensor<16x64xf32>) permutation = [1, 0]
   %e = tensor.empty() : tensor<16x16xf32>
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<16x16xf32>) -> tensor<16x16xf32>
-  %g = linalg.matmul ins(%xt, %x : tensor<16x8xf32>, tensor<8x16xf32>) outs(%f : tensor<16x16xf32>) -> tensor<16x16xf32>
+  %g = linalg.matmul ins(%xt, %x : tensor<16x64xf32>, tensor<64x16xf32>) outs(%f : tensor<16x16xf32>) -> tensor<16x16xf32>
   return %g : tensor<16x16xf32>
 }
-func.func @plain(%x: tensor<8x16xf32>) -> tensor<16x16xf32> {
-  %g = func.call @grad(%x) : (tensor<8x16xf32>) -> tensor<16x16xf32>
+func.func @plain(%x: tensor<64x16xf32>) -> tensor<16x16xf32> {
+  %g = func.call @grad(%x) : (tensor<64x16xf32>) -> tensor<16x16xf32>
   return %g : tensor<16x16xf32>
 }

@@ -9,8 +9,8 @@
 // planned like any other and priced once per iteration (the trip count
 // when it is constant).
 
-// A training loop (issue 30's MLP step in an scf.for of 5 steps carrying
-// the weights), only the batch annotated, and constrained in each step
+// A training loop (issue 30's MLP step, B 64, in an scf.for of 5 steps
+// carrying the weights), only the batch annotated, and constrained in each step
 // (each device keeps its part: the same batch in every step could be
 // gathered once before the loop instead): DDP, the weights replicated
 // through the loop, one bucket of both gradients all_reduced per step:
@@ -29,22 +29,22 @@
 // CHECK-EXPLAIN: resharding for 'arith.mulf' {{.*}}: {{\[\[}}], []] partial(d) -> {{\[\[}}], []], 14336 bytes per device, {{.*}}, 5 times per call (all_reduce [d])
 mesh.mesh @m(["d" = 8])
 
-func.func @train_loop(%x: tensor<16x32xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>}, %t: tensor<16x32xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>},
+func.func @train_loop(%x: tensor<64x32xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>}, %t: tensor<64x32xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>},
     %w1_0: tensor<32x64xf32>, %w2_0: tensor<64x32xf32>)
     -> (tensor<32x64xf32>, tensor<64x32xf32>) {
 
   %c0 = arith.constant 0.0 : f32
   %lr = arith.constant 0.01 : f32
-  %zero = arith.constant dense<0.0> : tensor<16x64xf32>
-  %e1 = tensor.empty() : tensor<16x64xf32>
-  %f1 = linalg.fill ins(%c0 : f32) outs(%e1 : tensor<16x64xf32>) -> tensor<16x64xf32>
-  %e2 = tensor.empty() : tensor<16x32xf32>
-  %f2 = linalg.fill ins(%c0 : f32) outs(%e2 : tensor<16x32xf32>) -> tensor<16x32xf32>
-  %eat = tensor.empty() : tensor<64x16xf32>
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %e1 = tensor.empty() : tensor<64x64xf32>
+  %f1 = linalg.fill ins(%c0 : f32) outs(%e1 : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %e2 = tensor.empty() : tensor<64x32xf32>
+  %f2 = linalg.fill ins(%c0 : f32) outs(%e2 : tensor<64x32xf32>) -> tensor<64x32xf32>
+  %eat = tensor.empty() : tensor<64x64xf32>
   %e3 = tensor.empty() : tensor<64x32xf32>
   %f3 = linalg.fill ins(%c0 : f32) outs(%e3 : tensor<64x32xf32>) -> tensor<64x32xf32>
   %ew2t = tensor.empty() : tensor<32x64xf32>
-  %ext = tensor.empty() : tensor<32x16xf32>
+  %ext = tensor.empty() : tensor<32x64xf32>
   %e5 = tensor.empty() : tensor<32x64xf32>
   %f5 = linalg.fill ins(%c0 : f32) outs(%e5 : tensor<32x64xf32>) -> tensor<32x64xf32>
   %lb = arith.constant 0 : index
@@ -52,21 +52,21 @@ func.func @train_loop(%x: tensor<16x32xf32> {mesh.sharding = #mesh.sharding<@m, 
   %one = arith.constant 1 : index
   %r:2 = scf.for %i = %lb to %ub step %one iter_args(%w1 = %w1_0, %w2 = %w2_0) -> (tensor<32x64xf32>, tensor<64x32xf32>) {
     // Each device keeps its part of the batch in every step.
-    %xs = mesh.shard %x : tensor<16x32xf32> to #mesh.sharding<@m, [["d"], []]>
-    %ts = mesh.shard %t : tensor<16x32xf32> to #mesh.sharding<@m, [["d"], []]>
+    %xs = mesh.shard %x : tensor<64x32xf32> to #mesh.sharding<@m, [["d"], []]>
+    %ts = mesh.shard %t : tensor<64x32xf32> to #mesh.sharding<@m, [["d"], []]>
 
-    %h = linalg.matmul ins(%xs, %w1 : tensor<16x32xf32>, tensor<32x64xf32>) outs(%f1 : tensor<16x64xf32>) -> tensor<16x64xf32>
-    %a = arith.maximumf %h, %zero : tensor<16x64xf32>
-    %y = linalg.matmul ins(%a, %w2 : tensor<16x64xf32>, tensor<64x32xf32>) outs(%f2 : tensor<16x32xf32>) -> tensor<16x32xf32>
-    %dy = arith.subf %y, %ts : tensor<16x32xf32>
-    %at = linalg.transpose ins(%a : tensor<16x64xf32>) outs(%eat : tensor<64x16xf32>) permutation = [1, 0]
-    %dw2 = linalg.matmul ins(%at, %dy : tensor<64x16xf32>, tensor<16x32xf32>) outs(%f3 : tensor<64x32xf32>) -> tensor<64x32xf32>
+    %h = linalg.matmul ins(%xs, %w1 : tensor<64x32xf32>, tensor<32x64xf32>) outs(%f1 : tensor<64x64xf32>) -> tensor<64x64xf32>
+    %a = arith.maximumf %h, %zero : tensor<64x64xf32>
+    %y = linalg.matmul ins(%a, %w2 : tensor<64x64xf32>, tensor<64x32xf32>) outs(%f2 : tensor<64x32xf32>) -> tensor<64x32xf32>
+    %dy = arith.subf %y, %ts : tensor<64x32xf32>
+    %at = linalg.transpose ins(%a : tensor<64x64xf32>) outs(%eat : tensor<64x64xf32>) permutation = [1, 0]
+    %dw2 = linalg.matmul ins(%at, %dy : tensor<64x64xf32>, tensor<64x32xf32>) outs(%f3 : tensor<64x32xf32>) -> tensor<64x32xf32>
     %w2t = linalg.transpose ins(%w2 : tensor<64x32xf32>) outs(%ew2t : tensor<32x64xf32>) permutation = [1, 0]
-    %da = linalg.matmul ins(%dy, %w2t : tensor<16x32xf32>, tensor<32x64xf32>) outs(%f1 : tensor<16x64xf32>) -> tensor<16x64xf32>
-    %pos = arith.cmpf ogt, %h, %zero : tensor<16x64xf32>
-    %dh = arith.select %pos, %da, %zero : tensor<16x64xi1>, tensor<16x64xf32>
-    %xt = linalg.transpose ins(%xs : tensor<16x32xf32>) outs(%ext : tensor<32x16xf32>) permutation = [1, 0]
-    %dw1 = linalg.matmul ins(%xt, %dh : tensor<32x16xf32>, tensor<16x64xf32>) outs(%f5 : tensor<32x64xf32>) -> tensor<32x64xf32>
+    %da = linalg.matmul ins(%dy, %w2t : tensor<64x32xf32>, tensor<32x64xf32>) outs(%f1 : tensor<64x64xf32>) -> tensor<64x64xf32>
+    %pos = arith.cmpf ogt, %h, %zero : tensor<64x64xf32>
+    %dh = arith.select %pos, %da, %zero : tensor<64x64xi1>, tensor<64x64xf32>
+    %xt = linalg.transpose ins(%xs : tensor<64x32xf32>) outs(%ext : tensor<32x64xf32>) permutation = [1, 0]
+    %dw1 = linalg.matmul ins(%xt, %dh : tensor<32x64xf32>, tensor<64x64xf32>) outs(%f5 : tensor<32x64xf32>) -> tensor<32x64xf32>
     %lr1 = tensor.splat %lr : tensor<32x64xf32>
     %s1 = arith.mulf %dw1, %lr1 : tensor<32x64xf32>
     %nw1 = arith.subf %w1, %s1 : tensor<32x64xf32>
@@ -168,7 +168,7 @@ func.func @carried_dynamic(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<
 // CHECK-COMM-NEXT: all_reduce on @m axes ["d"]: 256 x f32 (1024 bytes), 1536 bytes per device
 // CHECK-COMM-NEXT: total: 1 collective, 1536 bytes per device
 mesh.mesh @m(["d" = 4])
-func.func @whileloop(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>}, %w: tensor<16x16xf32>, %n: index) -> tensor<16x16xf32> {
+func.func @whileloop(%x: tensor<64x16xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>}, %w: tensor<16x16xf32>, %n: index) -> tensor<16x16xf32> {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %z = arith.constant 0.0 : f32
@@ -177,14 +177,14 @@ func.func @whileloop(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [[
     scf.condition(%go) %i, %acc : index, tensor<16x16xf32>
   } do {
   ^bb0(%j: index, %a: tensor<16x16xf32>):
-    %e = tensor.empty() : tensor<8x16xf32>
-    %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x16xf32>) -> tensor<8x16xf32>
-    %h = linalg.matmul ins(%x, %a : tensor<8x16xf32>, tensor<16x16xf32>) outs(%f : tensor<8x16xf32>) -> tensor<8x16xf32>
-    %et = tensor.empty() : tensor<16x8xf32>
-    %xt = linalg.transpose ins(%x : tensor<8x16xf32>) outs(%et : tensor<16x8xf32>) permutation = [1, 0]
+    %e = tensor.empty() : tensor<64x16xf32>
+    %f = linalg.fill ins(%z : f32) outs(%e : tensor<64x16xf32>) -> tensor<64x16xf32>
+    %h = linalg.matmul ins(%x, %a : tensor<64x16xf32>, tensor<16x16xf32>) outs(%f : tensor<64x16xf32>) -> tensor<64x16xf32>
+    %et = tensor.empty() : tensor<16x64xf32>
+    %xt = linalg.transpose ins(%x : tensor<64x16xf32>) outs(%et : tensor<16x64xf32>) permutation = [1, 0]
     %e2 = tensor.empty() : tensor<16x16xf32>
     %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<16x16xf32>) -> tensor<16x16xf32>
-    %g = linalg.matmul ins(%xt, %h : tensor<16x8xf32>, tensor<8x16xf32>) outs(%f2 : tensor<16x16xf32>) -> tensor<16x16xf32>
+    %g = linalg.matmul ins(%xt, %h : tensor<16x64xf32>, tensor<64x16xf32>) outs(%f2 : tensor<16x16xf32>) -> tensor<16x16xf32>
     %na = arith.subf %a, %g : tensor<16x16xf32>
     %j1 = arith.addi %j, %c1 : index
     scf.yield %j1, %na : index, tensor<16x16xf32>

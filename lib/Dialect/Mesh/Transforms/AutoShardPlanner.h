@@ -89,7 +89,12 @@ struct Variable {
   /// Kind::Tied: the values of a loop or branch (scf.for, scf.while,
   /// scf.if) that share one layout: an operand passed in, the region
   /// arguments receiving it, the values yielded to it, the result.
-  enum class Kind { Argument, Op, Result, Tied };
+  ///
+  /// Kind::Copy: the layout of the one copy of a value that several of its
+  /// uses share (the partitioner reshards a value to a layout once and
+  /// reuses the copy): choice 0 is none, choice i the copy in
+  /// `CopyGroup::layouts[i - 1]`.
+  enum class Kind { Argument, Op, Result, Tied, Copy };
   Kind kind;
   /// The op (Kind::Op, Kind::Tied), else the function.
   Operation *op = nullptr;
@@ -116,6 +121,22 @@ struct Use {
   /// before-region arguments): the partitioner lays it out as the value
   /// passed in, reduced; any other layout is not a choice.
   bool asPassedIn = false;
+  /// The block its resharding is made in (getReshardPoint's).
+  Block *block = nullptr;
+};
+
+/// Uses of one value whose reshardings are made in one block, in program
+/// order: the partitioner makes a copy in each layout once and the later
+/// uses that want it reuse it. A Kind::Copy variable picks the layout of
+/// the copy they share, so a value resharded to one layout for several uses
+/// is paid once (exact when no two different layouts are each wanted by
+/// two of them: always with up to three uses; otherwise an upper bound).
+struct CopyGroup {
+  unsigned var;
+  unsigned producer, result;
+  SmallVector<unsigned, 4> uses;
+  /// The layouts two of the uses can want.
+  SmallVector<ShardingAttr, 8> layouts;
 };
 
 /// What one resharding costs.
@@ -232,7 +253,23 @@ private:
   Cost computePs(Operation *op, const ShardingRule &rule,
                  ArrayRef<AxisListAttr> factors);
   void fillResultBytes();
-  void addPairCosts();
+  PairwiseMinimizer makeMinimizer();
+  void findCopyGroups();
+  void addCopyCosts(PairwiseMinimizer &m, const CopyGroup &g);
+  void addUse(Value v, unsigned consumer, unsigned operand, Operation *user,
+              bool asPassedIn = false);
+  /// The cost (and bytes) of `u`'s resharding under the given layouts,
+  /// `u.times` times; forbidden when not possible.
+  std::pair<Cost, int64_t> useCost(const Use &u, ShardingAttr from,
+                                   ShardingAttr to);
+  /// Per use: true when `plan` has it reuse a copy an earlier use of its
+  /// group made (it moves nothing).
+  std::vector<bool> reusingUses(ArrayRef<unsigned> plan);
+  /// The layout index (into the group's layouts; -1: none) of the copy
+  /// that makes the group cheapest under `plan`'s other choices, and the
+  /// group's cost and bytes with it.
+  std::tuple<int, Cost, int64_t> bestCopy(const CopyGroup &g,
+                                          ArrayRef<unsigned> plan);
   const Reshard &reshard(ShardingAttr from, ShardingAttr to,
                          RankedTensorType type);
   void computeLiveness();
@@ -261,7 +298,8 @@ private:
                       const RegionTotals &t,
                       const DenseMap<unsigned, RunnerUp> &runnersUp);
   void explainReshardings(raw_ostream &os, ArrayRef<unsigned> plan);
-  const Reshard *movingReshard(const Use &u, ArrayRef<unsigned> plan,
+  const Reshard *movingReshard(unsigned u, ArrayRef<unsigned> plan,
+                               const std::vector<bool> &reusing,
                                ShardingAttr *from = nullptr,
                                ShardingAttr *to = nullptr);
   void describeVariable(raw_ostream &os, unsigned v);
@@ -279,6 +317,12 @@ private:
 
   std::vector<Variable> vars;
   std::vector<Use> uses;
+  std::vector<CopyGroup> copies;
+  /// Use -> its copy group (absent: priced alone).
+  DenseMap<unsigned, unsigned> groupOfUse;
+  /// Values whose uses could share a copy but are priced one by one (their
+  /// group's tables would be too wide).
+  unsigned unsharedValues = 0;
   /// Value -> (variable, result) that produces it.
   DenseMap<Value, std::pair<unsigned, unsigned>> producers;
   /// Values that need no data (made again wherever a layout is wanted).

@@ -10,8 +10,10 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallBitVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <set>
 
@@ -301,11 +303,27 @@ LogicalResult FunctionPlanner::addReturn(Operation *ret) {
       var = addLayoutVariable(Variable::Kind::Result, i, type, fixed,
                               /*asOperand=*/true);
     }
-    auto it = producers.find(v);
-    if (it != producers.end())
-      uses.push_back({it->second.first, it->second.second, var, 0, type});
+    addUse(v, var, 0, ret);
   }
   return success();
+}
+
+/// A use by `consumer`'s operand `operand` of `v` (read by `user`), if a
+/// variable produces `v`.
+void FunctionPlanner::addUse(Value v, unsigned consumer, unsigned operand,
+                             Operation *user, bool asPassedIn) {
+  auto it = producers.find(v);
+  if (it == producers.end())
+    return;
+  Use u{it->second.first,
+        it->second.second,
+        consumer,
+        operand,
+        cast<RankedTensorType>(v.getType()),
+        timesOfReshard(v, user)};
+  u.asPassedIn = asPassedIn;
+  u.block = getReshardPoint(v, user)->getBlock();
+  uses.push_back(u);
 }
 
 /// Values that need no data: made again in each layout a user wants (an
@@ -392,14 +410,8 @@ FailureOr<Variable> FunctionPlanner::makeOpVariable(Operation *op, OpRole role,
 
 void FunctionPlanner::addUsesAndResults(Operation *op, unsigned id) {
   for (OpOperand &operand : op->getOpOperands()) {
-    auto type = dyn_cast<RankedTensorType>(operand.get().getType());
-    if (!type)
-      continue;
-    auto it = producers.find(operand.get());
-    if (it != producers.end())
-      uses.push_back({it->second.first, it->second.second, id,
-                      operand.getOperandNumber(), type,
-                      timesOfReshard(operand.get(), op)});
+    if (isa<RankedTensorType>(operand.get().getType()))
+      addUse(operand.get(), id, operand.getOperandNumber(), op);
   }
   for (OpResult r : op->getResults())
     if (isa<RankedTensorType>(r.getType()))
@@ -516,23 +528,16 @@ LogicalResult FunctionPlanner::addRegionBranch(RegionBranchOpInterface op,
     for (Value input : group.inputs)
       producers[input] = {var, 0};
   }
-  auto addUse = [&](OpOperand &operand) {
+  auto addGroupUse = [&](OpOperand &operand) {
     auto group = groupOf.find(&operand);
-    auto it = producers.find(operand.get());
-    if (group == groupOf.end() || it == producers.end())
+    if (group == groupOf.end())
       return;
-    Use u{it->second.first,
-          it->second.second,
-          group->second,
-          0,
-          vars[group->second].type,
-          timesOfReshard(operand.get(), operand.getOwner())};
-    u.asPassedIn = operand.getOwner() == op.getOperation() &&
-                   withoutResult.contains(group->second);
-    uses.push_back(u);
+    addUse(operand.get(), group->second, 0, operand.getOwner(),
+           operand.getOwner() == op.getOperation() &&
+               withoutResult.contains(group->second));
   };
   for (OpOperand &operand : op->getOpOperands())
-    addUse(operand);
+    addGroupUse(operand);
   uint64_t inside = times * timesPerRun(op);
   timesInside[op] = inside;
   for (Region &region : op->getRegions()) {
@@ -544,7 +549,7 @@ LogicalResult FunctionPlanner::addRegionBranch(RegionBranchOpInterface op,
       return failure();
     if (Operation *terminator = region.front().getTerminator())
       for (OpOperand &operand : terminator->getOpOperands())
-        addUse(operand);
+        addGroupUse(operand);
   }
   return success();
 }
@@ -570,9 +575,35 @@ LogicalResult FunctionPlanner::build() {
   if (failed(addArguments()) || failed(addBlock(body.front(), 1)))
     return failure();
   fillResultBytes();
-  addPairCosts();
+  findCopyGroups();
+  constexpr uint64_t kMaxEntries = uint64_t(1) << 26;
   std::string why;
-  if (failed(minimizer->prepare(uint64_t(1) << 26, why)))
+  minimizer.emplace(makeMinimizer());
+  bool ready = succeeded(minimizer->prepare(kMaxEntries, why));
+  if (!copies.empty()) {
+    // The shared copies widen the elimination: kept unless the problem
+    // without them is much cheaper to solve (a measure of work, the same
+    // on every machine) or they make it too wide.
+    std::vector<CopyGroup> shared = std::move(copies);
+    DenseMap<unsigned, unsigned> sharedOf = std::move(groupOfUse);
+    copies.clear();
+    groupOfUse.clear();
+    PairwiseMinimizer alone = makeMinimizer();
+    std::string whyAlone;
+    bool aloneReady = succeeded(alone.prepare(kMaxEntries, whyAlone));
+    if (!ready ||
+        (aloneReady &&
+         minimizer->getWork() > 4 * alone.getWork() + (uint64_t(1) << 24))) {
+      unsharedValues += shared.size();
+      minimizer.emplace(std::move(alone));
+      ready = aloneReady;
+      why = whyAlone;
+    } else {
+      copies = std::move(shared);
+      groupOfUse = std::move(sharedOf);
+    }
+  }
+  if (!ready)
     return fn.emitError("mesh-auto-shard: the program is too wide to solve "
                         "exactly: ")
            << why;
@@ -607,46 +638,231 @@ void FunctionPlanner::fillResultBytes() {
     }
 }
 
-/// The pairwise tables: each use's resharding time, each distinct pair of
-/// layouts priced once (many choices share a layout).
-void FunctionPlanner::addPairCosts() {
-  minimizer.emplace(llvm::map_to_vector(
+namespace {
+/// Distinct layouts: `index` numbers a layout by its first appearance.
+struct LayoutIndex {
+  SmallVector<ShardingAttr> layouts;
+  unsigned index(ShardingAttr s) {
+    auto it = llvm::find(layouts, s);
+    if (it != layouts.end())
+      return static_cast<unsigned>(it - layouts.begin());
+    layouts.push_back(s);
+    return layouts.size() - 1;
+  }
+};
+} // namespace
+
+std::pair<Cost, int64_t>
+FunctionPlanner::useCost(const Use &u, ShardingAttr from, ShardingAttr to) {
+  const Reshard &r = reshard(from, to, u.type);
+  if (!r.possible || (u.asPassedIn && !sameLayout(withoutPartial(from), to)))
+    return {kForbidden, 0};
+  return {r.ps * u.times, r.bytes * int64_t(u.times)};
+}
+
+/// A minimizer's entry for a cost: shifted for the tie bits, forbidden kept.
+static Cost entryOf(Cost c) {
+  return c >= kForbidden ? kForbidden : std::min(c, Cost(1) << 70) << kTieBits;
+}
+
+/// The most entries a copy group's table may have.
+static constexpr uint64_t kMaxCopyTable = uint64_t(1) << 16;
+
+/// The uses of one value whose reshardings are made in one block, where at
+/// least two could want the same layout: a Kind::Copy variable each.
+void FunctionPlanner::findCopyGroups() {
+  // (producer, result, block) -> its uses, in program order.
+  llvm::MapVector<std::tuple<unsigned, unsigned, Block *>,
+                  SmallVector<unsigned, 4>>
+      byValue;
+  for (auto [i, u] : llvm::enumerate(uses))
+    if (u.producer != u.consumer && !u.asPassedIn)
+      byValue[{u.producer, u.result, u.block}].push_back(i);
+  for (auto &[key, members] : byValue) {
+    if (members.size() < 2)
+      continue;
+    // The layouts each use can want; those two or more can are the copy's.
+    llvm::MapVector<const void *, unsigned> wanted;
+    for (unsigned i : members) {
+      const Use &u = uses[i];
+      llvm::SmallPtrSet<const void *, 8> seen;
+      for (const Choice &c : vars[u.consumer].choices) {
+        ShardingAttr s = c.operands[u.operand];
+        if (seen.insert(s.getAsOpaquePointer()).second)
+          ++wanted[s.getAsOpaquePointer()];
+      }
+    }
+    CopyGroup g;
+    g.producer = std::get<0>(key);
+    g.result = std::get<1>(key);
+    g.uses = members;
+    for (auto [layout, count] : wanted)
+      if (count >= 2)
+        g.layouts.push_back(ShardingAttr::getFromOpaquePointer(layout));
+    if (g.layouts.empty())
+      continue;
+    // The group's widest table; past the bound its uses are priced one by
+    // one (an upper bound on what the partitioner moves).
+    uint64_t widest = 0;
+    for (unsigned i : members)
+      widest =
+          std::max<uint64_t>(widest, uint64_t(vars[g.producer].choices.size()) *
+                                         (g.layouts.size() + 1) *
+                                         vars[uses[i].consumer].choices.size());
+    if (widest > kMaxCopyTable) {
+      ++unsharedValues;
+      continue;
+    }
+    Variable v;
+    v.kind = Variable::Kind::Copy;
+    v.op = fn;
+    v.number = copies.size();
+    v.choices.emplace_back(); // None.
+    for (ShardingAttr s : g.layouts) {
+      Choice c;
+      c.operands.push_back(s);
+      v.choices.push_back(std::move(c));
+    }
+    g.var = vars.size();
+    vars.push_back(std::move(v));
+    for (unsigned i : members)
+      groupOfUse[i] = copies.size();
+    copies.push_back(std::move(g));
+  }
+}
+
+/// A copy group's tables: the copy made from the producer's layout, and
+/// each use's resharding, nothing where the copy has its layout.
+void FunctionPlanner::addCopyCosts(PairwiseMinimizer &m, const CopyGroup &g) {
+  const Variable &p = vars[g.producer], &copy = vars[g.var];
+  unsigned np = p.choices.size(), nk = copy.choices.size();
+  const Use &first = uses[g.uses.front()];
+  std::vector<Cost> made(size_t(np) * nk, 0);
+  for (unsigned i = 0; i < np; ++i)
+    for (unsigned k = 1; k < nk; ++k)
+      made[size_t(i) * nk + k] = entryOf(
+          useCost(first, p.choices[i].results[g.result], g.layouts[k - 1])
+              .first);
+  m.addPair(g.producer, g.var, made);
+  for (unsigned ui : g.uses) {
+    const Use &u = uses[ui];
+    const Variable &c = vars[u.consumer];
+    LayoutIndex from, to;
+    SmallVector<unsigned> fromOf, toOf;
+    for (const Choice &pc : p.choices)
+      fromOf.push_back(from.index(pc.results[u.result]));
+    for (const Choice &cc : c.choices)
+      toOf.push_back(to.index(cc.operands[u.operand]));
+    unsigned nt = to.layouts.size();
+    std::vector<Cost> distinct(from.layouts.size() * nt);
+    for (auto [i, fl] : llvm::enumerate(from.layouts))
+      for (auto [j, tl] : llvm::enumerate(to.layouts))
+        distinct[i * nt + j] = entryOf(useCost(u, fl, tl).first);
+    // Whether copy choice k serves target layout j.
+    std::vector<bool> serves(size_t(nk) * nt, false);
+    for (unsigned k = 1; k < nk; ++k)
+      for (auto [j, tl] : llvm::enumerate(to.layouts))
+        serves[k * nt + j] = sameLayout(g.layouts[k - 1], tl);
+    unsigned nc = c.choices.size();
+    std::vector<Cost> table(size_t(np) * nk * nc);
+    for (unsigned i = 0; i < np; ++i)
+      for (unsigned k = 0; k < nk; ++k)
+        for (unsigned j = 0; j < nc; ++j)
+          table[(size_t(i) * nk + k) * nc + j] =
+              serves[k * nt + toOf[j]] ? 0 : distinct[fromOf[i] * nt + toOf[j]];
+    m.addFactor({g.producer, g.var, u.consumer}, table);
+  }
+}
+
+/// The tables: each use's resharding time (each distinct pair of layouts
+/// priced once: many choices share a layout), or its copy group's.
+PairwiseMinimizer FunctionPlanner::makeMinimizer() {
+  PairwiseMinimizer m(llvm::map_to_vector(
       vars, [](const Variable &v) { return unsigned(v.choices.size()); }));
-  for (const Use &u : uses) {
+  for (const CopyGroup &g : copies)
+    addCopyCosts(m, g);
+  for (auto [ui, u] : llvm::enumerate(uses)) {
     // An argument returned as it is to the result it is carried to: one
     // variable, nothing to move.
-    if (u.producer == u.consumer)
+    if (u.producer == u.consumer || groupOfUse.contains(ui))
       continue;
     const Variable &p = vars[u.producer], &c = vars[u.consumer];
-    SmallVector<unsigned> from, to;
-    SmallVector<ShardingAttr> fromLayouts, toLayouts;
-    auto index = [](SmallVectorImpl<ShardingAttr> &layouts, ShardingAttr s) {
-      auto it = llvm::find(layouts, s);
-      if (it != layouts.end())
-        return static_cast<unsigned>(it - layouts.begin());
-      layouts.push_back(s);
-      return static_cast<unsigned>(layouts.size() - 1);
-    };
+    LayoutIndex from, to;
+    SmallVector<unsigned> fromOf, toOf;
     for (const Choice &pc : p.choices)
-      from.push_back(index(fromLayouts, pc.results[u.result]));
+      fromOf.push_back(from.index(pc.results[u.result]));
     for (const Choice &cc : c.choices)
-      to.push_back(index(toLayouts, cc.operands[u.operand]));
-    std::vector<Cost> distinct(fromLayouts.size() * toLayouts.size());
-    for (auto [i, fl] : llvm::enumerate(fromLayouts))
-      for (auto [j, tl] : llvm::enumerate(toLayouts)) {
-        const Reshard &r = reshard(fl, tl, u.type);
-        bool allowed =
-            r.possible && (!u.asPassedIn || sameLayout(withoutPartial(fl), tl));
-        distinct[i * toLayouts.size() + j] =
-            allowed ? std::min(r.ps * u.times, Cost(1) << 70) << kTieBits
-                    : kForbidden;
-      }
+      toOf.push_back(to.index(cc.operands[u.operand]));
+    unsigned nt = to.layouts.size();
+    std::vector<Cost> distinct(from.layouts.size() * nt);
+    for (auto [i, fl] : llvm::enumerate(from.layouts))
+      for (auto [j, tl] : llvm::enumerate(to.layouts))
+        distinct[i * nt + j] = entryOf(useCost(u, fl, tl).first);
     std::vector<Cost> table(p.choices.size() * c.choices.size());
-    for (unsigned i = 0; i < from.size(); ++i)
-      for (unsigned j = 0; j < to.size(); ++j)
-        table[i * to.size() + j] = distinct[from[i] * toLayouts.size() + to[j]];
-    minimizer->addPair(u.producer, u.consumer, table);
+    for (unsigned i = 0; i < fromOf.size(); ++i)
+      for (unsigned j = 0; j < toOf.size(); ++j)
+        table[i * toOf.size() + j] = distinct[fromOf[i] * nt + toOf[j]];
+    m.addPair(u.producer, u.consumer, table);
   }
+  return m;
+}
+
+std::tuple<int, Cost, int64_t>
+FunctionPlanner::bestCopy(const CopyGroup &g, ArrayRef<unsigned> plan) {
+  ShardingAttr src =
+      vars[g.producer].choices[plan[g.producer]].results[g.result];
+  auto total = [&](int k) -> std::pair<Cost, int64_t> {
+    Cost ps = 0;
+    int64_t bytes = 0;
+    if (k >= 0) {
+      auto [c, b] = useCost(uses[g.uses.front()], src, g.layouts[k]);
+      ps += c;
+      bytes += b;
+    }
+    for (unsigned ui : g.uses) {
+      const Use &u = uses[ui];
+      ShardingAttr to =
+          vars[u.consumer].choices[plan[u.consumer]].operands[u.operand];
+      if (k >= 0 && sameLayout(g.layouts[k], to))
+        continue;
+      auto [c, b] = useCost(u, src, to);
+      ps += c;
+      bytes += b;
+    }
+    return {std::min(ps, kForbidden), bytes};
+  };
+  int best = -1;
+  auto [bestPs, bestBytes] = total(-1);
+  for (int k = 0; k < static_cast<int>(g.layouts.size()); ++k) {
+    auto [ps, bytes] = total(k);
+    if (ps < bestPs) {
+      best = k;
+      bestPs = ps;
+      bestBytes = bytes;
+    }
+  }
+  return {best, bestPs, bestBytes};
+}
+
+std::vector<bool> FunctionPlanner::reusingUses(ArrayRef<unsigned> plan) {
+  std::vector<bool> reusing(uses.size(), false);
+  for (const CopyGroup &g : copies) {
+    int k = std::get<0>(bestCopy(g, plan));
+    if (k < 0)
+      continue;
+    bool made = false;
+    for (unsigned ui : g.uses) {
+      const Use &u = uses[ui];
+      ShardingAttr to =
+          vars[u.consumer].choices[plan[u.consumer]].operands[u.operand];
+      if (!sameLayout(g.layouts[k], to))
+        continue;
+      // The first use that wants the copy makes it; the others reuse it.
+      reusing[ui] = made;
+      made = true;
+    }
+  }
+  return reusing;
 }
 
 /// True when `to` lays a tensor out as `from` with some dims split over more
@@ -798,20 +1014,23 @@ Evaluation FunctionPlanner::evaluate(ArrayRef<unsigned> plan) {
     if (var.kind == Variable::Kind::Argument)
       e.argumentBytes += peakBytes[v][plan[v]];
   }
-  for (const Use &u : uses) {
-    const Reshard &r = reshard(
-        vars[u.producer].choices[plan[u.producer]].results[u.result],
-        vars[u.consumer].choices[plan[u.consumer]].operands[u.operand], u.type);
-    bool allowed =
-        r.possible &&
-        (!u.asPassedIn ||
-         sameLayout(
-             withoutPartial(
-                 vars[u.producer].choices[plan[u.producer]].results[u.result]),
-             vars[u.consumer].choices[plan[u.consumer]].operands[0]));
-    e.commPs += allowed ? r.ps * u.times : kForbidden;
-    e.commBytes += r.bytes * u.times;
+  for (auto [ui, u] : llvm::enumerate(uses)) {
+    if (groupOfUse.contains(ui))
+      continue;
+    auto [ps, bytes] =
+        useCost(u, vars[u.producer].choices[plan[u.producer]].results[u.result],
+                vars[u.consumer].choices[plan[u.consumer]].operands[u.operand]);
+    e.commPs += ps;
+    e.commBytes += bytes;
   }
+  // A copy group at its best copy (the plan's copy variables aside: an
+  // enumeration does not set them).
+  for (const CopyGroup &g : copies) {
+    auto [k, ps, bytes] = bestCopy(g, plan);
+    e.commPs += ps;
+    e.commBytes += bytes;
+  }
+  e.commPs = std::min(e.commPs, kForbidden);
   std::tie(e.peakPoint, e.peakLive) =
       getPeak(live, numPoints, [&](const LiveValue &l) {
         return vars[l.var].choices[plan[l.var]].resultBytes[l.result];

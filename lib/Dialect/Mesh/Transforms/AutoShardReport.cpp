@@ -98,6 +98,8 @@ void FunctionPlanner::annotate(ArrayRef<unsigned> plan) {
           "mesh.sharding",
           ArrayAttr::get(ctx, llvm::map_to_vector(c.results, entry)));
       break;
+    case Variable::Kind::Copy:
+      break; // The partitioner makes it.
     case Variable::Kind::Tied: {
       auto [it, inserted] = tied.try_emplace(var.op);
       if (inserted)
@@ -133,6 +135,11 @@ void FunctionPlanner::describeVariable(raw_ostream &os, unsigned v) {
   case Variable::Kind::Tied:
     os << "'" << var.op->getName() << "' at " << var.op->getLoc()
        << " carried value " << var.number;
+    return;
+  case Variable::Kind::Copy:
+    os << "the shared copy of ";
+    describeVariable(os, copies[var.number].producer);
+    os << " result " << copies[var.number].result;
     return;
   }
 }
@@ -184,6 +191,11 @@ void FunctionPlanner::explainPlan(ArrayRef<unsigned> plan, const Evaluation &e,
   else
     os << ", not proven optimal: at most " << formatPs(e.total() - lowerBound)
        << " above the optimum\n";
+  if (unsharedValues)
+    os << "  " << unsharedValues << " value" << (unsharedValues == 1 ? "" : "s")
+       << " whose uses could share a resharded copy priced use by use (the "
+          "tables would be too wide): the bytes may be above the "
+          "partitioned program's\n";
   describePeak(os, plan, e);
   if (model.memoryBudget)
     os << "  budget: " << formatBytes(model.memoryBudget) << " per device\n";
@@ -367,11 +379,12 @@ FunctionPlanner::totalRegions(ArrayRef<unsigned> plan,
       if (isOpLike(vars[v]))
         regionOf[v] = i;
   std::vector<RegionTotals> totals(regions.size());
-  for (const Use &u : uses) {
+  std::vector<bool> reusing = reusingUses(plan);
+  for (auto [ui, u] : llvm::enumerate(uses)) {
     auto it = regionOf.find(u.consumer);
     if (it == regionOf.end())
       continue;
-    if (const Reshard *r = movingReshard(u, plan)) {
+    if (const Reshard *r = movingReshard(ui, plan, reusing)) {
       totals[it->second].commPs += r->ps * u.times;
       totals[it->second].bytes += r->bytes * u.times;
       ++totals[it->second].reshardings;
@@ -512,12 +525,15 @@ void FunctionPlanner::explainRegions(
   }
 }
 
-/// The resharding `u` needs under `plan`, when it moves bytes (else
-/// null); `from` and `to` receive its layouts.
-const Reshard *FunctionPlanner::movingReshard(const Use &u,
+/// The resharding use `ui` needs under `plan`, when it moves bytes (else
+/// null: also when it reuses a copy, `reusing`); `from` and `to` receive
+/// its layouts.
+const Reshard *FunctionPlanner::movingReshard(unsigned ui,
                                               ArrayRef<unsigned> plan,
+                                              const std::vector<bool> &reusing,
                                               ShardingAttr *from,
                                               ShardingAttr *to) {
+  const Use &u = uses[ui];
   ShardingAttr source =
       vars[u.producer].choices[plan[u.producer]].results[u.result];
   ShardingAttr target =
@@ -527,15 +543,23 @@ const Reshard *FunctionPlanner::movingReshard(const Use &u,
   if (to)
     *to = target;
   const Reshard &r = reshard(source, target, u.type);
-  return r.steps.empty() || r.bytes == 0 ? nullptr : &r;
+  return r.steps.empty() || r.bytes == 0 || reusing[ui] ? nullptr : &r;
 }
 
 /// Every resharding the plan makes that moves bytes.
 void FunctionPlanner::explainReshardings(raw_ostream &os,
                                          ArrayRef<unsigned> plan) {
-  for (const Use &u : uses) {
+  std::vector<bool> reusing = reusingUses(plan);
+  for (auto [ui, u] : llvm::enumerate(uses)) {
     ShardingAttr from, to;
-    const Reshard *moving = movingReshard(u, plan, &from, &to);
+    const Reshard *moving = movingReshard(ui, plan, reusing, &from, &to);
+    if (reusing[ui]) {
+      os << "  resharding for ";
+      describeVariable(os, u.consumer);
+      os << " operand " << u.operand << ": reuses the copy in "
+         << layoutText(to) << " made for an earlier use\n";
+      continue;
+    }
     if (!moving)
       continue;
     const Reshard &r = *moving;
@@ -561,7 +585,14 @@ void FunctionPlanner::explainReshardings(raw_ostream &os,
 LogicalResult FunctionPlanner::checkExhaustively(ArrayRef<unsigned> plan,
                                                  bool proven) {
   uint64_t count = 1;
+  // The copy variables are not enumerated: evaluate() takes each group's
+  // best copy.
+  auto enumerated = [](const Variable &v) {
+    return v.kind != Variable::Kind::Copy;
+  };
   for (const Variable &v : vars) {
+    if (!enumerated(v))
+      continue;
     count *= v.choices.size();
     if (count > 5'000'000)
       return fn.emitError("mesh-auto-shard: verify-exhaustive: more than "
@@ -578,6 +609,8 @@ LogicalResult FunctionPlanner::checkExhaustively(ArrayRef<unsigned> plan,
       best = std::min(best, e.total());
     }
     for (int v = vars.size() - 1; v >= 0; --v) {
+      if (!enumerated(vars[v]))
+        continue;
       if (++current[v] < vars[v].choices.size())
         break;
       current[v] = 0;

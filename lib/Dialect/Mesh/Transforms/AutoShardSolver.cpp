@@ -43,6 +43,42 @@ void PairwiseMinimizer::addPair(unsigned a, unsigned b,
     }
 }
 
+void PairwiseMinimizer::addFactor(ArrayRef<unsigned> vars,
+                                  ArrayRef<AutoShardCost> table) {
+  unsigned n = vars.size();
+  // The factor's scope is ascending: permute the table to it.
+  SmallVector<unsigned, 4> order(n);
+  for (unsigned i = 0; i < n; ++i)
+    order[i] = i;
+  llvm::sort(order, [&](unsigned a, unsigned b) { return vars[a] < vars[b]; });
+  Factor f;
+  for (unsigned i : order)
+    f.scope.push_back(vars[i]);
+  assert(llvm::adjacent_find(f.scope) == f.scope.end() && "a variable twice");
+  // Strides of the given order.
+  SmallVector<uint64_t, 4> given(n);
+  uint64_t size = 1;
+  for (int i = n - 1; i >= 0; --i) {
+    given[i] = size;
+    size *= domains[vars[i]];
+  }
+  assert(table.size() == size && "a table of the wrong size");
+  f.table.resize(size);
+  SmallVector<unsigned, 4> digit(n, 0); // Over the scope's order.
+  for (uint64_t e = 0; e < size; ++e) {
+    uint64_t from = 0;
+    for (unsigned j = 0; j < n; ++j)
+      from += digit[j] * given[order[j]];
+    f.table[e] = std::min(table[from], kForbidden);
+    for (int j = n - 1; j >= 0; --j) {
+      if (++digit[j] < domains[f.scope[j]])
+        break;
+      digit[j] = 0;
+    }
+  }
+  factors.push_back(std::move(f));
+}
+
 std::vector<unsigned> PairwiseMinimizer::eliminationOrder() const {
   unsigned n = domains.size();
   // The interaction graph.

@@ -1,9 +1,9 @@
 //===- AutoShardSolver.h - exact minimum of a pairwise cost -----*- C++ -*-===//
 //
 // Private to mesh-auto-shard: the exact minimum, over one choice per
-// variable, of a sum of unary costs (one per variable and choice) and
-// pairwise costs (one table per pair of variables), by variable
-// elimination. The elimination's structure (its order and the scope of
+// variable, of a sum of unary costs (one per variable and choice),
+// pairwise costs (one table per pair of variables) and a few wider ones, by
+// variable elimination. The elimination's structure (its order and the scope of
 // each intermediate table) depends only on the graph, so it is worked out
 // once and run again for each set of unary costs.
 //
@@ -40,6 +40,10 @@ public:
   /// Adds `table` (row-major: a's choice major, b's minor) to the cost of
   /// the pair (a, b), a != b. Tables of one pair add up.
   void addPair(unsigned a, unsigned b, ArrayRef<AutoShardCost> table);
+
+  /// Adds a factor over `vars` (distinct; `table` row-major in the order
+  /// given, the first variable's choice major).
+  void addFactor(ArrayRef<unsigned> vars, ArrayRef<AutoShardCost> table);
 
   /// Works out the elimination order (least product of the neighbours'
   /// domains first, ties by the lower variable) and the intermediate tables.

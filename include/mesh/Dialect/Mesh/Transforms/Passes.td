@@ -95,7 +95,9 @@ def AutoShard : Pass<"mesh-auto-shard", "::mlir::ModuleOp"> {
       it (its bytes per device are those `mesh-report-communication` counts
       in the partitioned program, before `mesh-optimize-collectives`, which
       can only remove some), each collective priced `latency + bytes /
-      bandwidth` of the slowest axis of its group (`axis-cost`);
+      bandwidth` of the slowest axis of its group (`axis-cost`); a copy
+      several uses of a value share (the partitioner makes each layout of
+      a value once per block) is paid once;
     - every op's arithmetic (the iterations of its loops times the ops of
       its body) on one device, at `flops` per second.
 
