@@ -103,3 +103,13 @@ func.func @per_device(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [[
   %r = mesh.all_reduce %x on @m axes = ["d"] reduction = sum : tensor<8x8xf32> -> tensor<8x8xf32>
   return %r : tensor<8x8xf32>
 }
+
+// -----
+
+// Bytes per device need every axis's size.
+mesh.mesh @m(["a" = ?, "b" = 4])
+// expected-error @+1 {{mesh-auto-shard: axis 'a' of @m has no static size: the plan prices bytes per device, which need every size (declare it)}}
+func.func @unknown_axis(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [["a"], ["b"]]>}) -> tensor<8x16xf32> {
+  %y = math.exp %x : tensor<8x16xf32>
+  return %y : tensor<8x16xf32>
+}

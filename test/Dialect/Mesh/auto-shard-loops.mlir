@@ -237,3 +237,24 @@ func.func @pinned(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m, [["d"
   } {mesh.sharding = #mesh.sharding<@m, [[], ["d"]]>}
   return %r : tensor<8x16xf32>
 }
+
+// -----
+
+// An scf.while the user annotated keeps its annotation (its before-region
+// group, which no result carries, writes nothing); the body follows it.
+// CHECK-LABEL: func.func @while_annotated(
+// CHECK: arith.addi {{.*}} {mesh.sharding = #mesh.sharding<@m, {{\[\[}}"a", "b"], []]>}
+// CHECK: } attributes {mesh.sharding = #mesh.sharding<@m, {{\[\[}}"a", "b"], []]>}
+// CHECK-COMM-LABEL: communication of @while_annotated:
+// CHECK-COMM-NEXT: total: 0 collectives, 0 bytes per device
+mesh.mesh @m(["a" = 2, "b" = 4])
+func.func @while_annotated(%x: tensor<8x4xi32> {mesh.sharding = #mesh.sharding<@m, [["a", "b"], []]>}, %go: i1) -> tensor<8x4xi32> {
+  %r = scf.while (%v = %x) : (tensor<8x4xi32>) -> tensor<8x4xi32> {
+    scf.condition(%go) %v : tensor<8x4xi32>
+  } do {
+  ^bb0(%w: tensor<8x4xi32>):
+    %d = arith.addi %w, %w : tensor<8x4xi32>
+    scf.yield %d : tensor<8x4xi32>
+  } attributes {mesh.sharding = #mesh.sharding<@m, [["a", "b"], []]>}
+  return %r : tensor<8x4xi32>
+}

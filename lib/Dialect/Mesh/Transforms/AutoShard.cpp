@@ -347,6 +347,15 @@ struct AutoShardPass : public mesh::impl::AutoShardBase<AutoShardPass> {
     FailureOr<MeshOp> mesh = findMesh(fn, getOperation(), tables);
     if (failed(mesh))
       return failure();
+    // Bytes per device need every axis's size.
+    for (auto [name, size] :
+         llvm::zip(mesh->getAxisNames().getAsValueRange<StringAttr>(),
+                   mesh->getShape()))
+      if (ShapedType::isDynamic(size))
+        return fn.emitError("mesh-auto-shard: axis '")
+               << name << "' of @" << mesh->getSymName()
+               << " has no static size: the plan prices bytes per device, "
+                  "which need every size (declare it)";
     for (const auto &entry : model.axes)
       if (!mesh->getAxisIndex(entry.getKey()))
         return fn.emitError("mesh-auto-shard: axis-cost names axis '")

@@ -70,8 +70,9 @@ std::string autoshard::layoutText(ShardingAttr s) {
 
 void FunctionPlanner::annotate(ArrayRef<unsigned> plan) {
   MLIRContext *ctx = fn->getContext();
-  // A loop's or branch's results, from its groups (in program order).
-  llvm::MapVector<Operation *, SmallVector<Attribute, 2>> tied;
+  // A loop's or branch's results, from its groups (in program order), and
+  // whether the plan chose any (else the user's annotation stays).
+  llvm::MapVector<Operation *, std::pair<SmallVector<Attribute, 2>, bool>> tied;
   auto entry = [&](ShardingAttr s) -> Attribute {
     return s ? Attribute(s) : UnitAttr::get(ctx);
   };
@@ -79,6 +80,16 @@ void FunctionPlanner::annotate(ArrayRef<unsigned> plan) {
     const Choice &c = var.choices[plan[v]];
     if (auto it = carriedTo.find(v); it != carriedTo.end())
       fn.setResultAttr(it->second, "mesh.sharding", c.results[0]);
+    // A group no result carries has nothing to write.
+    if (var.kind == Variable::Kind::Tied && !var.tiedResults.empty()) {
+      auto [it, inserted] = tied.try_emplace(var.op);
+      if (inserted)
+        it->second.first.assign(var.op->getNumResults(), UnitAttr::get(ctx));
+      for (unsigned r : var.tiedResults)
+        it->second.first[r] = entry(c.results[0]);
+      it->second.second |= !var.pinned;
+      continue;
+    }
     if (var.pinned)
       continue;
     switch (var.kind) {
@@ -99,19 +110,13 @@ void FunctionPlanner::annotate(ArrayRef<unsigned> plan) {
           ArrayAttr::get(ctx, llvm::map_to_vector(c.results, entry)));
       break;
     case Variable::Kind::Copy:
-      break; // The partitioner makes it.
-    case Variable::Kind::Tied: {
-      auto [it, inserted] = tied.try_emplace(var.op);
-      if (inserted)
-        it->second.assign(var.op->getNumResults(), UnitAttr::get(ctx));
-      for (unsigned r : var.tiedResults)
-        it->second[r] = entry(c.results[0]);
-      break;
-    }
+    case Variable::Kind::Tied:
+      break; // The partitioner makes the copy; groups are written below.
     }
   }
-  for (auto &[op, results] : tied) {
-    if (results.empty())
+  for (auto &[op, entry] : tied) {
+    auto &[results, chosen] = entry;
+    if (!chosen)
       continue;
     op->setDiscardableAttr("mesh.sharding", results.size() == 1
                                                 ? results[0]
