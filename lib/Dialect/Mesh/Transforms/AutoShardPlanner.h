@@ -254,6 +254,8 @@ private:
                  ArrayRef<AxisListAttr> factors);
   void fillResultBytes();
   PairwiseMinimizer makeMinimizer();
+  struct UsePrices;
+  UsePrices priceUse(const Use &u);
   void findCopyGroups();
   void addCopyCosts(PairwiseMinimizer &m, const CopyGroup &g);
   void addUse(Value v, unsigned consumer, unsigned operand, Operation *user,

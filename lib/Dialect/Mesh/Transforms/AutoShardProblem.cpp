@@ -638,20 +638,6 @@ void FunctionPlanner::fillResultBytes() {
     }
 }
 
-namespace {
-/// Distinct layouts: `index` numbers a layout by its first appearance.
-struct LayoutIndex {
-  SmallVector<ShardingAttr> layouts;
-  unsigned index(ShardingAttr s) {
-    auto it = llvm::find(layouts, s);
-    if (it != layouts.end())
-      return static_cast<unsigned>(it - layouts.begin());
-    layouts.push_back(s);
-    return layouts.size() - 1;
-  }
-};
-} // namespace
-
 std::pair<Cost, int64_t>
 FunctionPlanner::useCost(const Use &u, ShardingAttr from, ShardingAttr to) {
   const Reshard &r = reshard(from, to, u.type);
@@ -663,6 +649,44 @@ FunctionPlanner::useCost(const Use &u, ShardingAttr from, ShardingAttr to) {
 /// A minimizer's entry for a cost: shifted for the tie bits, forbidden kept.
 static Cost entryOf(Cost c) {
   return c >= kForbidden ? kForbidden : std::min(c, Cost(1) << 70) << kTieBits;
+}
+
+/// A use's resharding entries, each distinct pair of layouts priced once
+/// (many choices share a layout).
+struct FunctionPlanner::UsePrices {
+  /// Distinct layouts: `index` numbers a layout by its first appearance.
+  struct LayoutIndex {
+    SmallVector<ShardingAttr> layouts;
+    unsigned index(ShardingAttr s) {
+      auto it = llvm::find(layouts, s);
+      if (it != layouts.end())
+        return static_cast<unsigned>(it - layouts.begin());
+      layouts.push_back(s);
+      return layouts.size() - 1;
+    }
+  };
+  LayoutIndex from, to;
+  /// Per producer choice, per consumer choice: its layout's index.
+  SmallVector<unsigned> fromOf, toOf;
+  std::vector<Cost> distinct;
+  /// The entry for producer choice `i` and consumer choice `j`.
+  Cost at(unsigned i, unsigned j) const {
+    return distinct[fromOf[i] * to.layouts.size() + toOf[j]];
+  }
+};
+
+FunctionPlanner::UsePrices FunctionPlanner::priceUse(const Use &u) {
+  UsePrices prices;
+  for (const Choice &pc : vars[u.producer].choices)
+    prices.fromOf.push_back(prices.from.index(pc.results[u.result]));
+  for (const Choice &cc : vars[u.consumer].choices)
+    prices.toOf.push_back(prices.to.index(cc.operands[u.operand]));
+  unsigned nt = prices.to.layouts.size();
+  prices.distinct.resize(prices.from.layouts.size() * nt);
+  for (auto [i, fl] : llvm::enumerate(prices.from.layouts))
+    for (auto [j, tl] : llvm::enumerate(prices.to.layouts))
+      prices.distinct[i * nt + j] = entryOf(useCost(u, fl, tl).first);
+  return prices;
 }
 
 /// The most entries a copy group's table may have.
@@ -746,30 +770,20 @@ void FunctionPlanner::addCopyCosts(PairwiseMinimizer &m, const CopyGroup &g) {
   m.addPair(g.producer, g.var, made);
   for (unsigned ui : g.uses) {
     const Use &u = uses[ui];
-    const Variable &c = vars[u.consumer];
-    LayoutIndex from, to;
-    SmallVector<unsigned> fromOf, toOf;
-    for (const Choice &pc : p.choices)
-      fromOf.push_back(from.index(pc.results[u.result]));
-    for (const Choice &cc : c.choices)
-      toOf.push_back(to.index(cc.operands[u.operand]));
-    unsigned nt = to.layouts.size();
-    std::vector<Cost> distinct(from.layouts.size() * nt);
-    for (auto [i, fl] : llvm::enumerate(from.layouts))
-      for (auto [j, tl] : llvm::enumerate(to.layouts))
-        distinct[i * nt + j] = entryOf(useCost(u, fl, tl).first);
+    UsePrices prices = priceUse(u);
+    unsigned nt = prices.to.layouts.size();
     // Whether copy choice k serves target layout j.
     std::vector<bool> serves(size_t(nk) * nt, false);
     for (unsigned k = 1; k < nk; ++k)
-      for (auto [j, tl] : llvm::enumerate(to.layouts))
+      for (auto [j, tl] : llvm::enumerate(prices.to.layouts))
         serves[k * nt + j] = sameLayout(g.layouts[k - 1], tl);
-    unsigned nc = c.choices.size();
+    unsigned nc = vars[u.consumer].choices.size();
     std::vector<Cost> table(size_t(np) * nk * nc);
     for (unsigned i = 0; i < np; ++i)
       for (unsigned k = 0; k < nk; ++k)
         for (unsigned j = 0; j < nc; ++j)
           table[(size_t(i) * nk + k) * nc + j] =
-              serves[k * nt + toOf[j]] ? 0 : distinct[fromOf[i] * nt + toOf[j]];
+              serves[k * nt + prices.toOf[j]] ? 0 : prices.at(i, j);
     m.addFactor({g.producer, g.var, u.consumer}, table);
   }
 }
@@ -786,22 +800,12 @@ PairwiseMinimizer FunctionPlanner::makeMinimizer() {
     // variable, nothing to move.
     if (u.producer == u.consumer || groupOfUse.contains(ui))
       continue;
-    const Variable &p = vars[u.producer], &c = vars[u.consumer];
-    LayoutIndex from, to;
-    SmallVector<unsigned> fromOf, toOf;
-    for (const Choice &pc : p.choices)
-      fromOf.push_back(from.index(pc.results[u.result]));
-    for (const Choice &cc : c.choices)
-      toOf.push_back(to.index(cc.operands[u.operand]));
-    unsigned nt = to.layouts.size();
-    std::vector<Cost> distinct(from.layouts.size() * nt);
-    for (auto [i, fl] : llvm::enumerate(from.layouts))
-      for (auto [j, tl] : llvm::enumerate(to.layouts))
-        distinct[i * nt + j] = entryOf(useCost(u, fl, tl).first);
-    std::vector<Cost> table(p.choices.size() * c.choices.size());
-    for (unsigned i = 0; i < fromOf.size(); ++i)
-      for (unsigned j = 0; j < toOf.size(); ++j)
-        table[i * toOf.size() + j] = distinct[fromOf[i] * nt + toOf[j]];
+    UsePrices prices = priceUse(u);
+    unsigned np = prices.fromOf.size(), nc = prices.toOf.size();
+    std::vector<Cost> table(size_t(np) * nc);
+    for (unsigned i = 0; i < np; ++i)
+      for (unsigned j = 0; j < nc; ++j)
+        table[size_t(i) * nc + j] = prices.at(i, j);
     m.addPair(u.producer, u.consumer, table);
   }
   return m;
