@@ -253,7 +253,9 @@ private:
   Cost computePs(Operation *op, const ShardingRule &rule,
                  ArrayRef<AxisListAttr> factors);
   void fillResultBytes();
-  PairwiseMinimizer makeMinimizer();
+  /// The minimizer of the problem (with `structureOnly`, its elimination's
+  /// structure alone, for its work).
+  PairwiseMinimizer makeMinimizer(bool structureOnly = false);
   struct UsePrices;
   UsePrices priceUse(const Use &u);
   void findCopyGroups();
@@ -346,6 +348,12 @@ private:
   unsigned peakPoint = 0;
   std::optional<PairwiseMinimizer> minimizer;
   DenseMap<std::tuple<Attribute, Attribute, Type>, Reshard> reshards;
+  /// The planner's steps by (from, to, the tensor's dims' classes: their
+  /// greatest common divisors with the mesh's size), or none when there is
+  /// no plan.
+  DenseMap<std::tuple<Attribute, Attribute, Type>,
+           std::optional<SmallVector<ReshardStep>>>
+      plans;
   /// Result -> the argument variable carried to it, and back.
   DenseMap<unsigned, unsigned> carriedFrom, carriedTo;
 };

@@ -15,6 +15,7 @@
 #include "llvm/ADT/SmallBitVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
+#include <numeric>
 #include <set>
 
 using namespace mlir;
@@ -577,32 +578,34 @@ LogicalResult FunctionPlanner::build() {
   fillResultBytes();
   findCopyGroups();
   constexpr uint64_t kMaxEntries = uint64_t(1) << 26;
-  std::string why;
-  minimizer.emplace(makeMinimizer());
-  bool ready = succeeded(minimizer->prepare(kMaxEntries, why));
   if (!copies.empty()) {
     // The shared copies widen the elimination: kept unless the problem
     // without them is much cheaper to solve (a measure of work, the same
-    // on every machine) or they make it too wide.
-    std::vector<CopyGroup> shared = std::move(copies);
-    DenseMap<unsigned, unsigned> sharedOf = std::move(groupOfUse);
+    // on every machine) or they make it too wide. Decided on the
+    // elimination's structure alone, before any table is made.
+    auto workOf = [&]() -> std::optional<uint64_t> {
+      PairwiseMinimizer shape = makeMinimizer(/*structureOnly=*/true);
+      std::string ignored;
+      if (failed(shape.prepare(kMaxEntries, ignored)))
+        return std::nullopt;
+      return shape.getWork();
+    };
+    std::optional<uint64_t> shared = workOf();
+    std::vector<CopyGroup> groups = std::move(copies);
+    DenseMap<unsigned, unsigned> groupOf = std::move(groupOfUse);
     copies.clear();
     groupOfUse.clear();
-    PairwiseMinimizer alone = makeMinimizer();
-    std::string whyAlone;
-    bool aloneReady = succeeded(alone.prepare(kMaxEntries, whyAlone));
-    if (!ready ||
-        (aloneReady &&
-         minimizer->getWork() > 4 * alone.getWork() + (uint64_t(1) << 24))) {
-      unsharedValues += shared.size();
-      minimizer.emplace(std::move(alone));
-      ready = aloneReady;
-      why = whyAlone;
+    std::optional<uint64_t> alone = workOf();
+    if (!shared || (alone && *shared > 4 * *alone + (uint64_t(1) << 24))) {
+      unsharedValues += groups.size();
     } else {
-      copies = std::move(shared);
-      groupOfUse = std::move(sharedOf);
+      copies = std::move(groups);
+      groupOfUse = std::move(groupOf);
     }
   }
+  std::string why;
+  minimizer.emplace(makeMinimizer());
+  bool ready = succeeded(minimizer->prepare(kMaxEntries, why));
   if (!ready)
     return fn.emitError("mesh-auto-shard: the program is too wide to solve "
                         "exactly: ")
@@ -790,16 +793,29 @@ void FunctionPlanner::addCopyCosts(PairwiseMinimizer &m, const CopyGroup &g) {
 
 /// The tables: each use's resharding time (each distinct pair of layouts
 /// priced once: many choices share a layout), or its copy group's.
-PairwiseMinimizer FunctionPlanner::makeMinimizer() {
-  PairwiseMinimizer m(llvm::map_to_vector(
-      vars, [](const Variable &v) { return unsigned(v.choices.size()); }));
-  for (const CopyGroup &g : copies)
-    addCopyCosts(m, g);
+PairwiseMinimizer FunctionPlanner::makeMinimizer(bool structureOnly) {
+  PairwiseMinimizer m(
+      llvm::map_to_vector(
+          vars, [](const Variable &v) { return unsigned(v.choices.size()); }),
+      structureOnly);
+  for (const CopyGroup &g : copies) {
+    if (!structureOnly) {
+      addCopyCosts(m, g);
+      continue;
+    }
+    m.addPair(g.producer, g.var, {});
+    for (unsigned ui : g.uses)
+      m.addFactor({g.producer, g.var, uses[ui].consumer}, {});
+  }
   for (auto [ui, u] : llvm::enumerate(uses)) {
     // An argument returned as it is to the result it is carried to: one
     // variable, nothing to move.
     if (u.producer == u.consumer || groupOfUse.contains(ui))
       continue;
+    if (structureOnly) {
+      m.addPair(u.producer, u.consumer, {});
+      continue;
+    }
     UsePrices prices = priceUse(u);
     unsigned np = prices.fromOf.size(), nc = prices.toOf.size();
     std::vector<Cost> table(size_t(np) * nc);
@@ -910,13 +926,34 @@ const Reshard &FunctionPlanner::reshard(ShardingAttr from, ShardingAttr to,
   unsigned rank = type.getRank();
   ShardingLayout src = layoutOf(from, rank), dst = layoutOf(to, rank);
   auto axisSize = [&](StringRef a) { return mesh.getAxisSize(a); };
-  std::string why;
-  FailureOr<SmallVector<ReshardStep>> plan =
-      planResharding(src, dst, type.getShape(), axisSize, why);
-  if (failed(plan)) {
+  // The planner reads the shape only to know which dims divide by which
+  // groups of axes (its bytes are fractions of the tensor's), and a group's
+  // size divides the mesh's: tensors whose dims have the same greatest
+  // common divisors with it get the same plan. A rank-4 tensor on a 3-D
+  // mesh has 125 layouts, so each type's 15,625 pairs planned once less.
+  int64_t devices = 1;
+  for (int64_t size : mesh.getShape())
+    devices *= size;
+  SmallVector<int64_t, 4> classes;
+  for (int64_t d : type.getShape())
+    classes.push_back(ShapedType::isDynamic(d) ? d : std::gcd(d, devices));
+  auto planKey =
+      std::make_tuple(Attribute(from), Attribute(to),
+                      Type(RankedTensorType::get(
+                          classes, IntegerType::get(type.getContext(), 8))));
+  auto [planIt, fresh] = plans.try_emplace(planKey);
+  if (fresh) {
+    std::string why;
+    FailureOr<SmallVector<ReshardStep>> made =
+        planResharding(src, dst, classes, axisSize, why);
+    if (succeeded(made))
+      planIt->second = std::move(*made);
+  }
+  if (!planIt->second) {
     r.possible = false;
     return reshards.try_emplace(key, std::move(r)).first->second;
   }
+  std::optional<SmallVector<ReshardStep>> plan = *planIt->second;
   // Each step's bytes: those of the plan up to it, less those before it.
   int64_t bytes =
       type.getNumElements() * getElementBytes(type.getElementType());

@@ -19,16 +19,22 @@
 using namespace mlir;
 using namespace mlir::mesh;
 
-PairwiseMinimizer::PairwiseMinimizer(ArrayRef<unsigned> domains)
-    : domains(domains) {}
+PairwiseMinimizer::PairwiseMinimizer(ArrayRef<unsigned> domains,
+                                     bool structureOnly)
+    : domains(domains), structureOnly(structureOnly) {}
 
 void PairwiseMinimizer::addPair(unsigned a, unsigned b,
                                 ArrayRef<AutoShardCost> table) {
   assert(a != b && "a pair of one variable");
   unsigned da = domains[a], db = domains[b];
-  assert(table.size() == size_t(da) * db && "a table of the wrong size");
   bool swap = a > b;
   unsigned lo = swap ? b : a, hi = swap ? a : b;
+  if (structureOnly) {
+    if (pairs.try_emplace({lo, hi}, factors.size()).second)
+      factors.push_back({{lo, hi}, {}});
+    return;
+  }
+  assert(table.size() == size_t(da) * db && "a table of the wrong size");
   // A pair seen before adds to its table.
   auto [it, inserted] = pairs.try_emplace({lo, hi}, factors.size());
   if (inserted)
@@ -55,6 +61,10 @@ void PairwiseMinimizer::addFactor(ArrayRef<unsigned> vars,
   for (unsigned i : order)
     f.scope.push_back(vars[i]);
   assert(llvm::adjacent_find(f.scope) == f.scope.end() && "a variable twice");
+  if (structureOnly) {
+    factors.push_back(std::move(f));
+    return;
+  }
   // Strides of the given order.
   SmallVector<uint64_t, 4> given(n);
   uint64_t size = 1;
@@ -208,6 +218,7 @@ LogicalResult PairwiseMinimizer::prepare(uint64_t maxEntries,
 AutoShardCost
 PairwiseMinimizer::solve(ArrayRef<SmallVector<AutoShardCost, 8>> unary,
                          SmallVectorImpl<unsigned> &choice) {
+  assert(!structureOnly && "solving a structure without tables");
   for (Step &step : steps) {
     Factor &out = factors[step.output];
     unsigned dx = domains[step.var];

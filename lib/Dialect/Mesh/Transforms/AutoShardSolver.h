@@ -34,8 +34,11 @@ inline constexpr AutoShardCost kForbidden = AutoShardCost(1) << 120;
 
 class PairwiseMinimizer {
 public:
-  /// Variables with `domains[v]` choices each (at least one).
-  explicit PairwiseMinimizer(ArrayRef<unsigned> domains);
+  /// Variables with `domains[v]` choices each (at least one). With
+  /// `structureOnly`, the tables given are ignored (they may be empty):
+  /// prepare() and getWork() work, solve() does not.
+  explicit PairwiseMinimizer(ArrayRef<unsigned> domains,
+                             bool structureOnly = false);
 
   /// Adds `table` (row-major: a's choice major, b's minor) to the cost of
   /// the pair (a, b), a != b. Tables of one pair add up.
@@ -83,6 +86,7 @@ private:
   void addStrides(Step &step, ArrayRef<unsigned> scope) const;
 
   SmallVector<unsigned> domains;
+  bool structureOnly = false;
   /// A deque: factors are added while others are referenced, and never
   /// copied when it grows.
   std::deque<Factor> factors;
