@@ -239,7 +239,6 @@ private:
   FailureOr<Variable> makeOpVariable(Operation *op, OpRole role,
                                      uint64_t times);
   void addUsesAndResults(Operation *op, unsigned id);
-  uint64_t timesOfReshard(Value v, Operation *user);
   unsigned addLayoutVariable(Variable::Kind kind, unsigned number,
                              RankedTensorType type, ShardingAttr fixed,
                              bool asOperand);

@@ -316,14 +316,18 @@ void FunctionPlanner::addUse(Value v, unsigned consumer, unsigned operand,
   auto it = producers.find(v);
   if (it == producers.end())
     return;
+  // The partitioner puts the resharding before the loops around `user`
+  // that `v` comes from outside of: those loops do not repeat it.
+  Operation *at = getReshardPoint(v, user);
+  auto times = timesInside.find(at->getParentOp());
   Use u{it->second.first,
         it->second.second,
         consumer,
         operand,
         cast<RankedTensorType>(v.getType()),
-        timesOfReshard(v, user)};
+        times == timesInside.end() ? 1 : times->second};
   u.asPassedIn = asPassedIn;
-  u.block = getReshardPoint(v, user)->getBlock();
+  u.block = at->getBlock();
   uses.push_back(u);
 }
 
@@ -553,16 +557,6 @@ LogicalResult FunctionPlanner::addRegionBranch(RegionBranchOpInterface op,
         addGroupUse(operand);
   }
   return success();
-}
-
-/// How many times per call the reshard of `v` that `user` needs runs: the
-/// partitioner puts it before the loops around `user` that `v` comes from
-/// outside of (getReshardPoint), so the loops it is hoisted out of do not
-/// count.
-uint64_t FunctionPlanner::timesOfReshard(Value v, Operation *user) {
-  Operation *parent = getReshardPoint(v, user)->getParentOp();
-  auto it = timesInside.find(parent);
-  return it == timesInside.end() ? 1 : it->second;
 }
 
 //===----------------------------------------------------------------------===//
