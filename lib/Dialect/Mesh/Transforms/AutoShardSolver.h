@@ -59,13 +59,19 @@ public:
   AutoShardCost solve(ArrayRef<SmallVector<AutoShardCost, 8>> unary,
                       SmallVectorImpl<unsigned> &choice);
 
+  /// Steps of fewer sums than this are not compared with earlier ones
+  /// (default 4096: below that, comparing costs about what summing does).
+  void setMemoMinSums(uint64_t sums) { memoMinSums = sums; }
+
   /// The sums one solve() computes (after prepare()): a measure of its
   /// time that is the same on every machine.
   uint64_t getWork() const { return work; }
 
 private:
   struct Factor {
-    SmallVector<unsigned, 4> scope; // variables, ascending
+    /// Variables, the table's major first: ascending as added; from
+    /// prepare() on, the variable eliminated last first.
+    SmallVector<unsigned, 4> scope;
     std::vector<AutoShardCost> table;
   };
   /// One elimination: the variable, the factors summed, and the table made.
@@ -73,15 +79,21 @@ private:
     unsigned var;
     SmallVector<unsigned, 4> inputs; // factor indices
     unsigned output;                 // factor index (its scope: the rest)
-    /// Per input: its stride for each variable of the output's scope, and
-    /// for `var`.
+    /// Per input: its stride for each variable of the output's scope (its
+    /// stride for `var` is 1).
     SmallVector<SmallVector<uint64_t, 4>, 4> strides;
-    SmallVector<uint64_t, 4> varStrides;
     std::vector<uint16_t> argmin;
   };
   /// The elimination order: least product of the neighbours' domains
   /// first, ties by the lower variable.
   std::vector<unsigned> eliminationOrder() const;
+  /// Makes `step`'s table and choices from its inputs and `own` costs.
+  void eliminate(Step &step, ArrayRef<AutoShardCost> own);
+  /// The most bytes one solve() keeps to find equal steps.
+  static constexpr uint64_t kMemoBytes = uint64_t(256) << 20;
+  /// Puts `factor`'s scope in the order `before` gives, its table with it.
+  void reorderScope(Factor &factor,
+                    function_ref<bool(unsigned, unsigned)> before) const;
   /// Each input's strides over the step's output scope and its variable.
   void addStrides(Step &step, ArrayRef<unsigned> scope) const;
 
@@ -98,6 +110,7 @@ private:
   /// Factors with an empty scope left at the end.
   SmallVector<unsigned> constants;
   uint64_t work = 0;
+  uint64_t memoMinSums = 1 << 12;
 };
 
 } // namespace mesh
