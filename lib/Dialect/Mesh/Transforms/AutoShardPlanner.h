@@ -275,6 +275,9 @@ private:
                                           ArrayRef<unsigned> plan);
   const Reshard &reshard(ShardingAttr from, ShardingAttr to,
                          RankedTensorType type);
+  std::optional<SmallVector<ReshardStep>>
+  plannedSteps(const ShardingLayout &src, const ShardingLayout &dst,
+               RankedTensorType type);
   void computeLiveness();
   Evaluation evaluate(ArrayRef<unsigned> plan);
   /// Solves with memory weighted by `weight` / 2^20 per byte at the peak
@@ -347,12 +350,9 @@ private:
   unsigned peakPoint = 0;
   std::optional<PairwiseMinimizer> minimizer;
   DenseMap<std::tuple<Attribute, Attribute, Type>, Reshard> reshards;
-  /// The planner's steps by (from, to, the tensor's dims' classes: their
-  /// greatest common divisors with the mesh's size), or none when there is
-  /// no plan.
-  DenseMap<std::tuple<Attribute, Attribute, Type>,
-           std::optional<SmallVector<ReshardStep>>>
-      plans;
+  /// The planner's steps by plannedSteps's key, on axes named by their
+  /// index; none when there is no plan.
+  llvm::StringMap<std::optional<SmallVector<ReshardStep>>> plans;
   /// Result -> the argument variable carried to it, and back.
   DenseMap<unsigned, unsigned> carriedFrom, carriedTo;
 };

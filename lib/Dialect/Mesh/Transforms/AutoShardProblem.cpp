@@ -905,6 +905,85 @@ static bool onlySplitsFurther(ShardingAttr from, ShardingAttr to) {
   return true;
 }
 
+/// The planner's steps from `src` to `dst` for a tensor of `type`, or none
+/// when there is no plan. The planner sees
+/// - axes only as indices, in the order it meets them (the source's dims,
+///   its pending axes, the target's, the target's pending axes), and their
+///   sizes: layouts that differ by renaming axes of equal size get the same
+///   plan, renamed (on a (2, 2, 2) mesh, six pairs are planned once);
+/// - the shape only to know which dims divide by which groups of axes (its
+///   bytes are fractions of the tensor's), and each group's size divides
+///   the mesh's: dims with the same greatest common divisors with the
+///   mesh's size get the same plan.
+/// So plans are kept by that key, on axes named by their index.
+std::optional<SmallVector<ReshardStep>>
+FunctionPlanner::plannedSteps(const ShardingLayout &src,
+                              const ShardingLayout &dst,
+                              RankedTensorType type) {
+  SmallVector<StringRef, 8> met;
+  std::string key;
+  auto put = [&](int64_t n) {
+    key.append(reinterpret_cast<const char *>(&n), sizeof(n));
+  };
+  auto indexOf = [&](StringRef a) {
+    auto it = llvm::find(met, a);
+    if (it == met.end())
+      it = met.insert(met.end(), a);
+    return int64_t(it - met.begin());
+  };
+  auto putLayout = [&](const ShardingLayout &l) {
+    for (const SmallVector<std::string> &axes : l.dims) {
+      for (const std::string &a : axes)
+        put(indexOf(a));
+      put(-1);
+    }
+    put(-2);
+    for (const std::string &a : l.partial)
+      put(indexOf(a));
+    put(-3);
+    put(static_cast<int64_t>(l.partialKind));
+  };
+  putLayout(src);
+  putLayout(dst);
+  for (StringRef a : met)
+    put(mesh.getAxisSize(a));
+  put(-4);
+  int64_t devices = 1;
+  for (int64_t size : mesh.getShape())
+    devices *= size;
+  SmallVector<int64_t, 4> classes;
+  for (int64_t d : type.getShape())
+    put(classes.emplace_back(ShapedType::isDynamic(d) ? d
+                                                      : std::gcd(d, devices)));
+  auto [it, fresh] = plans.try_emplace(key);
+  if (fresh) {
+    auto rename = [&](const ShardingLayout &l) {
+      ShardingLayout named = l;
+      for (SmallVector<std::string> &axes : named.dims)
+        for (std::string &a : axes)
+          a = std::to_string(indexOf(a));
+      for (std::string &a : named.partial)
+        a = std::to_string(indexOf(a));
+      return named;
+    };
+    auto sizeOf = [&](StringRef index) {
+      return mesh.getAxisSize(met[std::stoul(index.str())]);
+    };
+    std::string why;
+    FailureOr<SmallVector<ReshardStep>> made =
+        planResharding(rename(src), rename(dst), classes, sizeOf, why);
+    if (succeeded(made))
+      it->second = std::move(*made);
+  }
+  // The plan in this pair's names.
+  std::optional<SmallVector<ReshardStep>> named = it->second;
+  if (named)
+    for (ReshardStep &step : *named)
+      for (std::string &a : step.axes)
+        a = met[std::stoul(a)].str();
+  return named;
+}
+
 const Reshard &FunctionPlanner::reshard(ShardingAttr from, ShardingAttr to,
                                         RankedTensorType type) {
   auto key = std::make_tuple(Attribute(from), Attribute(to), Type(type));
@@ -920,34 +999,11 @@ const Reshard &FunctionPlanner::reshard(ShardingAttr from, ShardingAttr to,
   unsigned rank = type.getRank();
   ShardingLayout src = layoutOf(from, rank), dst = layoutOf(to, rank);
   auto axisSize = [&](StringRef a) { return mesh.getAxisSize(a); };
-  // The planner reads the shape only to know which dims divide by which
-  // groups of axes (its bytes are fractions of the tensor's), and a group's
-  // size divides the mesh's: tensors whose dims have the same greatest
-  // common divisors with it get the same plan. A rank-4 tensor on a 3-D
-  // mesh has 125 layouts, so each type's 15,625 pairs planned once less.
-  int64_t devices = 1;
-  for (int64_t size : mesh.getShape())
-    devices *= size;
-  SmallVector<int64_t, 4> classes;
-  for (int64_t d : type.getShape())
-    classes.push_back(ShapedType::isDynamic(d) ? d : std::gcd(d, devices));
-  auto planKey =
-      std::make_tuple(Attribute(from), Attribute(to),
-                      Type(RankedTensorType::get(
-                          classes, IntegerType::get(type.getContext(), 8))));
-  auto [planIt, fresh] = plans.try_emplace(planKey);
-  if (fresh) {
-    std::string why;
-    FailureOr<SmallVector<ReshardStep>> made =
-        planResharding(src, dst, classes, axisSize, why);
-    if (succeeded(made))
-      planIt->second = std::move(*made);
-  }
-  if (!planIt->second) {
+  std::optional<SmallVector<ReshardStep>> plan = plannedSteps(src, dst, type);
+  if (!plan) {
     r.possible = false;
     return reshards.try_emplace(key, std::move(r)).first->second;
   }
-  std::optional<SmallVector<ReshardStep>> plan = *planIt->second;
   // Each step's bytes: those of the plan up to it, less those before it.
   int64_t bytes =
       type.getNumElements() * getElementBytes(type.getElementType());

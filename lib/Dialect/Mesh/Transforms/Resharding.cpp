@@ -464,7 +464,7 @@ FailureOr<SmallVector<ReshardStep>>
 PlanSearch::findPlan(std::string &whyNot) const {
   std::vector<Node> nodes{{source, Move(), 0, 0, 0}};
   llvm::StringMap<size_t> best;
-  best[source.getKey().str()] = 0;
+  best[source.getKey()] = 0;
   // (bytes, steps, node): the node made first wins a tie.
   using Entry = std::tuple<int64_t, unsigned, size_t>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
@@ -476,7 +476,7 @@ PlanSearch::findPlan(std::string &whyNot) const {
     std::tie(bytes, steps, index) = queue.top();
     queue.pop();
     Layout layout = nodes[index].layout;
-    if (best.lookup(layout.getKey().str()) != index)
+    if (best.lookup(layout.getKey()) != index)
       continue; // Reached again, cheaper, after this entry was queued.
     if (layout.dims == target.dims && (layout.pending & finishable) == 0)
       return getSteps(nodes, index);
@@ -487,7 +487,7 @@ PlanSearch::findPlan(std::string &whyNot) const {
     forEachMove(layout, [&](Move &move, Layout &next) {
       int64_t price = bytes + getStepBytesPerDevice(move.kind, block,
                                                     getPricedSize(move.axes));
-      auto [it, isNew] = best.try_emplace(next.getKey().str(), nodes.size());
+      auto [it, isNew] = best.try_emplace(next.getKey(), nodes.size());
       if (!isNew) {
         const Node &known = nodes[it->second];
         if (std::make_pair(known.bytes, known.steps) <=
