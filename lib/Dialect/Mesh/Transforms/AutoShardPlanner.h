@@ -179,7 +179,7 @@ struct Evaluation {
 struct ProgramRegion {
   /// The scope the ops' locations name ("layers.3.mlp" of
   /// "layers.3.mlp.fc1"); empty where the regions come from the program's
-  /// cut points.
+  /// cut points or repetitions.
   std::string name;
   /// Program points, inclusive.
   unsigned first = 0, last = 0;
@@ -294,7 +294,17 @@ private:
   void explainArguments(raw_ostream &os, ArrayRef<unsigned> plan,
                         const Evaluation &e, uint64_t weight,
                         DenseMap<unsigned, RunnerUp> &runnersUp);
-  std::vector<ProgramRegion> findRegions();
+  /// What explain's regions are cut by.
+  enum class RegionBasis { Names, Cuts, Repeats, Whole };
+  /// Regions of fewer ops join their neighbours (cut points only).
+  static constexpr size_t kFewestOps = 8;
+  std::vector<ProgramRegion> findRegions(RegionBasis &basis);
+  std::vector<ProgramRegion> regionsByName(ArrayRef<unsigned> ops);
+  std::vector<int> crossingCounts() const;
+  std::vector<ProgramRegion> regionsByCuts(ArrayRef<unsigned> ops,
+                                           ArrayRef<int> crossing);
+  std::vector<ProgramRegion> regionsByRepeats(ArrayRef<unsigned> ops,
+                                              ArrayRef<int> crossing);
   void explainRegions(raw_ostream &os, ArrayRef<unsigned> plan,
                       const DenseMap<unsigned, RunnerUp> &runnersUp);
   std::vector<RegionTotals> totalRegions(ArrayRef<unsigned> plan,

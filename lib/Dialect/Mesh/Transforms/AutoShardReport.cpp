@@ -274,18 +274,193 @@ static StringRef scopeOf(StringRef name) {
   return at == StringRef::npos || at == 0 ? name : name.take_front(at);
 }
 
-/// The regions explain reports. Where most ops' locations carry names, a
-/// region is a run of ops whose names share a scope (an op without a name
-/// joins the run it is in). Otherwise the program is cut after each op
-/// past which exactly one value the plan lays out is carried (arguments
-/// aside): in a stack of layers, each layer's residual stream, so a region
-/// is a layer or a part of one; pieces join the next until a region has 8
-/// ops (a layer norm's reductions, an attention's reshapes are cut off
-/// alone otherwise). A training step, whose forward values stay live for
-/// the backward, has no such point and is one region unless its locations
-/// name layers.
-std::vector<ProgramRegion> FunctionPlanner::findRegions() {
-  constexpr size_t kFewestOps = 8;
+/// Regions of runs of ops whose location names share a scope (an op
+/// without a name joins the run it is in).
+std::vector<ProgramRegion>
+FunctionPlanner::regionsByName(ArrayRef<unsigned> ops) {
+  std::vector<ProgramRegion> regions;
+  for (unsigned v : ops) {
+    StringRef name = locationName(vars[v].op->getLoc());
+    StringRef scope = name.empty() ? StringRef() : scopeOf(name);
+    unsigned p = position[vars[v].op];
+    if (regions.empty())
+      regions.push_back({scope.str(), p, p, {}});
+    else if (!scope.empty() && scope != regions.back().name) {
+      if (regions.back().name.empty())
+        regions.back().name = scope.str(); // Unnamed ops that led it.
+      else
+        regions.push_back({scope.str(), p, p, {}});
+    }
+    regions.back().last = p;
+    regions.back().vars.push_back(v);
+  }
+  return regions;
+}
+
+/// Per program point p: how many values the plan lays out are defined at
+/// or before p and used after it (arguments aside).
+std::vector<int> FunctionPlanner::crossingCounts() const {
+  std::vector<int> crossing(numPoints + 1, 0);
+  for (const LiveValue &l : live)
+    if (l.last > l.def) {
+      ++crossing[l.def];
+      --crossing[l.last];
+    }
+  for (unsigned p = 1; p <= numPoints; ++p)
+    crossing[p] += crossing[p - 1];
+  return crossing;
+}
+
+/// Regions cut after each op past which exactly one value is carried;
+/// pieces join the next until a region has kFewestOps ops.
+std::vector<ProgramRegion>
+FunctionPlanner::regionsByCuts(ArrayRef<unsigned> ops, ArrayRef<int> crossing) {
+  std::vector<ProgramRegion> pieces, regions;
+  bool cut = true;
+  for (unsigned v : ops) {
+    unsigned p = position[vars[v].op];
+    if (cut)
+      pieces.push_back({"", p, p, {}});
+    pieces.back().last = p;
+    pieces.back().vars.push_back(v);
+    cut = crossing[p] == 1;
+  }
+  for (ProgramRegion &piece : pieces) {
+    if (!regions.empty() && regions.back().vars.size() < kFewestOps) {
+      regions.back().last = piece.last;
+      regions.back().vars.append(piece.vars);
+      continue;
+    }
+    regions.push_back(std::move(piece));
+  }
+  if (regions.size() > 1 && regions.back().vars.size() < kFewestOps) {
+    ProgramRegion tail = std::move(regions.back());
+    regions.pop_back();
+    regions.back().last = tail.last;
+    regions.back().vars.append(tail.vars);
+  }
+  return regions;
+}
+
+/// Z-function of `s`: z[k] is the length of the longest common prefix of
+/// `s` and its suffix from k (z[0] = 0).
+static std::vector<size_t> zFunction(ArrayRef<unsigned> s) {
+  size_t n = s.size();
+  std::vector<size_t> z(n, 0);
+  for (size_t k = 1, l = 0, r = 0; k < n; ++k) {
+    if (k < r)
+      z[k] = std::min(r - k, z[k - l]);
+    while (k + z[k] < n && s[z[k]] == s[k + z[k]])
+      ++z[k];
+    if (k + z[k] > r) {
+      l = k;
+      r = k + z[k];
+    }
+  }
+  return z;
+}
+
+/// What tells ops of the program apart: the name, the operand and result
+/// types, the inherent attributes, and the regions' ops, in turn; not the
+/// discardable attributes (mesh.sharding, which the plan just wrote) nor
+/// the locations.
+static llvm::hash_code programHash(Operation *op) {
+  llvm::hash_code h =
+      llvm::hash_combine(op->getName(), op->getPropertiesAsAttribute(),
+                         llvm::hash_combine_range(op->getOperandTypes().begin(),
+                                                  op->getOperandTypes().end()),
+                         llvm::hash_combine_range(op->getResultTypes().begin(),
+                                                  op->getResultTypes().end()));
+  for (NamedAttribute a : op->getAttrs())
+    if (!a.getName().getValue().contains('.'))
+      h = llvm::hash_combine(h, a.getName(), a.getValue());
+  for (Region &region : op->getRegions())
+    for (Block &block : region)
+      for (Operation &inner : block)
+        h = llvm::hash_combine(h, programHash(&inner));
+  return h;
+}
+
+/// Regions of the program's repetitions: ops alike (programHash) are one
+/// letter, and from left to right the longest run
+/// of a repeated block of at least two ops, at least kFewestOps in all,
+/// is cut into one region per block; the ops between runs are a region
+/// each. A block's cut points are shifted to where the fewest values
+/// cross (a layer's boundary, not the middle of it). A training step of
+/// unnamed ops is so cut into its forward layers and its backward layers.
+std::vector<ProgramRegion>
+FunctionPlanner::regionsByRepeats(ArrayRef<unsigned> ops,
+                                  ArrayRef<int> crossing) {
+  DenseMap<llvm::hash_code, unsigned> letterOf;
+  SmallVector<unsigned> text;
+  for (unsigned v : ops) {
+    llvm::hash_code h = programHash(vars[v].op);
+    text.push_back(letterOf.try_emplace(h, letterOf.size()).first->second);
+  }
+  auto crossingAfter = [&](size_t i) {
+    return crossing[position[vars[ops[i]].op]];
+  };
+  std::vector<ProgramRegion> regions;
+  auto add = [&](size_t from, size_t to) { // ops [from, to)
+    if (from == to)
+      return;
+    ProgramRegion r{
+        "", position[vars[ops[from]].op], position[vars[ops[to - 1]].op], {}};
+    r.vars.assign(ops.begin() + from, ops.begin() + to);
+    regions.push_back(std::move(r));
+  };
+  size_t n = ops.size(), other = 0;
+  for (size_t i = 0; i < n;) {
+    std::vector<size_t> z = zFunction(ArrayRef(text).drop_front(i));
+    size_t block = 0, cover = 0;
+    for (size_t k = 2; 2 * k <= n - i; ++k) {
+      size_t reps = 1 + z[k] / k;
+      if (reps >= 2 && reps * k > cover) {
+        block = k;
+        cover = reps * k;
+      }
+    }
+    if (cover < kFewestOps) {
+      ++i;
+      continue;
+    }
+    // The periodic stretch [i, i + k + z[k]); a shift s keeps whole blocks
+    // from i + s. Of the shifts that keep as many blocks as any, the one
+    // whose inner cut points carry the fewest values.
+    size_t length = block + z[block];
+    size_t blocks = (length - (block - 1)) / block;
+    size_t shift = 0;
+    int64_t least = INT64_MAX;
+    for (size_t s = 0; s < block && (length - s) / block >= blocks; ++s) {
+      int64_t carried = 0;
+      for (size_t b = 1; b < blocks; ++b)
+        carried += crossingAfter(i + s + b * block - 1);
+      if (carried < least) {
+        least = carried;
+        shift = s;
+      }
+    }
+    add(other, i + shift);
+    for (size_t b = 0; b < blocks; ++b)
+      add(i + shift + b * block, i + shift + (b + 1) * block);
+    i += shift + blocks * block;
+    other = i;
+  }
+  add(other, n);
+  return regions;
+}
+
+/// The regions explain reports, and what they were cut by:
+/// - where most ops' locations carry names, by their scopes;
+/// - else after each op past which exactly one value the plan lays out is
+///   carried (arguments aside): in a stack of layers, each layer's
+///   residual stream, so a region is a layer or a part of one; pieces join
+///   the next until a region has 8 ops (a layer norm's reductions, an
+///   attention's reshapes are cut off alone otherwise);
+/// - a training step, whose forward values stay live for the backward, has
+///   no such point: it is cut where it repeats (regionsByRepeats);
+/// - else it is one region.
+std::vector<ProgramRegion> FunctionPlanner::findRegions(RegionBasis &basis) {
   SmallVector<unsigned> ops;
   for (auto [v, var] : llvm::enumerate(vars))
     if (isOpLike(var))
@@ -301,54 +476,20 @@ std::vector<ProgramRegion> FunctionPlanner::findRegions() {
     return !locationName(vars[v].op->getLoc()).empty();
   });
   if (2 * named >= ops.size()) {
-    for (unsigned v : ops) {
-      StringRef name = locationName(vars[v].op->getLoc());
-      StringRef scope = name.empty() ? StringRef() : scopeOf(name);
-      unsigned p = position[vars[v].op];
-      if (regions.empty())
-        regions.push_back({scope.str(), p, p, {}});
-      else if (!scope.empty() && scope != regions.back().name) {
-        if (regions.back().name.empty())
-          regions.back().name = scope.str(); // Unnamed ops that led it.
-        else
-          regions.push_back({scope.str(), p, p, {}});
-      }
-      regions.back().last = p;
-      regions.back().vars.push_back(v);
-    }
+    basis = RegionBasis::Names;
+    regions = regionsByName(ops);
   } else {
-    // crossing[p]: the values defined at or before p and used after it.
-    std::vector<int> crossing(numPoints + 1, 0);
-    for (const LiveValue &l : live)
-      if (l.last > l.def) {
-        ++crossing[l.def];
-        --crossing[l.last];
+    std::vector<int> crossing = crossingCounts();
+    basis = RegionBasis::Cuts;
+    regions = regionsByCuts(ops, crossing);
+    if (regions.size() == 1) {
+      std::vector<ProgramRegion> repeats = regionsByRepeats(ops, crossing);
+      if (repeats.size() > 1) {
+        basis = RegionBasis::Repeats;
+        regions = std::move(repeats);
+      } else {
+        basis = RegionBasis::Whole;
       }
-    for (unsigned p = 1; p <= numPoints; ++p)
-      crossing[p] += crossing[p - 1];
-    std::vector<ProgramRegion> pieces;
-    bool cut = true;
-    for (unsigned v : ops) {
-      unsigned p = position[vars[v].op];
-      if (cut)
-        pieces.push_back({"", p, p, {}});
-      pieces.back().last = p;
-      pieces.back().vars.push_back(v);
-      cut = crossing[p] == 1;
-    }
-    for (ProgramRegion &piece : pieces) {
-      if (!regions.empty() && regions.back().vars.size() < kFewestOps) {
-        regions.back().last = piece.last;
-        regions.back().vars.append(piece.vars);
-        continue;
-      }
-      regions.push_back(std::move(piece));
-    }
-    if (regions.size() > 1 && regions.back().vars.size() < kFewestOps) {
-      ProgramRegion tail = std::move(regions.back());
-      regions.pop_back();
-      regions.back().last = tail.last;
-      regions.back().vars.append(tail.vars);
     }
   }
   // Each argument joins the region of its first use.
@@ -503,28 +644,45 @@ void FunctionPlanner::describeRegion(
 void FunctionPlanner::explainRegions(
     raw_ostream &os, ArrayRef<unsigned> plan,
     const DenseMap<unsigned, RunnerUp> &runnersUp) {
-  std::vector<ProgramRegion> regions = findRegions();
+  RegionBasis basis;
+  std::vector<ProgramRegion> regions = findRegions(basis);
   if (regions.empty())
     return;
   std::vector<RegionTotals> totals = totalRegions(plan, regions);
-  os << "  " << regions.size() << " region" << (regions.size() == 1 ? "" : "s")
-     << (!regions.front().name.empty()
-             ? " (the scopes of the ops' location names)"
-         : regions.size() == 1
-             ? " (no point where one value carries the program on)"
-             : " (cut where one value carries the program on)")
-     << ":\n";
+  os << "  " << regions.size() << " region" << (regions.size() == 1 ? "" : "s");
+  switch (basis) {
+  case RegionBasis::Names:
+    os << " (the scopes of the ops' location names)";
+    break;
+  case RegionBasis::Cuts:
+    os << " (cut where one value carries the program on)";
+    break;
+  case RegionBasis::Repeats:
+    os << " (no point where one value carries the program on; cut where "
+          "it repeats)";
+    break;
+  case RegionBasis::Whole:
+    os << " (no point where one value carries the program on, and no "
+          "repetition)";
+    break;
+  }
+  os << ":\n";
   for (unsigned i = 0, n = regions.size(); i < n;) {
     auto [k, reps] = findRepeat(totals, i);
     for (unsigned d = 0; d < k; ++d)
       describeRegion(os, plan, regions, i + d, totals[i + d], runnersUp);
-    if (reps > 1) {
+    if (reps == 2 && k == 1) {
+      os << "    region " << i + 2 << ": as " << regionTitle(regions, i)
+         << "\n";
+    } else if (reps > 1) {
       os << "    regions " << i + k + 1 << "-" << i + k * reps << ": ";
       if (k == 1)
         os << "each as " << regionTitle(regions, i);
       else
         os << "regions " << i + 1 << "-" << i + k << " again";
-      os << ", " << reps - 1 << (reps == 2 ? " time" : " times") << " more\n";
+      if (reps > 2)
+        os << ", " << reps - 1 << " times more";
+      os << "\n";
     }
     i += k * reps;
   }
