@@ -90,7 +90,7 @@ private:
   /// Makes `step`'s table and choices from its inputs and `own` costs.
   void eliminate(Step &step, ArrayRef<AutoShardCost> own);
   /// The most bytes one solve() keeps to find equal steps.
-  static constexpr uint64_t kMemoBytes = uint64_t(256) << 20;
+  static constexpr uint64_t kMemoBytes = uint64_t(64) << 20;
   /// Puts `factor`'s scope in the order `before` gives, its table with it.
   void reorderScope(Factor &factor,
                     function_ref<bool(unsigned, unsigned)> before) const;
