@@ -405,6 +405,84 @@ TEST(ReshardingPlanner, BytesEqualExhaustiveSearch) {
 /// layout a plan passes through must split dim 0 (dynamic) and any dim over
 /// the `?` axis only over axes its source or its target splits it over, and
 /// the plan must still reach the target.
+/// mesh-auto-shard keeps one plan per renaming of axes of equal size (and
+/// per class of shape): the planner must see axes only through the order
+/// it meets them and their sizes. For every pair of layouts, and every
+/// renaming that keeps sizes, the plan of the renamed pair is the plan of
+/// the pair, renamed, step for step (or both fail).
+TEST(ReshardingPlanner, PlansFollowRenamingOfEqualAxes) {
+  struct Case {
+    Mesh mesh;
+    std::vector<std::map<std::string, std::string>> renamings;
+  };
+  std::vector<Case> cases = {
+      {{{{"a", 2}, {"b", 2}, {"c", 2}}},
+       {{{"a", "b"}, {"b", "c"}, {"c", "a"}},
+        {{"a", "c"}, {"b", "b"}, {"c", "a"}},
+        {{"a", "b"}, {"b", "a"}, {"c", "c"}}}},
+      {{{{"a", 2}, {"b", 4}, {"c", 2}}},
+       {{{"a", "c"}, {"b", "b"}, {"c", "a"}}}},
+  };
+  auto rename = [](ShardingLayout l,
+                   const std::map<std::string, std::string> &to) {
+    for (auto &axes : l.dims)
+      for (std::string &a : axes)
+        a = to.at(a);
+    for (std::string &a : l.partial)
+      a = to.at(a);
+    return l;
+  };
+  int64_t compared = 0;
+  for (const Case &c : cases) {
+    std::vector<std::string> names;
+    for (const auto &axis : c.mesh.axes)
+      names.push_back(axis.first);
+    std::vector<Layout> layouts;
+    Layout empty;
+    enumerateDims(names, 0, empty, layouts);
+    auto axisSize = [&](StringRef a) { return c.mesh.size(a.str()); };
+    // A dim of 2 fits one axis of size 2 only: plans must go around it.
+    for (std::vector<int64_t> shape :
+         {std::vector<int64_t>{64, 64}, std::vector<int64_t>{64, 2}}) {
+      for (const Layout &s : layouts) {
+        // The source with a pending sum over its first unused axis, too.
+        std::vector<ShardingLayout> sources = {toShardingLayout(s)};
+        for (const std::string &a : names)
+          if (!s.uses(a)) {
+            sources.push_back(toShardingLayout(s));
+            sources.back().partial.push_back(a);
+            break;
+          }
+        for (const ShardingLayout &src : sources)
+          for (const Layout &d : layouts) {
+            ShardingLayout dst = toShardingLayout(d);
+            std::string why;
+            FailureOr<SmallVector<ReshardStep>> plan =
+                planResharding(src, dst, shape, axisSize, why);
+            for (const auto &to : c.renamings) {
+              FailureOr<SmallVector<ReshardStep>> renamed = planResharding(
+                  rename(src, to), rename(dst, to), shape, axisSize, why);
+              ASSERT_EQ(succeeded(plan), succeeded(renamed));
+              if (failed(plan))
+                continue;
+              ASSERT_EQ(plan->size(), renamed->size());
+              for (auto [p, r] : llvm::zip(*plan, *renamed)) {
+                EXPECT_EQ(p.kind, r.kind);
+                EXPECT_EQ(p.dim, r.dim);
+                EXPECT_EQ(p.concatDim, r.concatDim);
+                ASSERT_EQ(p.axes.size(), r.axes.size());
+                for (auto [pa, ra] : llvm::zip(p.axes, r.axes))
+                  EXPECT_EQ(to.at(pa), ra);
+              }
+              ++compared;
+            }
+          }
+      }
+    }
+  }
+  EXPECT_GT(compared, 10000);
+}
+
 TEST(ReshardingPlanner, UnknownSizesStayWithinSourceAndTarget) {
   // Bytes are replayed with "u" as 16 devices, the planner's price for `?`.
   Mesh mesh{{{"u", 16}, {"b", 4}}};
