@@ -10,7 +10,9 @@
 // RUN: mesh-opt %s -split-input-file --mesh-auto-shard="verify-exhaustive memory-per-device=4000" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHECK-B4000
 // RUN: mesh-opt %s -split-input-file --mesh-auto-shard="verify-exhaustive memory-per-device=3600" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHECK-B3600
 // RUN: mesh-opt %s -split-input-file --mesh-auto-shard="verify-exhaustive memory-per-device=2900" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHECK-B2900
-// RUN: not mesh-opt %s -split-input-file --mesh-auto-shard="memory-per-device=1000" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHECK-B1000
+// RUN: not mesh-opt %s -split-input-file --mesh-auto-shard="memory-per-device=1000 verify-exhaustive" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHECK-B1000
+// RUN: not mesh-opt %s -split-input-file --mesh-auto-shard="memory-per-device=2815 verify-exhaustive" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHECK-B2815
+// RUN: mesh-opt %s -split-input-file --mesh-auto-shard="memory-per-device=2816 verify-exhaustive" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHECK-B2816
 
 // CHECK-FREE: remark: mesh-auto-shard: exhaustive check: 62208 plans, 62208 fit; the least cost of one that fits is [[C1:[0-9]+]] ps; the plan costs [[C1]] ps
 // CHECK-FREE: remark: mesh-auto-shard: exhaustive check: 186624 plans, 186624 fit; the least cost of one that fits is [[C2:[0-9]+]] ps; the plan costs [[C2]] ps
@@ -27,11 +29,22 @@
 // CHECK-B2900: 62208 plans, 768 fit; the least cost of one that fits is [[C1:[0-9]+]] ps; the plan costs [[C1]] ps
 // CHECK-B2900: the least cost of one that fits is [[C2:[0-9]+]] ps; the plan costs [[C2]] ps
 // CHECK-B2900: the least cost of one that fits is [[C3:[0-9]+]] ps; the plan costs [[C3]] ps
-// No plan fits: the error gives bounds on the smallest budget that does and
-// what is live at the peak of the plan of least memory found.
-// CHECK-B1000: error: mesh-auto-shard: no plan fits 1000 B per device: the smallest budget that fits is at least 2.75 KiB and at most 3.00 KiB (the plan of least memory found; what is live at its peak follows)
-// CHECK-B1000-NEXT: peak memory: 3.00 KiB per device (3072 bytes; 2.25 KiB of arguments, 768 B live at 'linalg.matmul'
-// CHECK-B1000-NEXT: 512 B: 'linalg.matmul' at
+// No plan fits: the error gives the smallest budget that does (here every
+// value's least block is possible at once, so it is exact) and what is live
+// at the peak of a plan that holds it; the enumeration's least memory of
+// any plan must be that budget (else verify-exhaustive fails the run).
+// CHECK-B1000: error: mesh-auto-shard: no plan fits 1000 B (1000 bytes) per device: the smallest budget that fits is 2.75 KiB ([[M1:[0-9]+]] bytes: a plan that holds every value at its least; what is live at its peak follows)
+// CHECK-B1000-NEXT: peak memory: 2.75 KiB per device (2816 bytes; 2.25 KiB of arguments, 512 B live at 'linalg.matmul'
+// CHECK-B1000-NEXT: 256 B: 'linalg.matmul' at
+// CHECK-B1000: remark: mesh-auto-shard: exhaustive check: 62208 plans; the least memory of one is [[M1]] bytes
+// CHECK-B1000: smallest budget that fits is 1.62 KiB ([[M2:[0-9]+]] bytes
+// CHECK-B1000: remark: mesh-auto-shard: exhaustive check: 186624 plans; the least memory of one is [[M2]] bytes
+// CHECK-B1000: smallest budget that fits is 2.50 KiB ([[M3:[0-9]+]] bytes
+// CHECK-B1000: remark: mesh-auto-shard: exhaustive check: 139968 plans; the least memory of one is [[M3]] bytes
+// One byte less than the first program's smallest budget: no plan fits; at
+// that budget, the plan fits and is the cheapest of the 768 that do.
+// CHECK-B2815: no plan fits 2.75 KiB (2815 bytes) per device: the smallest budget that fits is 2.75 KiB (2816 bytes
+// CHECK-B2816: 62208 plans, 768 fit; the least cost of one that fits is [[C1:[0-9]+]] ps; the plan costs [[C1]] ps
 
 // Four layers, 16 features, batch 8 over "d" = 2.
 mesh.mesh @m(["d" = 2])

@@ -10,6 +10,15 @@
 // RUN: mesh-opt %s -split-input-file --mesh-auto-shard="verify-exhaustive" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHECK-FREE
 // RUN: mesh-opt %s -split-input-file --mesh-auto-shard="verify-exhaustive memory-per-device=6000" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHECK-B6000
 // RUN: mesh-opt %s -split-input-file --mesh-auto-shard="verify-exhaustive memory-per-device=4500" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHECK-B4500
+// RUN: not mesh-opt %s -split-input-file --mesh-auto-shard="verify-exhaustive memory-per-device=100" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHECK-NOFIT
+// With no plan that fits, the smallest budget the error gives is the least
+// memory of any enumerated plan.
+// CHECK-NOFIT: the smallest budget that fits is {{.*}} ([[M1:[0-9]+]] bytes: a plan that holds every value at its least
+// CHECK-NOFIT: exhaustive check: 108 plans; the least memory of one is [[M1]] bytes
+// CHECK-NOFIT: the smallest budget that fits is {{.*}} ([[M2:[0-9]+]] bytes: a plan that holds every value at its least
+// CHECK-NOFIT: exhaustive check: 3888 plans; the least memory of one is [[M2]] bytes
+// CHECK-NOFIT: the smallest budget that fits is {{.*}} ([[M3:[0-9]+]] bytes: a plan that holds every value at its least
+// CHECK-NOFIT: exhaustive check: 11664 plans; the least memory of one is [[M3]] bytes
 
 // CHECK-FREE: exhaustive check: 108 plans, 108 fit; the least cost of one that fits is 11178240 ps; the plan costs 11178240 ps
 // CHECK-FREE: exhaustive check: 3888 plans, 3888 fit; the least cost of one that fits is 12361600 ps; the plan costs 12361600 ps

@@ -252,13 +252,16 @@ private:
   Cost computePs(Operation *op, const ShardingRule &rule,
                  ArrayRef<AxisListAttr> factors);
   void fillResultBytes();
-  /// The minimizer of the problem (with `structureOnly`, its elimination's
-  /// structure alone, for its work).
-  PairwiseMinimizer makeMinimizer(bool structureOnly = false);
+  /// What makeMinimizer's tables hold: the costs; nothing (the
+  /// elimination's structure alone, for its work); or only which pairs of
+  /// choices are possible (0, else forbidden).
+  enum class Tables { Costs, StructureOnly, Possible };
+  PairwiseMinimizer makeMinimizer(Tables tables = Tables::Costs);
   struct UsePrices;
   UsePrices priceUse(const Use &u);
   void findCopyGroups();
-  void addCopyCosts(PairwiseMinimizer &m, const CopyGroup &g);
+  void addCopyCosts(PairwiseMinimizer &m, const CopyGroup &g,
+                    bool possibleOnly);
   void addUse(Value v, unsigned consumer, unsigned operand, Operation *user,
               bool asPassedIn = false);
   /// The cost (and bytes) of `u`'s resharding under the given layouts,
@@ -280,6 +283,13 @@ private:
                RankedTensorType type);
   void computeLiveness();
   Evaluation evaluate(ArrayRef<unsigned> plan);
+  /// A bound below the peak memory of every plan: the most, over program
+  /// points, of the arguments' and the live values' least blocks.
+  int64_t leastPeakBound() const;
+  /// A possible plan that holds the least sum of the arguments' and live
+  /// values' blocks; where every value's least block is possible at once,
+  /// its peak is leastPeakBound(). None when that problem is too wide.
+  std::optional<SmallVector<unsigned>> leastMemoryPlan();
   /// Solves with memory weighted by `weight` / 2^20 per byte at the peak
   /// point. `fixed[v]` >= 0 restricts v to that choice; `banned` (var,
   /// choice) is excluded.
@@ -321,7 +331,14 @@ private:
   void describeVariable(raw_ostream &os, unsigned v);
   void describePeak(raw_ostream &os, ArrayRef<unsigned> plan,
                     const Evaluation &e);
+  /// Calls `visit` with every plan (the copy variables aside), `count` of
+  /// them; fails, with an error, beyond 5,000,000.
+  LogicalResult forEachPlan(uint64_t &count,
+                            function_ref<void(ArrayRef<unsigned>)> visit);
   LogicalResult checkExhaustively(ArrayRef<unsigned> plan, bool proven);
+  /// With no plan that fits: the least memory of any plan must be within
+  /// the bounds the error gave.
+  LogicalResult checkSmallestBudget(int64_t atLeast, int64_t atMost);
 
   FunctionOpInterface fn;
   MeshOp mesh;

@@ -578,7 +578,7 @@ LogicalResult FunctionPlanner::build() {
     // on every machine) or they make it too wide. Decided on the
     // elimination's structure alone, before any table is made.
     auto workOf = [&]() -> std::optional<uint64_t> {
-      PairwiseMinimizer shape = makeMinimizer(/*structureOnly=*/true);
+      PairwiseMinimizer shape = makeMinimizer(Tables::StructureOnly);
       std::string ignored;
       if (failed(shape.prepare(kMaxEntries, ignored)))
         return std::nullopt;
@@ -754,16 +754,24 @@ void FunctionPlanner::findCopyGroups() {
 
 /// A copy group's tables: the copy made from the producer's layout, and
 /// each use's resharding, nothing where the copy has its layout.
-void FunctionPlanner::addCopyCosts(PairwiseMinimizer &m, const CopyGroup &g) {
+/// `c`, or with `possibleOnly` 0 where it is possible.
+static Cost possibleOr(Cost c, bool possibleOnly) {
+  return possibleOnly && c < kForbidden ? 0 : c;
+}
+
+void FunctionPlanner::addCopyCosts(PairwiseMinimizer &m, const CopyGroup &g,
+                                   bool possibleOnly) {
   const Variable &p = vars[g.producer], &copy = vars[g.var];
   unsigned np = p.choices.size(), nk = copy.choices.size();
   const Use &first = uses[g.uses.front()];
   std::vector<Cost> made(size_t(np) * nk, 0);
   for (unsigned i = 0; i < np; ++i)
     for (unsigned k = 1; k < nk; ++k)
-      made[size_t(i) * nk + k] = entryOf(
-          useCost(first, p.choices[i].results[g.result], g.layouts[k - 1])
-              .first);
+      made[size_t(i) * nk + k] =
+          possibleOr(entryOf(useCost(first, p.choices[i].results[g.result],
+                                     g.layouts[k - 1])
+                                 .first),
+                     possibleOnly);
   m.addPair(g.producer, g.var, made);
   for (unsigned ui : g.uses) {
     const Use &u = uses[ui];
@@ -780,21 +788,25 @@ void FunctionPlanner::addCopyCosts(PairwiseMinimizer &m, const CopyGroup &g) {
       for (unsigned k = 0; k < nk; ++k)
         for (unsigned j = 0; j < nc; ++j)
           table[(size_t(i) * nk + k) * nc + j] =
-              serves[k * nt + prices.toOf[j]] ? 0 : prices.at(i, j);
+              serves[k * nt + prices.toOf[j]]
+                  ? 0
+                  : possibleOr(prices.at(i, j), possibleOnly);
     m.addFactor({g.producer, g.var, u.consumer}, table);
   }
 }
 
 /// The tables: each use's resharding time (each distinct pair of layouts
 /// priced once: many choices share a layout), or its copy group's.
-PairwiseMinimizer FunctionPlanner::makeMinimizer(bool structureOnly) {
+PairwiseMinimizer FunctionPlanner::makeMinimizer(Tables tables) {
+  bool structureOnly = tables == Tables::StructureOnly;
+  bool possibleOnly = tables == Tables::Possible;
   PairwiseMinimizer m(
       llvm::map_to_vector(
           vars, [](const Variable &v) { return unsigned(v.choices.size()); }),
       structureOnly);
   for (const CopyGroup &g : copies) {
     if (!structureOnly) {
-      addCopyCosts(m, g);
+      addCopyCosts(m, g, possibleOnly);
       continue;
     }
     m.addPair(g.producer, g.var, {});
@@ -815,7 +827,7 @@ PairwiseMinimizer FunctionPlanner::makeMinimizer(bool structureOnly) {
     std::vector<Cost> table(size_t(np) * nc);
     for (unsigned i = 0; i < np; ++i)
       for (unsigned j = 0; j < nc; ++j)
-        table[size_t(i) * nc + j] = prices.at(i, j);
+        table[size_t(i) * nc + j] = possibleOr(prices.at(i, j), possibleOnly);
     m.addPair(u.producer, u.consumer, table);
   }
   return m;
@@ -1127,6 +1139,48 @@ Evaluation FunctionPlanner::evaluate(ArrayRef<unsigned> plan) {
         return vars[l.var].choices[plan[l.var]].resultBytes[l.result];
       });
   return e;
+}
+
+int64_t FunctionPlanner::leastPeakBound() const {
+  auto least = [&](unsigned v, unsigned r) {
+    int64_t b = INT64_MAX;
+    for (const Choice &c : vars[v].choices)
+      b = std::min(b, c.resultBytes[r]);
+    return b;
+  };
+  int64_t arguments = 0;
+  for (auto [v, var] : llvm::enumerate(vars))
+    if (var.kind == Variable::Kind::Argument)
+      arguments += least(v, 0);
+  std::vector<int64_t> at =
+      liveBytesAt(live, numPoints,
+                  [&](const LiveValue &l) { return least(l.var, l.result); });
+  int64_t most = 0;
+  for (int64_t b : at)
+    most = std::max(most, b);
+  return arguments + most;
+}
+
+std::optional<SmallVector<unsigned>> FunctionPlanner::leastMemoryPlan() {
+  PairwiseMinimizer m = makeMinimizer(Tables::Possible);
+  std::string why;
+  if (failed(m.prepare(uint64_t(1) << 26, why)))
+    return std::nullopt;
+  // Each choice's blocks: the argument's, and its results' that are live.
+  SmallVector<SmallVector<Cost, 8>> unary(vars.size());
+  for (auto [v, var] : llvm::enumerate(vars))
+    unary[v].assign(var.choices.size(), 0);
+  for (auto [v, var] : llvm::enumerate(vars))
+    if (var.kind == Variable::Kind::Argument)
+      for (auto [c, choice] : llvm::enumerate(var.choices))
+        unary[v][c] += choice.resultBytes[0];
+  for (const LiveValue &l : live)
+    for (auto [c, choice] : llvm::enumerate(vars[l.var].choices))
+      unary[l.var][c] += choice.resultBytes[l.result];
+  SmallVector<unsigned> plan;
+  if (m.solve(unary, plan) >= kForbidden)
+    return std::nullopt;
+  return plan;
 }
 
 std::pair<Cost, SmallVector<unsigned>>

@@ -745,9 +745,10 @@ void FunctionPlanner::explainReshardings(raw_ostream &os,
   }
 }
 
-LogicalResult FunctionPlanner::checkExhaustively(ArrayRef<unsigned> plan,
-                                                 bool proven) {
-  uint64_t count = 1;
+LogicalResult
+FunctionPlanner::forEachPlan(uint64_t &count,
+                             function_ref<void(ArrayRef<unsigned>)> visit) {
+  count = 1;
   // The copy variables are not enumerated: evaluate() takes each group's
   // best copy.
   auto enumerated = [](const Variable &v) {
@@ -762,15 +763,8 @@ LogicalResult FunctionPlanner::checkExhaustively(ArrayRef<unsigned> plan,
                           "5000000 plans to enumerate");
   }
   SmallVector<unsigned> current(vars.size(), 0);
-  Cost best = kForbidden;
-  uint64_t fitting = 0;
   for (uint64_t i = 0; i < count; ++i) {
-    Evaluation e = evaluate(current);
-    if (e.total() < kForbidden &&
-        (!model.memoryBudget || e.memory() <= model.memoryBudget)) {
-      ++fitting;
-      best = std::min(best, e.total());
-    }
+    visit(current);
     for (int v = vars.size() - 1; v >= 0; --v) {
       if (!enumerated(vars[v]))
         continue;
@@ -779,6 +773,23 @@ LogicalResult FunctionPlanner::checkExhaustively(ArrayRef<unsigned> plan,
       current[v] = 0;
     }
   }
+  return success();
+}
+
+LogicalResult FunctionPlanner::checkExhaustively(ArrayRef<unsigned> plan,
+                                                 bool proven) {
+  uint64_t count;
+  Cost best = kForbidden;
+  uint64_t fitting = 0;
+  if (failed(forEachPlan(count, [&](ArrayRef<unsigned> current) {
+        Evaluation e = evaluate(current);
+        if (e.total() < kForbidden &&
+            (!model.memoryBudget || e.memory() <= model.memoryBudget)) {
+          ++fitting;
+          best = std::min(best, e.total());
+        }
+      })))
+    return failure();
   Cost chosen = evaluate(plan).total();
   fn.emitRemark() << "mesh-auto-shard: exhaustive check: " << count
                   << " plans, " << fitting << " fit; the least cost of "
@@ -789,5 +800,24 @@ LogicalResult FunctionPlanner::checkExhaustively(ArrayRef<unsigned> plan,
   if (proven && best < chosen)
     return fn.emitError("mesh-auto-shard: the plan said to be optimal is "
                         "not: an enumerated plan costs less");
+  return success();
+}
+
+LogicalResult FunctionPlanner::checkSmallestBudget(int64_t atLeast,
+                                                   int64_t atMost) {
+  uint64_t count;
+  int64_t least = INT64_MAX;
+  if (failed(forEachPlan(count, [&](ArrayRef<unsigned> current) {
+        Evaluation e = evaluate(current);
+        if (e.total() < kForbidden)
+          least = std::min(least, e.memory());
+      })))
+    return failure();
+  fn.emitRemark() << "mesh-auto-shard: exhaustive check: " << count
+                  << " plans; the least memory of one is " << least << " bytes";
+  if (least < atLeast || least > atMost)
+    return fn.emitError("mesh-auto-shard: the smallest budget said to fit "
+                        "is not: an enumerated plan holds ")
+           << least << " bytes";
   return success();
 }

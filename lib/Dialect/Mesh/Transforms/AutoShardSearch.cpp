@@ -51,6 +51,11 @@ public:
   /// `lowerBound` the bound and `weight` the memory's best weight. Fails,
   /// with an error, when no plan fits.
   FailureOr<bool> run(Cost &lowerBound, uint64_t &weight);
+  /// After a run that found no plan: the bounds the error gave on the
+  /// smallest budget that fits (equal when it is exact).
+  std::pair<int64_t, int64_t> smallestBudget() const {
+    return {noFitAtLeast, noFitAtMost};
+  }
 
 private:
   Cost allowance(uint64_t w) const {
@@ -94,6 +99,7 @@ private:
   bool capped = false;
   /// The least bound of the nodes left unvisited.
   Cost openBound = kForbidden;
+  int64_t noFitAtLeast = 0, noFitAtMost = INT64_MAX;
 };
 
 } // namespace autoshard
@@ -260,23 +266,36 @@ void BudgetSearch::visit(Cost parentBound) {
   fixed[v] = -1;
 }
 
+/// The error when no plan fits: the smallest budget that does, exactly
+/// where a plan holds every value at its least block (leastPeakBound), else
+/// bounds on it. run() has considered that plan.
 LogicalResult BudgetSearch::reportNoFit() {
+  int64_t atLeast = p.leastPeakBound();
+  noFitAtLeast = atLeast;
+  if (!leastPlan.empty())
+    noFitAtMost = std::max(atLeast, leastMemory);
   std::string text;
   llvm::raw_string_ostream os(text);
   if (!leastPlan.empty())
     p.describePeak(os, leastPlan, p.evaluate(leastPlan));
-  std::fill(fixed.begin(), fixed.end(), -1);
-  int64_t atLeast = leastMemoryAt(liveAt.front());
   InFlightDiagnostic d = p.fn.emitError("mesh-auto-shard: no plan fits ");
-  d << formatBytes(budget) << " per device";
+  d << formatBytes(budget) << " (" << budget << " bytes) per device";
   if (capped)
     d << " among the " << maxNodes << " nodes searched";
-  d << ": the smallest budget that fits is at least " << formatBytes(atLeast);
-  if (!leastPlan.empty())
-    d << " and at most " << formatBytes(leastMemory)
+  if (!leastPlan.empty() && leastMemory <= atLeast)
+    d << ": the smallest budget that fits is " << formatBytes(leastMemory)
+      << " (" << leastMemory
+      << " bytes: a plan that holds every value at its least; what is live "
+         "at its peak follows)\n"
+      << text;
+  else if (!leastPlan.empty())
+    d << ": the smallest budget that fits is at least " << formatBytes(atLeast)
+      << " and at most " << formatBytes(leastMemory)
       << " (the plan of least memory found; what is live at its peak "
          "follows)\n"
       << text;
+  else
+    d << ": the smallest budget that fits is at least " << formatBytes(atLeast);
   return failure();
 }
 
@@ -286,8 +305,17 @@ FailureOr<bool> BudgetSearch::run(Cost &lowerBound, uint64_t &weight) {
   addPoint(p.peakPoint);
   visit(rootBound);
   weight = boundWeight;
-  if (!found)
-    return reportNoFit();
+  if (!found) {
+    // The plan that holds every value at its least fits whenever any plan
+    // does at its peak (and mostly when any fits at all): a plan, not
+    // proven, when the search found none.
+    if (std::optional<SmallVector<unsigned>> least = p.leastMemoryPlan())
+      consider(*least);
+    if (!found)
+      return reportNoFit();
+    lowerBound = std::min(rootBound, bestEval.total());
+    return false;
+  }
   lowerBound =
       capped ? std::min(openBound, bestEval.total()) : bestEval.total();
   return lowerBound >= bestEval.total();
@@ -304,10 +332,15 @@ LogicalResult FunctionPlanner::run(bool explain, bool exhaustive) {
   uint64_t weight = 0;
   bool proven = true;
   if (model.memoryBudget && bestEval.memory() > model.memoryBudget) {
-    FailureOr<bool> exact =
-        BudgetSearch(*this, best, bestEval).run(lowerBound, weight);
-    if (failed(exact))
+    BudgetSearch search(*this, best, bestEval);
+    FailureOr<bool> exact = search.run(lowerBound, weight);
+    if (failed(exact)) {
+      if (exhaustive) {
+        auto [atLeast, atMost] = search.smallestBudget();
+        (void)checkSmallestBudget(atLeast, atMost);
+      }
       return failure();
+    }
     proven = *exact;
   }
   annotate(best);

@@ -118,8 +118,10 @@ def AutoShard : Pass<"mesh-auto-shard", "::mlir::ModuleOp"> {
     points (each point where a candidate peaks is added) closes the gap,
     for a number of nodes set by the program's size: the plan is then
     proven optimal, or the pass says by how much at most it may be off. No
-    plan that fits is an error giving bounds on the smallest budget that
-    does and what is live at the peak. Costs are integers and every tie is
+    plan that fits is an error giving the smallest budget that does (exact
+    where a plan can hold every value at its least block, as in every
+    program tried; else bounds on it) and what is live at the peak of a
+    plan that holds it. Costs are integers and every tie is
     broken by a fixed order, so the same input gives the same plan on every
     run and machine.
 
