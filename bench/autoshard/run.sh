@@ -13,8 +13,9 @@
 #      bytes. Where a hand plan fits a budget, the auto plan must not move
 #      more bytes than the best hand plan that fits (a line says so).
 #    Programs: the 48-layer GPT stack of bench/partition/gpt.py on
-#    (dp 2, tp 4), and 8-layer MLP training steps of mlp_step.py on (8) and
-#    on (2, 4).
+#    (dp 2, tp 4) against DP, Megatron TP, TP + SP, FSDP (every parameter
+#    split over both axes) and HSDP (over "tp"), and 8-layer MLP training
+#    steps of mlp_step.py on (8) and on (2, 4).
 # 2. Solve time: the pass alone (--mlir-timing, --verify-each=0) on the
 #    48-layer GPT stack on (2, 4), (8, 8) and (2, 2, 2), ROUNDS runs each
 #    (median, min, max).
@@ -99,7 +100,7 @@ compare() { # NAME AUTOFILE HANDPLAN=FILE...
 # 1. Plans.
 "$PY" "$ROOT/bench/partition/gpt.py" --plan batch --layers "$LAYERS" > "$tmp/gpt_auto.mlir"
 hands=()
-for p in dp tp sp; do
+for p in dp tp sp fsdp hsdp; do
   "$PY" "$ROOT/bench/partition/gpt.py" --plan $p --layers "$LAYERS" > "$tmp/gpt_$p.mlir"
   hands+=("$p=$tmp/gpt_$p.mlir")
 done

@@ -37,7 +37,7 @@ agree (max |difference| <= 1e-3; --corrupt adds 1, a negative control).
   batch: only x annotated (by batch on "dp"), the rest left to
          mesh-auto-shard.
 
-Usage: gpt.py [--plan none|dp|tp|sp|batch] [--layers L] [--batch B] [--seq S]
+Usage: gpt.py [--plan none|dp|tp|sp|batch|fsdp|hsdp] [--layers L] [--batch B] [--seq S]
               [--hidden H] [--heads N] [--check [--corrupt]]
 """
 import argparse
@@ -276,6 +276,12 @@ def param_shapes(H, F):
 def param_sharding(plan, name, shape):
     if plan in ("none", "batch"):
         return None
+    if plan in ("fsdp", "hsdp"):
+        # ZeRO-3 / FSDP: every parameter's first dim split over all devices
+        # (hsdp: within each replica group, over "tp"; replicated over
+        # "dp"), gathered where it is used.
+        return [["dp", "tp"] if plan == "fsdp" else ["tp"]] + \
+            [[] for _ in shape[1:]]
     if plan in ("tp", "sp"):
         if name in ("wq", "wk", "wv", "w1"):
             return [["tp"], []]
@@ -304,7 +310,8 @@ def stack(plan, layers, B, S, H, N, name="gpt", dialect="mesh"):
     w = Writer(B, S, H, N, F)
     shapes = param_shapes(H, F)
     xs = {"none": None, "dp": [["dp"], [], []], "tp": [["dp"], [], []],
-          "sp": [["dp"], ["tp"], []], "batch": [["dp"], [], []]}[plan]
+          "sp": [["dp"], ["tp"], []], "batch": [["dp"], [], []],
+          "fsdp": [["dp"], [], []], "hsdp": [["dp"], [], []]}[plan]
     upstream = dialect == "shard"
     annotations = []
 
@@ -492,7 +499,8 @@ def check_program(plan, layers, B, S, H, N, corrupt, sums=False):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--plan", choices=["none", "dp", "tp", "sp", "batch"],
+    ap.add_argument("--plan",
+                    choices=["none", "dp", "tp", "sp", "batch", "fsdp", "hsdp"],
                     default="tp")
     ap.add_argument("--layers", type=int, default=1)
     ap.add_argument("--batch", type=int, default=2)
