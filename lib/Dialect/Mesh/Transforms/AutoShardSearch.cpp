@@ -62,8 +62,9 @@ private:
     return (Cost(w) * Cost(budget) + ((Cost(1) << 20) - 1)) >> 20;
   }
   bool consider(ArrayRef<unsigned> plan);
-  bool tryWeight(uint64_t w);
+  bool tryWeight(uint64_t w, SmallVectorImpl<unsigned> *planOut = nullptr);
   void searchWeights();
+  void blend(uint64_t lo, ArrayRef<unsigned> loPlan, ArrayRef<unsigned> hiPlan);
   int64_t bytesOf(unsigned v, unsigned c, unsigned r) const {
     return p.vars[v].choices[c].resultBytes[r];
   }
@@ -123,33 +124,86 @@ bool BudgetSearch::consider(ArrayRef<unsigned> plan) {
   return fits;
 }
 
-bool BudgetSearch::tryWeight(uint64_t w) {
+bool BudgetSearch::tryWeight(uint64_t w, SmallVectorImpl<unsigned> *planOut) {
   auto [objective, plan] = p.solve(w);
   if (objective - allowance(w) > rootBound) {
     rootBound = objective - allowance(w);
     boundWeight = w;
   }
-  return consider(plan);
+  bool fits = consider(plan);
+  if (planOut)
+    planOut->assign(plan.begin(), plan.end());
+  return fits;
 }
 
 /// Weights from about the plan's time per byte of its memory, up by 4 to
-/// the first whose plan fits, then bisected to within 1/64.
+/// the first whose plan fits, then bisected to within 1/64; then the two
+/// plans either side are blended (blend()).
 void BudgetSearch::searchWeights() {
   const Evaluation &e0 = bestEval;
   uint64_t scale = static_cast<uint64_t>(std::min<Cost>(
       Cost(1) << 40, (e0.total() << 20) / std::max<int64_t>(1, e0.memory())));
   uint64_t lo = 0, hi = std::max<uint64_t>(1, scale / 64);
+  SmallVector<unsigned> loPlan(best.begin(), best.end()), hiPlan;
   bool hiFits = false;
   // Up to 2^40 (2^20 ps a byte: memory above any time).
-  for (; hi <= (uint64_t(1) << 40); lo = hi, hi *= 4)
-    if ((hiFits = tryWeight(hi)))
+  for (; hi <= (uint64_t(1) << 40); lo = hi, hi *= 4) {
+    SmallVector<unsigned> plan;
+    if ((hiFits = tryWeight(hi, &plan))) {
+      hiPlan = std::move(plan);
       break;
+    }
+    loPlan = std::move(plan);
+  }
   if (!hiFits)
     return;
   for (int i = 0; i < 24 && hi - lo > std::max<uint64_t>(1, hi / 64); ++i) {
     uint64_t mid = lo + (hi - lo) / 2;
-    (tryWeight(mid) ? hi : lo) = mid;
+    SmallVector<unsigned> plan;
+    if (tryWeight(mid, &plan)) {
+      hi = mid;
+      hiPlan = std::move(plan);
+    } else {
+      lo = mid;
+      loPlan = std::move(plan);
+    }
   }
+  blend(lo, loPlan, hiPlan);
+}
+
+/// Between the cheaper plan at weight `lo`, which does not fit, and the
+/// one at the next weight, which does, memory often falls by a whole
+/// stack's worth at once: identical layers change their layouts at the same
+/// weight. A plan in between takes the fitting plan's choices on a part of
+/// the variables where the two differ (the first k in the program's order,
+/// or the last k) and solves the rest at `lo`: the least k that fits, by
+/// bisection, each way. Only a plan: the bounds are unchanged.
+void BudgetSearch::blend(uint64_t lo, ArrayRef<unsigned> loPlan,
+                         ArrayRef<unsigned> hiPlan) {
+  SmallVector<unsigned> differ;
+  for (unsigned v = 0; v < loPlan.size(); ++v)
+    if (loPlan[v] != hiPlan[v] && p.vars[v].kind != Variable::Kind::Copy)
+      differ.push_back(v);
+  if (differ.size() < 2)
+    return;
+  for (bool fromEnd : {false, true}) {
+    auto fits = [&](size_t k) {
+      std::fill(fixed.begin(), fixed.end(), -1);
+      for (size_t i = 0; i < k; ++i) {
+        unsigned v = differ[fromEnd ? differ.size() - 1 - i : i];
+        fixed[v] = hiPlan[v];
+      }
+      auto [cost, plan] = p.solve(lo, fixed);
+      return cost < kForbidden && consider(plan);
+    };
+    // The least k that fits, assuming more fixed choices fit no worse.
+    size_t a = 0, b = differ.size();
+    while (b - a > 1) {
+      size_t mid = a + (b - a) / 2;
+      (fits(mid) ? b : a) = mid;
+    }
+  }
+  std::fill(fixed.begin(), fixed.end(), -1);
 }
 
 int64_t BudgetSearch::minBytes(unsigned v, unsigned r) const {
