@@ -65,6 +65,7 @@ private:
   bool tryWeight(uint64_t w, SmallVectorImpl<unsigned> *planOut = nullptr);
   void searchWeights();
   void blend(uint64_t lo, ArrayRef<unsigned> loPlan, ArrayRef<unsigned> hiPlan);
+  void polish(ArrayRef<unsigned> plan);
   int64_t bytesOf(unsigned v, unsigned c, unsigned r) const {
     return p.vars[v].choices[c].resultBytes[r];
   }
@@ -155,6 +156,12 @@ void BudgetSearch::searchWeights() {
     }
     loPlan = std::move(plan);
   }
+  // The plan that holds every value at its least (FSDP's choice for the
+  // parameters), its activations solved again for time: a plan that fits
+  // where the weight at the peak point does not find one (the memory moves
+  // to other points) or finds a costly one.
+  if (std::optional<SmallVector<unsigned>> least = p.leastMemoryPlan())
+    polish(*least);
   if (!hiFits)
     return;
   for (int i = 0; i < 24 && hi - lo > std::max<uint64_t>(1, hi / 64); ++i) {
@@ -169,6 +176,47 @@ void BudgetSearch::searchWeights() {
     }
   }
   blend(lo, loPlan, hiPlan);
+  if (found)
+    polish(SmallVector<unsigned>(best.begin(), best.end()));
+}
+
+/// A plan `plan` that fits (or holds every value at its least) was found at
+/// a weight that also made the values that hold little memory
+/// (activations) trade time for bytes. Keeping `plan`'s choices for the
+/// arguments, the rest is solved again for time alone; where that plan
+/// does not fit, the values live where it is over the budget keep `plan`'s
+/// choices too, and so on, a few rounds. Only plans: the bounds are unchanged.
+void BudgetSearch::polish(ArrayRef<unsigned> plan) {
+  std::fill(fixed.begin(), fixed.end(), -1);
+  for (auto [v, var] : llvm::enumerate(p.vars))
+    if (var.kind == Variable::Kind::Argument)
+      fixed[v] = plan[v];
+  for (int round = 0; round < 8; ++round) {
+    auto [cost, polished] = p.solve(0, fixed);
+    if (cost >= kForbidden || consider(polished))
+      break;
+    // Every point over the budget, not only the peak: identical layers
+    // peak alike, one after the other.
+    Evaluation e = p.evaluate(polished);
+    std::vector<int64_t> at =
+        liveBytesAt(p.live, p.numPoints, [&](const LiveValue &l) {
+          return p.vars[l.var].choices[polished[l.var]].resultBytes[l.result];
+        });
+    bool more = false;
+    for (const LiveValue &l : p.live) {
+      if (fixed[l.var] >= 0)
+        continue;
+      for (unsigned q = l.def; q <= l.last && q < at.size(); ++q)
+        if (e.argumentBytes + at[q] > budget) {
+          fixed[l.var] = plan[l.var];
+          more = true;
+          break;
+        }
+    }
+    if (!more)
+      break;
+  }
+  std::fill(fixed.begin(), fixed.end(), -1);
 }
 
 /// Between the cheaper plan at weight `lo`, which does not fit, and the
