@@ -224,8 +224,9 @@ void BudgetSearch::polish(ArrayRef<unsigned> plan) {
 /// stack's worth at once: identical layers change their layouts at the same
 /// weight. A plan in between takes the fitting plan's choices on a part of
 /// the variables where the two differ (the first k in the program's order,
-/// or the last k) and solves the rest at `lo`: the least k that fits, by
-/// bisection, each way. Only a plan: the bounds are unchanged.
+/// or the last k), the rest as in the other plan or solved again at `lo`:
+/// the least k that fits, by bisection, each way. Only plans: the bounds
+/// are unchanged.
 void BudgetSearch::blend(uint64_t lo, ArrayRef<unsigned> loPlan,
                          ArrayRef<unsigned> hiPlan) {
   SmallVector<unsigned> differ;
@@ -237,12 +238,17 @@ void BudgetSearch::blend(uint64_t lo, ArrayRef<unsigned> loPlan,
   for (bool fromEnd : {false, true}) {
     auto fits = [&](size_t k) {
       std::fill(fixed.begin(), fixed.end(), -1);
+      SmallVector<unsigned> mix(loPlan.begin(), loPlan.end());
       for (size_t i = 0; i < k; ++i) {
         unsigned v = differ[fromEnd ? differ.size() - 1 - i : i];
         fixed[v] = hiPlan[v];
+        mix[v] = hiPlan[v];
       }
+      // The two plans joined as they are (part of the stack laid out one
+      // way, the rest the other), and the rest solved again at `lo`.
+      bool joined = consider(mix);
       auto [cost, plan] = p.solve(lo, fixed);
-      return cost < kForbidden && consider(plan);
+      return (cost < kForbidden && consider(plan)) || joined;
     };
     // The least k that fits, assuming more fixed choices fit no worse.
     size_t a = 0, b = differ.size();
