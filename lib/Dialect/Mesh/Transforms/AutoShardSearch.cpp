@@ -102,6 +102,8 @@ private:
   /// The least bound of the nodes left unvisited.
   Cost openBound = kForbidden;
   int64_t noFitAtLeast = 0, noFitAtMost = INT64_MAX;
+  /// The cheapest plan, which does not fit.
+  SmallVector<unsigned> unconstrained;
 };
 
 } // namespace autoshard
@@ -146,6 +148,7 @@ void BudgetSearch::searchWeights() {
       Cost(1) << 40, (e0.total() << 20) / std::max<int64_t>(1, e0.memory())));
   uint64_t lo = 0, hi = std::max<uint64_t>(1, scale / 64);
   SmallVector<unsigned> loPlan(best.begin(), best.end()), hiPlan;
+  unconstrained = loPlan;
   bool hiFits = false;
   // Up to 2^40 (2^20 ps a byte: memory above any time).
   for (; hi <= (uint64_t(1) << 40); lo = hi, hi *= 4) {
@@ -178,6 +181,11 @@ void BudgetSearch::searchWeights() {
   blend(lo, loPlan, hiPlan);
   if (found)
     polish(SmallVector<unsigned>(best.begin(), best.end()));
+  // The cheapest plan (which does not fit) joined with the best that
+  // does: on a training step the weight's plans can hold far less than the
+  // budget, and plans nearer the unconstrained one fit.
+  if (found)
+    blend(0, unconstrained, SmallVector<unsigned>(best.begin(), best.end()));
 }
 
 /// A plan `plan` that fits (or holds every value at its least) was found at
