@@ -286,6 +286,8 @@ private:
   /// A bound below the peak memory of every plan: the most, over program
   /// points, of the arguments' and the live values' least blocks.
   int64_t leastPeakBound() const;
+  /// The least bytes of result `r` of variable `v` over its choices.
+  int64_t leastBytes(unsigned v, unsigned r) const;
   /// A possible plan that holds the least sum of the arguments' and live
   /// values' blocks; where every value's least block is possible at once,
   /// its peak is leastPeakBound(). None when that problem is too wide.

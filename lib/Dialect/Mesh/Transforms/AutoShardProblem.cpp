@@ -752,12 +752,14 @@ void FunctionPlanner::findCopyGroups() {
   }
 }
 
-/// A copy group's tables: the copy made from the producer's layout, and
-/// each use's resharding, nothing where the copy has its layout.
 /// `c`, or with `possibleOnly` 0 where it is possible.
 static Cost possibleOr(Cost c, bool possibleOnly) {
   return possibleOnly && c < kForbidden ? 0 : c;
 }
+
+/// A copy group's tables: the copy made from the producer's layout, and
+/// each use's resharding, nothing where the copy has its layout (with
+/// `possibleOnly`, only whether each is possible).
 
 void FunctionPlanner::addCopyCosts(PairwiseMinimizer &m, const CopyGroup &g,
                                    bool possibleOnly) {
@@ -1141,20 +1143,22 @@ Evaluation FunctionPlanner::evaluate(ArrayRef<unsigned> plan) {
   return e;
 }
 
+int64_t FunctionPlanner::leastBytes(unsigned v, unsigned r) const {
+  int64_t b = INT64_MAX;
+  for (const Choice &c : vars[v].choices)
+    b = std::min(b, c.resultBytes[r]);
+  return b;
+}
+
 int64_t FunctionPlanner::leastPeakBound() const {
-  auto least = [&](unsigned v, unsigned r) {
-    int64_t b = INT64_MAX;
-    for (const Choice &c : vars[v].choices)
-      b = std::min(b, c.resultBytes[r]);
-    return b;
-  };
   int64_t arguments = 0;
   for (auto [v, var] : llvm::enumerate(vars))
     if (var.kind == Variable::Kind::Argument)
-      arguments += least(v, 0);
+      arguments += leastBytes(v, 0);
   std::vector<int64_t> at =
-      liveBytesAt(live, numPoints,
-                  [&](const LiveValue &l) { return least(l.var, l.result); });
+      liveBytesAt(live, numPoints, [&](const LiveValue &l) {
+        return leastBytes(l.var, l.result);
+      });
   int64_t most = 0;
   for (int64_t b : at)
     most = std::max(most, b);

@@ -61,7 +61,10 @@ private:
   Cost allowance(uint64_t w) const {
     return (Cost(w) * Cost(budget) + ((Cost(1) << 20) - 1)) >> 20;
   }
-  bool consider(ArrayRef<unsigned> plan);
+  /// Keeps `plan` if it fits and is the cheapest yet (and as the plan of
+  /// least memory); returns whether it fits. `out` receives its
+  /// evaluation.
+  bool consider(ArrayRef<unsigned> plan, Evaluation *out = nullptr);
   bool tryWeight(uint64_t w, SmallVectorImpl<unsigned> *planOut = nullptr);
   void searchWeights();
   void blend(uint64_t lo, ArrayRef<unsigned> loPlan, ArrayRef<unsigned> hiPlan);
@@ -110,8 +113,10 @@ private:
 } // namespace mesh
 } // namespace mlir
 
-bool BudgetSearch::consider(ArrayRef<unsigned> plan) {
+bool BudgetSearch::consider(ArrayRef<unsigned> plan, Evaluation *out) {
   Evaluation e = p.evaluate(plan);
+  if (out)
+    *out = e;
   if (e.total() >= kForbidden)
     return false;
   if (e.memory() < leastMemory) {
@@ -163,8 +168,10 @@ void BudgetSearch::searchWeights() {
   // parameters), its activations solved again for time: a plan that fits
   // where the weight at the peak point does not find one (the memory moves
   // to other points) or finds a costly one.
-  if (std::optional<SmallVector<unsigned>> least = p.leastMemoryPlan())
+  if (std::optional<SmallVector<unsigned>> least = p.leastMemoryPlan()) {
+    consider(*least);
     polish(*least);
+  }
   if (!hiFits)
     return;
   for (int i = 0; i < 24 && hi - lo > std::max<uint64_t>(1, hi / 64); ++i) {
@@ -200,26 +207,28 @@ void BudgetSearch::polish(ArrayRef<unsigned> plan) {
     if (var.kind == Variable::Kind::Argument)
       fixed[v] = plan[v];
   for (int round = 0; round < 8; ++round) {
-    auto [cost, polished] = p.solve(0, fixed);
-    if (cost >= kForbidden || consider(polished))
+    std::pair<Cost, SmallVector<unsigned>> solved = p.solve(0, fixed);
+    const SmallVector<unsigned> &polished = solved.second;
+    Evaluation e;
+    if (solved.first >= kForbidden || consider(polished, &e))
       break;
     // Every point over the budget, not only the peak: identical layers
-    // peak alike, one after the other.
-    Evaluation e = p.evaluate(polished);
+    // peak alike, one after the other. over[q]: the points before q that
+    // are over it.
     std::vector<int64_t> at =
         liveBytesAt(p.live, p.numPoints, [&](const LiveValue &l) {
           return p.vars[l.var].choices[polished[l.var]].resultBytes[l.result];
         });
+    std::vector<unsigned> over(at.size() + 1, 0);
+    for (size_t q = 0; q < at.size(); ++q)
+      over[q + 1] = over[q] + (e.argumentBytes + at[q] > budget);
     bool more = false;
     for (const LiveValue &l : p.live) {
-      if (fixed[l.var] >= 0)
-        continue;
-      for (unsigned q = l.def; q <= l.last && q < at.size(); ++q)
-        if (e.argumentBytes + at[q] > budget) {
-          fixed[l.var] = plan[l.var];
-          more = true;
-          break;
-        }
+      unsigned end = std::min<size_t>(l.last + 1, at.size());
+      if (fixed[l.var] < 0 && l.def < end && over[end] > over[l.def]) {
+        fixed[l.var] = plan[l.var];
+        more = true;
+      }
     }
     if (!more)
       break;
@@ -269,12 +278,7 @@ void BudgetSearch::blend(uint64_t lo, ArrayRef<unsigned> loPlan,
 }
 
 int64_t BudgetSearch::minBytes(unsigned v, unsigned r) const {
-  if (fixed[v] >= 0)
-    return bytesOf(v, fixed[v], r);
-  int64_t least = INT64_MAX;
-  for (unsigned c = 0; c < p.vars[v].choices.size(); ++c)
-    least = std::min(least, bytesOf(v, c, r));
-  return least;
+  return fixed[v] >= 0 ? bytesOf(v, fixed[v], r) : p.leastBytes(v, r);
 }
 
 /// The least memory any plan below the node holds with `here` live: the
@@ -384,7 +388,7 @@ void BudgetSearch::visit(Cost parentBound) {
 
 /// The error when no plan fits: the smallest budget that does, exactly
 /// where a plan holds every value at its least block (leastPeakBound), else
-/// bounds on it. run() has considered that plan.
+/// bounds on it. searchWeights() has considered that plan.
 LogicalResult BudgetSearch::reportNoFit() {
   int64_t atLeast = p.leastPeakBound();
   noFitAtLeast = atLeast;
@@ -421,17 +425,8 @@ FailureOr<bool> BudgetSearch::run(Cost &lowerBound, uint64_t &weight) {
   addPoint(p.peakPoint);
   visit(rootBound);
   weight = boundWeight;
-  if (!found) {
-    // The plan that holds every value at its least fits whenever any plan
-    // does at its peak (and mostly when any fits at all): a plan, not
-    // proven, when the search found none.
-    if (std::optional<SmallVector<unsigned>> least = p.leastMemoryPlan())
-      consider(*least);
-    if (!found)
-      return reportNoFit();
-    lowerBound = std::min(rootBound, bestEval.total());
-    return false;
-  }
+  if (!found)
+    return reportNoFit();
   lowerBound =
       capped ? std::min(openBound, bestEval.total()) : bestEval.total();
   return lowerBound >= bestEval.total();
