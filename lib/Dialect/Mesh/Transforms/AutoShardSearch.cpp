@@ -69,6 +69,7 @@ private:
   void searchWeights();
   void blend(uint64_t lo, ArrayRef<unsigned> loPlan, ArrayRef<unsigned> hiPlan);
   void polish(ArrayRef<unsigned> plan);
+  void tryOtherArgumentLayouts();
   int64_t bytesOf(unsigned v, unsigned c, unsigned r) const {
     return p.vars[v].choices[c].resultBytes[r];
   }
@@ -277,6 +278,33 @@ void BudgetSearch::blend(uint64_t lo, ArrayRef<unsigned> loPlan,
   std::fill(fixed.begin(), fixed.end(), -1);
 }
 
+/// Where the branch and bound stopped short: for each argument, the best
+/// plan at the bound's weight that lays it out otherwise than the best plan
+/// does (what `explain` shows as its runner-up), kept when it fits and is
+/// cheaper; then again around the better plan, a few rounds, at most as
+/// many solves as the branch and bound's nodes. Only plans: the bounds are
+/// unchanged.
+void BudgetSearch::tryOtherArgumentLayouts() {
+  unsigned solves = 0;
+  for (int round = 0; round < 4; ++round) {
+    SmallVector<unsigned> around(best.begin(), best.end());
+    Cost before = bestEval.total();
+    for (auto [v, var] : llvm::enumerate(p.vars)) {
+      if (var.kind != Variable::Kind::Argument || var.pinned ||
+          var.choices.size() < 2)
+        continue;
+      if (solves++ >= maxNodes)
+        return;
+      auto [cost, plan] =
+          p.solve(boundWeight, {}, std::make_pair(unsigned(v), around[v]));
+      if (cost < kForbidden)
+        consider(plan);
+    }
+    if (bestEval.total() >= before)
+      return;
+  }
+}
+
 int64_t BudgetSearch::minBytes(unsigned v, unsigned r) const {
   return fixed[v] >= 0 ? bytesOf(v, fixed[v], r) : p.leastBytes(v, r);
 }
@@ -424,6 +452,8 @@ FailureOr<bool> BudgetSearch::run(Cost &lowerBound, uint64_t &weight) {
   searchWeights();
   addPoint(p.peakPoint);
   visit(rootBound);
+  if (found && capped)
+    tryOtherArgumentLayouts();
   weight = boundWeight;
   if (!found)
     return reportNoFit();
