@@ -298,6 +298,21 @@ private:
   std::pair<Cost, SmallVector<unsigned>>
   solve(uint64_t weight, ArrayRef<int> fixed = {},
         std::optional<std::pair<unsigned, unsigned>> banned = std::nullopt);
+  /// Solves with `memory(v, c)` (in 2^-20 ps) added to each choice's cost.
+  std::pair<Cost, SmallVector<unsigned>>
+  solveUnary(function_ref<Cost(unsigned, unsigned)> memory,
+             ArrayRef<int> fixed,
+             std::optional<std::pair<unsigned, unsigned>> banned);
+  /// Per variable and choice: the bytes it holds at each program point
+  /// (an argument's block at every point) times that point's weight in
+  /// `at` (2^-20 ps per byte), summed.
+  std::vector<SmallVector<Cost, 8>> weighBytes(ArrayRef<uint64_t> at) const;
+  /// Solves with memory weighted as `weighted` (weighBytes') says.
+  std::pair<Cost, SmallVector<unsigned>>
+  solveWeighted(ArrayRef<SmallVector<Cost, 8>> weighted,
+                ArrayRef<int> fixed = {});
+  /// The bytes each point holds under `plan`, arguments included.
+  std::vector<int64_t> memoryAt(ArrayRef<unsigned> plan) const;
 
   // Output (AutoShardReport.cpp).
   void annotate(ArrayRef<unsigned> plan);

@@ -1187,9 +1187,9 @@ std::optional<SmallVector<unsigned>> FunctionPlanner::leastMemoryPlan() {
   return plan;
 }
 
-std::pair<Cost, SmallVector<unsigned>>
-FunctionPlanner::solve(uint64_t weight, ArrayRef<int> fixed,
-                       std::optional<std::pair<unsigned, unsigned>> banned) {
+std::pair<Cost, SmallVector<unsigned>> FunctionPlanner::solveUnary(
+    function_ref<Cost(unsigned, unsigned)> memory, ArrayRef<int> fixed,
+    std::optional<std::pair<unsigned, unsigned>> banned) {
   // Bounds that keep every sum of a few terms below kForbidden: costs up to
   // 2^70 before the shift (a time of 2^50 ps plus a weighted memory of
   // 2^40 * 2^40 / 2^20), tie bytes below 2^kTieBits.
@@ -1202,8 +1202,7 @@ FunctionPlanner::solve(uint64_t weight, ArrayRef<int> fixed,
         unary[v].push_back(kForbidden);
         continue;
       }
-      Cost cost =
-          choice.computePs + (Cost(weight) * Cost(peakBytes[v][c]) >> 20);
+      Cost cost = choice.computePs + (memory(v, c) >> 20);
       unary[v].push_back((std::min(cost, kMaxCost) << kTieBits) +
                          std::min(peakBytes[v][c], kMaxTie));
     }
@@ -1213,4 +1212,56 @@ FunctionPlanner::solve(uint64_t weight, ArrayRef<int> fixed,
   Cost total = minimizer->solve(unary, plan);
   return {total >= kForbidden ? kForbidden : total >> kTieBits,
           std::move(plan)};
+}
+
+std::pair<Cost, SmallVector<unsigned>>
+FunctionPlanner::solve(uint64_t weight, ArrayRef<int> fixed,
+                       std::optional<std::pair<unsigned, unsigned>> banned) {
+  return solveUnary(
+      [&](unsigned v, unsigned c) {
+        return Cost(weight) * Cost(peakBytes[v][c]);
+      },
+      fixed, banned);
+}
+
+std::pair<Cost, SmallVector<unsigned>>
+FunctionPlanner::solveWeighted(ArrayRef<SmallVector<Cost, 8>> weighted,
+                               ArrayRef<int> fixed) {
+  return solveUnary([&](unsigned v, unsigned c) { return weighted[v][c]; },
+                    fixed, std::nullopt);
+}
+
+std::vector<SmallVector<Cost, 8>>
+FunctionPlanner::weighBytes(ArrayRef<uint64_t> at) const {
+  // sum[p]: the weights of the points before p.
+  std::vector<Cost> sum(numPoints + 1, 0);
+  for (unsigned q = 0; q < numPoints; ++q)
+    sum[q + 1] = sum[q] + Cost(at[q]);
+  std::vector<SmallVector<Cost, 8>> weighted(vars.size());
+  for (auto [v, var] : llvm::enumerate(vars)) {
+    weighted[v].assign(var.choices.size(), 0);
+    if (var.kind == Variable::Kind::Argument)
+      for (auto [c, choice] : llvm::enumerate(var.choices))
+        weighted[v][c] = Cost(choice.resultBytes[0]) * sum[numPoints];
+  }
+  for (const LiveValue &l : live) {
+    Cost span = sum[std::min(l.last + 1, numPoints)] - sum[l.def];
+    for (auto [c, choice] : llvm::enumerate(vars[l.var].choices))
+      weighted[l.var][c] += Cost(choice.resultBytes[l.result]) * span;
+  }
+  return weighted;
+}
+
+std::vector<int64_t> FunctionPlanner::memoryAt(ArrayRef<unsigned> plan) const {
+  std::vector<int64_t> at =
+      liveBytesAt(live, numPoints, [&](const LiveValue &l) {
+        return vars[l.var].choices[plan[l.var]].resultBytes[l.result];
+      });
+  int64_t arguments = 0;
+  for (auto [v, var] : llvm::enumerate(vars))
+    if (var.kind == Variable::Kind::Argument)
+      arguments += var.choices[plan[v]].resultBytes[0];
+  for (int64_t &b : at)
+    b += arguments;
+  return at;
 }
