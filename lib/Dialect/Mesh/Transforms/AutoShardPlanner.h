@@ -300,8 +300,7 @@ private:
         std::optional<std::pair<unsigned, unsigned>> banned = std::nullopt);
   /// Solves with `memory(v, c)` (in 2^-20 ps) added to each choice's cost.
   std::pair<Cost, SmallVector<unsigned>>
-  solveUnary(function_ref<Cost(unsigned, unsigned)> memory,
-             ArrayRef<int> fixed,
+  solveUnary(function_ref<Cost(unsigned, unsigned)> memory, ArrayRef<int> fixed,
              std::optional<std::pair<unsigned, unsigned>> banned);
   /// Per variable and choice: the bytes it holds at each program point
   /// (an argument's block at every point) times that point's weight in
