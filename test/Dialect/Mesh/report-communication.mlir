@@ -35,4 +35,16 @@ func.func @collectives(%x: tensor<16x8xf32>, %y: tensor<?x8xi32>, %z: tensor<8xi
   return %r : tensor<16x8xf32>
 }
 
+// An index takes 8 bytes (the host's 64-bit integer), a complex number
+// twice its part.
+// CHECK-LABEL: communication of @element_sizes:
+// CHECK-NEXT: all_gather on @m axes ["b"]: 64 x index (512 bytes), 1536 bytes per device
+// CHECK-NEXT: all_gather on @m axes ["b"]: 64 x complex<f32> (512 bytes), 1536 bytes per device
+// CHECK-NEXT: total: 2 collectives, 3072 bytes per device
+func.func @element_sizes(%i: tensor<16x4xindex>, %c: tensor<16x4xcomplex<f32>>) -> (tensor<64x4xindex>, tensor<64x4xcomplex<f32>>) {
+  %gi = mesh.all_gather %i on @m axes = ["b"] gather_dim = 0 : tensor<16x4xindex> -> tensor<64x4xindex>
+  %gc = mesh.all_gather %c on @m axes = ["b"] gather_dim = 0 : tensor<16x4xcomplex<f32>> -> tensor<64x4xcomplex<f32>>
+  return %gi, %gc : tensor<64x4xindex>, tensor<64x4xcomplex<f32>>
+}
+
 // ERR: error: cannot write the communication report: cannot open output file

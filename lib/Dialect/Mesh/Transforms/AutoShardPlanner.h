@@ -45,6 +45,12 @@ using Cost = AutoShardCost;
 /// peak point: of two plans that cost the same, the one that holds less
 /// there wins (an argument nothing else decides is split, not replicated).
 constexpr unsigned kTieBits = 40;
+/// The most times an op is counted per call (loops of more trips, or
+/// nested to more, count this many): 2^32.
+constexpr uint64_t kMaxTimes = uint64_t(1) << 32;
+/// The most bytes one use's reshardings are counted per call (2^50), so
+/// that sums of them stay within 64 bits.
+constexpr Cost kMaxUseBytes = Cost(1) << 50;
 
 /// What one collective on an axis costs.
 struct AxisCost {

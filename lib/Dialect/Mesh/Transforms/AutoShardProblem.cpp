@@ -461,15 +461,17 @@ LogicalResult FunctionPlanner::addBlock(Block &block, uint64_t times) {
 }
 
 /// How many times a region of `op` runs each time `op` does: a loop's
-/// constant trip count, else once.
+/// constant trip count (at most kMaxTimes), else once.
 static uint64_t timesPerRun(RegionBranchOpInterface op) {
   auto loop = dyn_cast<LoopLikeOpInterface>(op.getOperation());
   if (!loop)
     return 1;
   std::optional<APInt> trips = loop.getStaticTripCount();
-  if (!trips || trips->getActiveBits() > 32)
+  if (!trips)
     return 1;
-  return std::max<uint64_t>(1, trips->getZExtValue());
+  if (trips->getActiveBits() > 64)
+    return kMaxTimes;
+  return std::clamp<uint64_t>(trips->getZExtValue(), 1, kMaxTimes);
 }
 
 /// A loop or branch. Each of its tied groups (an operand passed in, the
@@ -543,7 +545,10 @@ LogicalResult FunctionPlanner::addRegionBranch(RegionBranchOpInterface op,
   };
   for (OpOperand &operand : op->getOpOperands())
     addGroupUse(operand);
-  uint64_t inside = times * timesPerRun(op);
+  // (Loops nested deeper than kMaxTimes runs all count kMaxTimes: their
+  // costs keep their order against the ops outside them.)
+  uint64_t inside =
+      std::min(kMaxTimes, llvm::SaturatingMultiply(times, timesPerRun(op)));
   timesInside[op] = inside;
   for (Region &region : op->getRegions()) {
     if (region.empty())
@@ -640,7 +645,8 @@ FunctionPlanner::useCost(const Use &u, ShardingAttr from, ShardingAttr to) {
   const Reshard &r = reshard(from, to, u.type);
   if (!r.possible || (u.asPassedIn && !sameLayout(withoutPartial(from), to)))
     return {kForbidden, 0};
-  return {r.ps * u.times, r.bytes * int64_t(u.times)};
+  return {r.ps * u.times,
+          int64_t(std::min(Cost(r.bytes) * Cost(u.times), kMaxUseBytes))};
 }
 
 /// A minimizer's entry for a cost: shifted for the tie bits, forbidden kept.

@@ -75,8 +75,7 @@ Traffic measure(CollectiveOpInterface op) {
   if (!type || !type.hasStaticShape())
     return t;
   t.elements = type.getNumElements();
-  unsigned bits = type.getElementTypeBitWidth();
-  t.bytes = *t.elements * ((bits + 7) / 8);
+  t.bytes = *t.elements * getElementBytes(type.getElementType());
   if (std::optional<int64_t> n = getStaticGroupSize(op))
     t.bytesPerDevice = bytesSentPerDevice(op, *t.bytes, *n);
   // A padded gather, scatter or all_to_all sends its data only: on average

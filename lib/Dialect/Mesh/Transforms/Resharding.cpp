@@ -100,7 +100,15 @@ ShardingLayout mlir::mesh::layoutOf(ShardingAttr s, unsigned rank) {
 }
 
 int64_t mlir::mesh::getElementBytes(Type element) {
-  return element.isIntOrFloat() ? (element.getIntOrFloatBitWidth() + 7) / 8 : 1;
+  if (element.isIntOrFloat())
+    return (element.getIntOrFloatBitWidth() + 7) / 8;
+  // An index is lowered to the host's 64-bit integer, a complex number to
+  // its two parts.
+  if (isa<IndexType>(element))
+    return IndexType::kInternalStorageBitWidth / 8;
+  if (auto complex = dyn_cast<ComplexType>(element))
+    return 2 * getElementBytes(complex.getElementType());
+  return 1;
 }
 
 int64_t mlir::mesh::getStepBytesPerDevice(ReshardStep::Kind kind,

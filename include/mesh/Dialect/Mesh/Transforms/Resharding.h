@@ -67,7 +67,8 @@ ShardingAttr withoutHalo(ShardingAttr s);
 ShardingLayout layoutOf(ShardingAttr s, unsigned rank);
 
 /// The bytes one element of `element` takes in memory and on the wire:
-/// whole bytes (an i1 takes one); 1 for a type that is no integer or float.
+/// whole bytes (an i1 takes one), an index 8, a complex number twice its
+/// part; 1 for any other type.
 int64_t getElementBytes(Type element);
 
 /// The bytes each device sends for one step of `kind` on a per-device input
