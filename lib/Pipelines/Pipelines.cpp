@@ -130,6 +130,8 @@ void mlir::mesh::buildMeshToLLVMPipeline(OpPassManager &pm,
 void mlir::mesh::addHostLoweringToLLVM(OpPassManager &pm) {
   // Loops and the conversions to LLVM.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // bf16 conversions as integer arithmetic, not calls of __truncsfbf2.
+  pm.addNestedPass<func::FuncOp>(createMeshExpandBFloat16());
   // bufferization.clone (returned arguments) to memref.alloc + copy.
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createCanonicalizerPass());

@@ -636,6 +636,30 @@ def MeshApproximateMath
   ];
 }
 
+def MeshExpandBFloat16
+    : Pass<"mesh-expand-bf16", "::mlir::func::FuncOp"> {
+  let summary = "Rewrites bf16 conversions as integer arithmetic on the "
+                "host";
+  let description = [{
+    Applies MLIR's bf16 expansion (`arith::populateExpandBFloat16Patterns`):
+    `arith.truncf` to bf16 rounds to nearest even with integer operations on
+    the f32 bits (a NaN stays a NaN), and `arith.extf` from bf16 shifts the
+    bits into an f32. Without it LLVM lowers the truncation of a CPU without
+    AVX-512 BF16 to a call of `__truncsfbf2`, which the libgcc of GCC 12
+    (Debian 12) lacks, so a program that stores bf16 does not link.
+    `--mesh-to-llvm` runs it (also for `--target=gpu-on-host`'s kernels) just
+    before the conversions to LLVM.
+
+    ```mlir
+    %b = arith.truncf %a : f32 to bf16
+    // becomes arith.bitcast to i32, the rounding bias added, the top 16
+    // bits kept (arith.shrui, arith.trunci), a select for NaN, and an
+    // arith.bitcast to bf16.
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def MeshReductionLoops
     : Pass<"mesh-reduction-loops", "::mlir::func::FuncOp"> {
   let summary = "Lowers reductions to loops that carry the accumulator, "

@@ -4,12 +4,14 @@
 // become MLIR's polynomial approximations: plain arithmetic that LLVM's loop
 // vectoriser widens to the machine's vector width, where a call of expf or
 // tanhf per element would stay scalar. f16 and bf16 are computed in f32;
-// f64 keeps the library calls.
+// f64 keeps the library calls. bf16 conversions become integer arithmetic
+// (MeshExpandBFloat16), not calls of __truncsfbf2.
 //
 //===----------------------------------------------------------------------===//
 
 #include "mesh/Conversion/Passes.h"
 
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
@@ -19,6 +21,7 @@
 namespace mlir {
 namespace mesh {
 #define GEN_PASS_DEF_MESHAPPROXIMATEMATH
+#define GEN_PASS_DEF_MESHEXPANDBFLOAT16
 #include "mesh/Conversion/Passes.h.inc"
 } // namespace mesh
 } // namespace mlir
@@ -35,6 +38,16 @@ struct MeshApproximateMathPass
     // approximates (rsqrt only with AVX2 intrinsics, not asked for: it
     // lowers to a vectorisable 1 / sqrt anyway).
     populateMathPolynomialApproximationPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+struct MeshExpandBFloat16Pass
+    : public mesh::impl::MeshExpandBFloat16Base<MeshExpandBFloat16Pass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    arith::populateExpandBFloat16Patterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }
