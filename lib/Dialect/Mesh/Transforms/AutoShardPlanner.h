@@ -351,6 +351,7 @@ private:
                                ShardingAttr *from = nullptr,
                                ShardingAttr *to = nullptr);
   void describeVariable(raw_ostream &os, unsigned v);
+  void describeOperand(raw_ostream &os, const Use &u);
   void describePeak(raw_ostream &os, ArrayRef<unsigned> plan,
                     const Evaluation &e);
   /// Calls `visit` with every plan (the copy variables aside), `count` of

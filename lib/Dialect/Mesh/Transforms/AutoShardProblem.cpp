@@ -350,6 +350,21 @@ static LogicalResult notInPlanSpace(Operation *op) {
             "(RegionBranchOpInterface): not in the plan space";
 }
 
+/// The ranked tensors defined outside `op` that ops in its regions use, in
+/// the order of their first use: an op without a rule runs on them whole.
+static SmallVector<Value> capturedTensors(Operation *op) {
+  llvm::SetVector<Value> captured;
+  op->walk([&](Operation *inner) {
+    if (inner == op)
+      return;
+    for (Value v : inner->getOperands())
+      if (isa<RankedTensorType>(v.getType()) &&
+          !op->isAncestor(v.getParentBlock()->getParentOp()))
+        captured.insert(v);
+  });
+  return captured.takeVector();
+}
+
 FailureOr<Variable> FunctionPlanner::makeOpVariable(Operation *op, OpRole role,
                                                     uint64_t times) {
   Variable var;
@@ -357,11 +372,17 @@ FailureOr<Variable> FunctionPlanner::makeOpVariable(Operation *op, OpRole role,
   var.op = op;
   // Ops the plan cannot change have one choice.
   var.pinned = true;
+  FailureOr<ShardingRule> rule = failure();
+  if (role == OpRole::Rule && failed(rule = getShardingRule(op))) {
+    // As propagation does: an op without a rule keeps its tensors whole.
+    role = OpRole::NoRule;
+    if (llvm::any_of(op->getResultTypes(), llvm::IsaPred<RankedTensorType>))
+      op->emitWarning() << "'" << op->getName()
+                        << "' has no sharding rule; its tensor results are "
+                           "replicated";
+  }
   switch (role) {
   case OpRole::Rule: {
-    FailureOr<ShardingRule> rule = getShardingRule(op);
-    if (failed(rule))
-      return op->emitError("mesh-auto-shard: no sharding rule for this op");
     if (op->getNumRegions() && !isa<linalg::LinalgOp>(op) &&
         !isa<ShardingRuleOpInterface>(op))
       return notInPlanSpace(op);
@@ -386,10 +407,10 @@ FailureOr<Variable> FunctionPlanner::makeOpVariable(Operation *op, OpRole role,
     break;
   }
   case OpRole::NoRule: {
-    if (op->getNumRegions())
-      return notInPlanSpace(op);
+    // Whole operands, and whole tensors from outside for its regions (its
+    // uses of them follow the operands' in Use::operand).
     Choice c;
-    c.operands.resize(op->getNumOperands());
+    c.operands.resize(op->getNumOperands() + capturedTensors(op).size());
     c.results.resize(op->getNumResults());
     var.choices.push_back(std::move(c));
     break;
@@ -418,6 +439,9 @@ void FunctionPlanner::addUsesAndResults(Operation *op, unsigned id) {
     if (isa<RankedTensorType>(operand.get().getType()))
       addUse(operand.get(), id, operand.getOperandNumber(), op);
   }
+  if (vars[id].choices.front().operands.size() > op->getNumOperands())
+    for (auto [i, v] : llvm::enumerate(capturedTensors(op)))
+      addUse(v, id, op->getNumOperands() + i, op);
   for (OpResult r : op->getResults())
     if (isa<RankedTensorType>(r.getType()))
       producers[r] = {id, r.getResultNumber()};

@@ -709,6 +709,16 @@ const Reshard *FunctionPlanner::movingReshard(unsigned ui,
   return r.steps.empty() || r.bytes == 0 || reusing[ui] ? nullptr : &r;
 }
 
+/// " operand N", or " captured value K" for a tensor from outside that an
+/// op without a rule uses in its regions.
+void FunctionPlanner::describeOperand(raw_ostream &os, const Use &u) {
+  const Variable &var = vars[u.consumer];
+  if (var.kind == Variable::Kind::Op && u.operand >= var.op->getNumOperands())
+    os << " captured value " << u.operand - var.op->getNumOperands();
+  else
+    os << " operand " << u.operand;
+}
+
 /// Every resharding the plan makes that moves bytes.
 void FunctionPlanner::explainReshardings(raw_ostream &os,
                                          ArrayRef<unsigned> plan) {
@@ -719,8 +729,9 @@ void FunctionPlanner::explainReshardings(raw_ostream &os,
     if (reusing[ui]) {
       os << "  resharding for ";
       describeVariable(os, u.consumer);
-      os << " operand " << u.operand << ": reuses the copy in "
-         << layoutText(to) << " made for an earlier use\n";
+      describeOperand(os, u);
+      os << ": reuses the copy in " << layoutText(to)
+         << " made for an earlier use\n";
       continue;
     }
     if (!moving)
@@ -728,9 +739,9 @@ void FunctionPlanner::explainReshardings(raw_ostream &os,
     const Reshard &r = *moving;
     os << "  resharding for ";
     describeVariable(os, u.consumer);
-    os << " operand " << u.operand << ": " << layoutText(from) << " -> "
-       << layoutText(to) << ", " << r.bytes << " bytes per device, "
-       << formatPs(r.ps);
+    describeOperand(os, u);
+    os << ": " << layoutText(from) << " -> " << layoutText(to) << ", "
+       << r.bytes << " bytes per device, " << formatPs(r.ps);
     if (u.times > 1)
       os << ", " << u.times << " times per call";
     os << " (";
