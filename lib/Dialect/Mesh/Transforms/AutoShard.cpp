@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AutoShardPlanner.h"
+#include "ShardingSupport.h"
 
 #include "mesh/Dialect/Mesh/Transforms/Passes.h"
 
@@ -282,6 +283,12 @@ struct AutoShardPass : public mesh::impl::AutoShardBase<AutoShardPass> {
     llvm::erase_if(functions, [](FunctionOpInterface fn) {
       return !isAnnotatedFunction(fn);
     });
+    // A dim the user's annotation splits unevenly is padded to divide, as
+    // propagation pads it (with its remark), so that the plan's values
+    // divide and the partitioner takes them.
+    if (!functions.empty() &&
+        failed(padNonDividingDims(getOperation(), tables)))
+      return signalPassFailure();
     llvm::SetVector<Operation *> inlined;
     for (FunctionOpInterface fn : functions)
       if (failed(inlineCalls(fn, tables, inlined)) ||
