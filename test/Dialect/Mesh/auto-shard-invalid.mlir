@@ -113,3 +113,15 @@ func.func @unknown_axis(%x: tensor<8x16xf32> {mesh.sharding = #mesh.sharding<@m,
   %y = math.exp %x : tensor<8x16xf32>
   return %y : tensor<8x16xf32>
 }
+
+// -----
+
+// A constraint no layout of its operand reaches: the error names it.
+mesh.mesh @m(["d" = 4])
+func.func @unreachable(%x: tensor<8x8xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>}) -> tensor<8x8xf32> {
+  %a = math.exp %x : tensor<8x8xf32>
+  // expected-error-re @+1 {{mesh-auto-shard: no plan is possible: 'mesh.shard' at {{.*}} operand 0 must be {{\[\[}}], []] partial(d), and no layout of 'math.exp' at {{.*}} result 0 reaches it (a pending reduction comes from a contraction or a reduction over a split dim, not from resharding)}}
+  %s = mesh.shard %a : tensor<8x8xf32> to #mesh.sharding<@m, [[], []], partial = sum["d"]>
+  %b = math.sin %s : tensor<8x8xf32>
+  return %b : tensor<8x8xf32>
+}

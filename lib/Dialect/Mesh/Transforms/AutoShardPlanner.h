@@ -352,6 +352,9 @@ private:
                                ShardingAttr *to = nullptr);
   void describeVariable(raw_ostream &os, unsigned v);
   void describeOperand(raw_ostream &os, const Use &u);
+  /// The error when no plan is possible: where a single layout cannot be
+  /// reached, else for the function.
+  LogicalResult reportImpossible();
   void describePeak(raw_ostream &os, ArrayRef<unsigned> plan,
                     const Evaluation &e);
   /// Calls `visit` with every plan (the copy variables aside), `count` of

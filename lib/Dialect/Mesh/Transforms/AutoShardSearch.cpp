@@ -537,8 +537,7 @@ FailureOr<bool> BudgetSearch::run(Cost &lowerBound, uint64_t &weight) {
 LogicalResult FunctionPlanner::run(bool explain, bool exhaustive) {
   auto [cost0, plan0] = solve(0);
   if (cost0 >= kForbidden)
-    return fn.emitError("mesh-auto-shard: no plan is possible (the "
-                        "annotations cannot be reached from each other)");
+    return reportImpossible();
   SmallVector<unsigned> best = plan0;
   Evaluation bestEval = evaluate(plan0);
   Cost lowerBound = bestEval.total();
@@ -562,4 +561,35 @@ LogicalResult FunctionPlanner::run(bool explain, bool exhaustive) {
   if (exhaustive && failed(checkExhaustively(best, proven)))
     return failure();
   return success();
+}
+
+LogicalResult FunctionPlanner::reportImpossible() {
+  // A use whose consumer has one layout (an annotation, a constraint, an op
+  // without a rule) that no layout of its producer reaches.
+  for (const Use &u : uses) {
+    const Variable &consumer = vars[u.consumer];
+    if (consumer.choices.size() != 1 || u.producer == u.consumer)
+      continue;
+    ShardingAttr to = consumer.choices.front().operands[u.operand];
+    if (llvm::any_of(vars[u.producer].choices, [&](const Choice &c) {
+          return useCost(u, c.results[u.result], to).first < kForbidden;
+        }))
+      continue;
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "mesh-auto-shard: no plan is possible: ";
+    describeVariable(os, u.consumer);
+    describeOperand(os, u);
+    os << " must be " << layoutText(to) << ", and no layout of ";
+    describeVariable(os, u.producer);
+    os << " result " << u.result << " reaches it";
+    if (to && to.isPartial())
+      os << " (a pending reduction comes from a contraction or a reduction "
+            "over a split dim, not from resharding)";
+    Operation *at =
+        consumer.kind == Variable::Kind::Op ? consumer.op : fn.getOperation();
+    return at->emitError(text);
+  }
+  return fn.emitError("mesh-auto-shard: no plan is possible (the "
+                      "annotations cannot be reached from each other)");
 }
