@@ -122,12 +122,6 @@ bool isAnnotatedFunction(FunctionOpInterface fn) {
   });
 }
 
-/// Inlines the calls in `fn`, and the calls they bring in, whose callee has
-/// a body: the partitioner gives a callee one layout for all its calls, and
-/// inlined, each call is planned for its own place (as XLA inlines calls
-/// before partitioning). The callees are collected in `inlined`. A call to
-/// a declaration, to an annotated function (its annotations would be lost)
-/// or a recursion is an error naming the call.
 /// Fails at the first call in `f` (or what it calls) that closes a cycle.
 LogicalResult findRecursion(FunctionOpInterface f,
                             SymbolTableCollection &tables,
@@ -153,32 +147,33 @@ LogicalResult findRecursion(FunctionOpInterface f,
   return failure(walked.wasInterrupted());
 }
 
-LogicalResult inlineCalls(FunctionOpInterface fn, SymbolTableCollection &tables,
-                          llvm::SetVector<Operation *> &inlined) {
-  llvm::SmallPtrSet<Operation *, 8> onPath, done;
-  if (failed(findRecursion(fn, tables, onPath, done)))
-    return failure();
-  InlinerInterface interface(fn->getContext());
-  InlinerConfig config;
-  // A call graph without cycles can still grow exponentially (f calls g
-  // twice, g calls h twice, ...): past this many ops, stop.
-  constexpr size_t kMaxOps = 4'000'000;
-  while (true) {
+/// Inlines calls bottom-up: each callee is flattened once, into a clone
+/// with its own calls inlined, and every call gets that clone's body. (One
+/// call at a time top-down, each inlining splits the caller's block and
+/// moves what follows the call: quadratic in the size of the result, 80 s
+/// for 65,536 ops.)
+class CallFlattener {
+public:
+  CallFlattener(ModuleOp module, SymbolTableCollection &tables,
+                llvm::SetVector<Operation *> &inlined)
+      : interface(module.getContext()), module(module), tables(tables),
+        inlined(inlined) {}
+  ~CallFlattener() {
+    for (auto &entry : flat)
+      entry.second->erase();
+  }
+
+  /// Inlines every call in `f` (a clone, or the planned function).
+  LogicalResult inlineInto(FunctionOpInterface f) {
     SmallVector<CallOpInterface> calls;
-    size_t ops = 0;
-    fn->walk([&](Operation *op) {
-      ++ops;
-      if (auto call = dyn_cast<CallOpInterface>(op))
-        calls.push_back(call);
-    });
-    if (calls.empty())
-      return success();
-    if (ops > kMaxOps)
-      return calls.front()->emitError("mesh-auto-shard: inlining the calls "
-                                      "for the plan made more than ")
-             << kMaxOps << " ops: not in the plan space";
+    f->walk([&](CallOpInterface call) { calls.push_back(call); });
     for (CallOpInterface call : calls) {
-      FunctionOpInterface callee = getCallee(call, tables);
+      // (A clone is detached: its calls' symbols are the module's.)
+      auto symbol = dyn_cast<SymbolRefAttr>(call.getCallableForCallee());
+      FunctionOpInterface callee =
+          symbol ? dyn_cast_or_null<FunctionOpInterface>(
+                       tables.lookupSymbolIn(module, symbol))
+                 : FunctionOpInterface();
       auto name = [&] {
         auto symbol = dyn_cast<SymbolRefAttr>(call.getCallableForCallee());
         return symbol ? symbol.getLeafReference().str() : std::string("?");
@@ -195,15 +190,71 @@ LogicalResult inlineCalls(FunctionOpInterface fn, SymbolTableCollection &tables,
                << name() << " is annotated: inlining it for the plan would "
                << "drop its annotations (annotate the call's operands with "
                << "mesh.shard instead)";
-      auto callable = cast<CallableOpInterface>(callee.getOperation());
+      FailureOr<FunctionOpInterface> body = flattened(callee, call);
+      if (failed(body))
+        return failure();
+      auto callable = cast<CallableOpInterface>(body->getOperation());
       if (failed(inlineCall(interface, config.getCloneCallback(), call,
                             callable, callable.getCallableRegion())))
         return call->emitError("mesh-auto-shard: the call to @")
                << name() << " cannot be inlined, which the plan needs";
       call->erase();
       inlined.insert(callee);
+      if ((ops += sizeOf(*body)) > kMaxOps)
+        return f->emitError("mesh-auto-shard: inlining the calls for the "
+                            "plan made more than ")
+               << kMaxOps << " ops: not in the plan space";
     }
+    return success();
   }
+
+private:
+  /// A call graph without cycles can still grow exponentially (f calls g
+  /// twice, g calls h twice, ...): past this many ops inlined, stop.
+  static constexpr size_t kMaxOps = 4'000'000;
+
+  /// `callee` with its calls inlined: a detached clone, made once.
+  FailureOr<FunctionOpInterface> flattened(FunctionOpInterface callee,
+                                           CallOpInterface call) {
+    auto it = flat.find(callee);
+    if (it != flat.end())
+      return cast<FunctionOpInterface>(it->second);
+    Operation *copy = callee->clone();
+    flat[callee] = copy;
+    auto f = cast<FunctionOpInterface>(copy);
+    if (failed(inlineInto(f)))
+      return failure();
+    size_t n = 0;
+    f->walk([&](Operation *) { ++n; });
+    sizes[copy] = n;
+    return f;
+  }
+  size_t sizeOf(FunctionOpInterface f) { return sizes.lookup(f); }
+
+  InlinerInterface interface;
+  InlinerConfig config;
+  ModuleOp module;
+  SymbolTableCollection &tables;
+  llvm::SetVector<Operation *> &inlined;
+  /// Callee -> its flattened clone; the clone's op count.
+  DenseMap<Operation *, Operation *> flat;
+  DenseMap<Operation *, size_t> sizes;
+  size_t ops = 0;
+};
+
+/// Inlines the calls in `fn`, and the calls they bring in, whose callee has
+/// a body: the partitioner gives a callee one layout for all its calls, and
+/// inlined, each call is planned for its own place (as XLA inlines calls
+/// before partitioning). The callees are collected in `inlined`. A call to
+/// a declaration, to an annotated function (its annotations would be lost)
+/// or a recursion is an error naming the call.
+LogicalResult inlineCalls(FunctionOpInterface fn, SymbolTableCollection &tables,
+                          llvm::SetVector<Operation *> &inlined) {
+  llvm::SmallPtrSet<Operation *, 8> onPath, done;
+  if (failed(findRecursion(fn, tables, onPath, done)))
+    return failure();
+  CallFlattener flattener(fn->getParentOfType<ModuleOp>(), tables, inlined);
+  return flattener.inlineInto(fn);
 }
 
 /// The mesh of `fn`: the one its annotations name (all the same), else the
@@ -295,8 +346,9 @@ struct AutoShardPass : public mesh::impl::AutoShardBase<AutoShardPass> {
           failed(planFunction(fn, *model, tables)))
         return signalPassFailure();
     // As the inliner does: private callees no call is left to are erased,
-    // callers first (a callee's callees may then have none left).
-    for (Operation *callee : inlined)
+    // callers first (a callee's callees may then have none left): the
+    // flattening adds a callee after those it calls.
+    for (Operation *callee : llvm::reverse(inlined))
       if (SymbolTable::getSymbolVisibility(callee) ==
               SymbolTable::Visibility::Private &&
           SymbolTable::symbolKnownUseEmpty(callee, getOperation()))
