@@ -8,6 +8,9 @@
 
 mesh.mesh @m(["d" = 8])
 
+// A function with nothing annotated is left alone, and explain says so
+// (before any plan: the functions are sorted first).
+// CHECK: auto-shard @plain: nothing annotated, left as it is (every device runs all of it)
 // CHECK-LABEL: auto-shard @dim on @m
 // PART-LABEL: func.func @dim
 // PART: mesh.all_gather %arg0 on @m axes = ["d"] gather_dim = 0
@@ -68,4 +71,11 @@ func.func @captures(%x: tensor<64x16xf32> {mesh.sharding = #mesh.sharding<@m, [[
     tensor.yield %f : f32
   } : tensor<16x64xf32>
   return %g : tensor<16x64xf32>
+}
+
+// PART-LABEL: func.func @plain
+// PART-NEXT: math.exp %arg0 : tensor<64x16xf32>
+func.func @plain(%x: tensor<64x16xf32>) -> tensor<64x16xf32> {
+  %y = math.exp %x : tensor<64x16xf32>
+  return %y : tensor<64x16xf32>
 }

@@ -17,6 +17,7 @@
 #include "mlir/Transforms/Inliner.h"
 #include "mlir/Transforms/InliningUtils.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <cmath>
 #include <optional>
@@ -88,6 +89,7 @@ LogicalResult parseAxisCosts(StringRef text, CostModel &model,
                              std::string &error) {
   SmallVector<StringRef> entries;
   text.split(entries, ',', -1, false);
+  llvm::StringSet<> seen;
   for (StringRef entry : entries) {
     auto [axis, cost] = entry.split('=');
     auto [latency, bandwidth] = cost.split(':');
@@ -100,6 +102,11 @@ LogicalResult parseAxisCosts(StringRef text, CostModel &model,
       return failure();
     }
     AxisCost c{*ps, static_cast<int64_t>(std::llround(*bw))};
+    if (!seen.insert(axis).second) {
+      error = "axis-cost: axis '" + axis.str() +
+              "' is given twice (once per axis, '*' for the others)";
+      return failure();
+    }
     if (axis == "*")
       model.fallback = c;
     else
@@ -331,8 +338,15 @@ struct AutoShardPass : public mesh::impl::AutoShardBase<AutoShardPass> {
     });
     // A function nothing annotates is left as it is (replicated), as a
     // caller comparing a plan with the whole program wants it.
-    llvm::erase_if(functions, [](FunctionOpInterface fn) {
-      return !isAnnotatedFunction(fn);
+    llvm::erase_if(functions, [&](FunctionOpInterface fn) {
+      if (isAnnotatedFunction(fn))
+        return false;
+      if (explain)
+        llvm::errs() << "auto-shard @"
+                     << SymbolTable::getSymbolName(fn).getValue()
+                     << ": nothing annotated, left as it is (every device "
+                        "runs all of it)\n";
+      return true;
     });
     // A dim the user's annotation splits unevenly is padded to divide, as
     // propagation pads it (with its remark), so that the plan's values
@@ -364,10 +378,15 @@ struct AutoShardPass : public mesh::impl::AutoShardBase<AutoShardPass> {
     auto quantity = [&](StringRef option, StringRef text, StringRef unit,
                         StringRef expected) -> std::optional<int64_t> {
       std::optional<double> v = parseQuantity(text, unit);
-      if (!v || *v < 1 || *v > 9e18) {
+      if (!v) {
         module.emitError("mesh-auto-shard: ")
             << option << ": cannot read '" << text << "' (expected " << expected
             << ")";
+        return std::nullopt;
+      }
+      if (*v < 1 || *v > 9e18) {
+        module.emitError("mesh-auto-shard: ")
+            << option << ": '" << text << "' is out of range (1 to 9e18)";
         return std::nullopt;
       }
       return static_cast<int64_t>(std::llround(*v));
