@@ -229,6 +229,9 @@ public:
         meshCache(tables) {}
 
   LogicalResult build();
+  /// Where the elimination is too wide: cuts the widest variables' choices
+  /// until it fits (narrowed says by how much); fails if it never does.
+  LogicalResult narrow(uint64_t maxEntries, std::string &why);
   /// Solves; writes the annotations; prints the explanation.
   LogicalResult run(bool explain, bool exhaustive);
 
@@ -402,6 +405,14 @@ private:
   std::vector<SmallVector<int64_t, 8>> peakBytes;
   unsigned peakPoint = 0;
   std::optional<PairwiseMinimizer> minimizer;
+  /// After narrow(): a lower bound on the whole problem's optimum (each
+  /// op's cheapest arithmetic, no communication) and how many choices were
+  /// set aside.
+  struct Narrowed {
+    Cost bound;
+    unsigned dropped;
+  };
+  std::optional<Narrowed> narrowed;
   DenseMap<std::tuple<Attribute, Attribute, Type>, Reshard> reshards;
   /// The planner's steps by plannedSteps's key, on axes named by their
   /// index; none when there is no plan.

@@ -628,13 +628,76 @@ LogicalResult FunctionPlanner::build() {
   }
   std::string why;
   minimizer.emplace(makeMinimizer());
-  bool ready = succeeded(minimizer->prepare(kMaxEntries, why));
-  if (!ready)
-    return fn.emitError("mesh-auto-shard: the program is too wide to solve "
-                        "exactly: ")
+  if (failed(minimizer->prepare(kMaxEntries, why)) &&
+      failed(narrow(kMaxEntries, why)))
+    return fn.emitError("mesh-auto-shard: the program is too wide to solve, "
+                        "even with each op's layouts cut to two: ")
            << why;
   computeLiveness();
   return success();
+}
+
+/// The choice of `var` that keeps every tensor whole, if it has one.
+static bool isWholeChoice(const Choice &c) {
+  return llvm::all_of(c.operands, [](ShardingAttr s) { return !s; }) &&
+         llvm::all_of(c.results, [](ShardingAttr s) { return !s; });
+}
+
+LogicalResult FunctionPlanner::narrow(uint64_t maxEntries, std::string &why) {
+  // A bound for the whole problem first: every use costs at least nothing,
+  // every op at least its cheapest arithmetic.
+  Cost bound = 0;
+  for (const Variable &var : vars) {
+    Cost least = kForbidden;
+    for (const Choice &c : var.choices)
+      least = std::min(least, c.computePs);
+    bound += least;
+  }
+  unsigned before = 0;
+  for (const Variable &var : vars)
+    before += var.choices.size();
+  // Then the widest variables lose their dearest half (by arithmetic, the
+  // fixed order among equals), keeping the choice that keeps everything
+  // whole, until the elimination fits.
+  for (int round = 0; round < 16; ++round) {
+    size_t widest = 0;
+    for (const Variable &var : vars)
+      if (var.kind != Variable::Kind::Copy && !var.pinned)
+        widest = std::max(widest, var.choices.size());
+    if (widest <= 2)
+      return failure();
+    for (Variable &var : vars) {
+      if (var.kind == Variable::Kind::Copy || var.pinned ||
+          var.choices.size() * 2 <= widest)
+        continue;
+      SmallVector<unsigned> order = llvm::to_vector(
+          llvm::seq<unsigned>(0, static_cast<unsigned>(var.choices.size())));
+      std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {
+        return var.choices[a].computePs < var.choices[b].computePs;
+      });
+      llvm::SmallBitVector keep(var.choices.size());
+      for (unsigned i = 0; i < (var.choices.size() + 1) / 2; ++i)
+        keep.set(order[i]);
+      for (auto [c, choice] : llvm::enumerate(var.choices))
+        if (isWholeChoice(choice))
+          keep.set(c);
+      SmallVector<Choice, 8> kept;
+      for (auto [c, choice] : llvm::enumerate(var.choices))
+        if (keep.test(c))
+          kept.push_back(std::move(choice));
+      var.choices = std::move(kept);
+    }
+    minimizer.emplace(makeMinimizer());
+    why.clear();
+    if (succeeded(minimizer->prepare(maxEntries, why))) {
+      unsigned after = 0;
+      for (const Variable &var : vars)
+        after += var.choices.size();
+      narrowed = {bound, before - after};
+      return success();
+    }
+  }
+  return failure();
 }
 
 /// Bytes of one device's block of `t` laid out as `s` (null: whole).

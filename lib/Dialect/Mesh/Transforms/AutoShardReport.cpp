@@ -196,6 +196,11 @@ void FunctionPlanner::explainPlan(ArrayRef<unsigned> plan, const Evaluation &e,
   else
     os << ", not proven optimal: at most " << formatPs(e.total() - lowerBound)
        << " above the optimum\n";
+  if (narrowed)
+    os << "  the program is too wide to solve exactly: " << narrowed->dropped
+       << " layouts of its widest ops (the dearest in arithmetic) were set "
+          "aside; the bound counts each op's least arithmetic and no "
+          "communication\n";
   if (unsharedValues)
     os << "  " << unsharedValues << " value" << (unsharedValues == 1 ? "" : "s")
        << " whose uses could share a resharded copy priced use by use (the "

@@ -555,6 +555,12 @@ LogicalResult FunctionPlanner::run(bool explain, bool exhaustive) {
     }
     proven = *exact;
   }
+  // A narrowed problem's minimum is not the whole problem's: its bound is
+  // the one narrow() kept.
+  if (narrowed) {
+    lowerBound = std::min(lowerBound, narrowed->bound);
+    proven = false;
+  }
   annotate(best);
   if (explain)
     explainPlan(best, bestEval, weight, lowerBound, proven);
