@@ -47,7 +47,7 @@ bytes() {
 }
 # model FILE OPTS...: "memory-bytes cost-line" of a plan in the model.
 summary() {
-  "$MESH_OPT" "$1" "${@:2}" -o /dev/null 2>&1 | grep -m1 "^auto-shard @" || true
+  "$MESH_OPT" "$1" "${@:2}" -o /dev/null 2>&1 | grep -m1 "^auto-shard @.* on @" || true
 }
 # memory_of FILE OPTS...: the plan's peak memory per device, in bytes.
 memory_of() {

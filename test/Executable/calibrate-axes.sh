@@ -11,7 +11,8 @@ if ! [[ $line =~ ^axis-cost=dp=[0-9.]+us:[0-9.e+-]+GB/s,tp=[0-9.]+us:[0-9.e+-]+G
   exit 1
 fi
 report=$("$mesh_opt" "$input" "--mesh-auto-shard=$line explain" -o /dev/null 2>&1)
-echo "${report%%$'\n'*}"
+# The planned function's line (functions left alone get a line of their own).
+grep -m1 "^auto-shard @.* on @" <<<"$report"
 # A bad shape is a usage error.
 if "$calibrate" dp=x,tp > /dev/null 2>&1; then
   echo "FAIL: a malformed shape was accepted" >&2
