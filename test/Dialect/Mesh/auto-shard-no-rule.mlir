@@ -36,6 +36,22 @@ func.func @extract(%x: tensor<64x16xf32> {mesh.sharding = #mesh.sharding<@m, [["
   return %y, %e : tensor<64x16xf32>, f32
 }
 
+// The whole copy an op without a rule reads (null: whole) serves a use
+// that wants [[], []] too: x is gathered once, not twice.
+// CHECK-LABEL: auto-shard @extract_whole on @m
+// CHECK-SAME: 3584 bytes per device
+// CHECK: resharding for 'math.exp' {{.*}} operand 0: reuses the copy in {{\[\[}}], []] made for an earlier use
+// PART-LABEL: func.func @extract_whole
+// PART-COUNT-1: mesh.all_gather
+// PART-NOT: mesh.all_gather
+// PART: return
+func.func @extract_whole(%x: tensor<64x16xf32> {mesh.sharding = #mesh.sharding<@m, [["d"], []]>}) -> (tensor<64x16xf32> {mesh.sharding = #mesh.sharding<@m, [[], []]>}, f32) {
+  %c0 = arith.constant 0 : index
+  %e = tensor.extract %x[%c0, %c0] : tensor<64x16xf32>
+  %y = math.exp %x : tensor<64x16xf32>
+  return %y, %e : tensor<64x16xf32>, f32
+}
+
 // A region on scalars: the generated tensor is whole, and sliced for free.
 // CHECK: warning: 'tensor.generate' has no sharding rule; its tensor results are replicated
 // CHECK-LABEL: auto-shard @generate on @m

@@ -801,9 +801,13 @@ void FunctionPlanner::findCopyGroups() {
       const Use &u = uses[i];
       llvm::SmallPtrSet<const void *, 8> seen;
       for (const Choice &c : vars[u.consumer].choices) {
+        // (Null and an annotation that splits nothing are both whole: an op
+        // without a rule reads null, a constraint [[], []].)
         ShardingAttr s = c.operands[u.operand];
-        if (seen.insert(s.getAsOpaquePointer()).second)
-          ++wanted[s.getAsOpaquePointer()];
+        const void *key =
+            !s || s.isFullyReplicated() ? nullptr : s.getAsOpaquePointer();
+        if (seen.insert(key).second)
+          ++wanted[key];
       }
     }
     CopyGroup g;
