@@ -672,8 +672,10 @@ LogicalResult FunctionPlanner::narrow(uint64_t maxEntries, std::string &why) {
         continue;
       SmallVector<unsigned> order = llvm::to_vector(
           llvm::seq<unsigned>(0, static_cast<unsigned>(var.choices.size())));
-      std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {
-        return var.choices[a].computePs < var.choices[b].computePs;
+      // (Ties by index: one order on every machine.)
+      llvm::sort(order, [&](unsigned a, unsigned b) {
+        return std::make_pair(var.choices[a].computePs, a) <
+               std::make_pair(var.choices[b].computePs, b);
       });
       llvm::SmallBitVector keep(var.choices.size());
       for (unsigned i = 0; i < (var.choices.size() + 1) / 2; ++i)
