@@ -396,6 +396,16 @@ struct AutoShardPass : public mesh::impl::AutoShardBase<AutoShardPass> {
                                           "B", "bytes, as 24GiB or 1e9");
       if (!b)
         return std::nullopt;
+      // A fraction of a byte is a typo, not a budget ("1.5" for "1.5GiB").
+      // (Within rounding: 0.3GB is 3e8 give or take the last bit.)
+      double exact = *parseQuantity(memoryPerDevice, "B");
+      if (std::abs(exact - std::round(exact)) > 1e-6 * std::max(1.0, exact)) {
+        getOperation().emitError("mesh-auto-shard: memory-per-device: '")
+            << memoryPerDevice
+            << "' is not a whole number of bytes (a unit is missing? as "
+               "24GiB)";
+        return std::nullopt;
+      }
       model.memoryBudget = *b;
     }
     std::optional<int64_t> rate =
