@@ -379,13 +379,13 @@ struct AutoShardPass : public mesh::impl::AutoShardBase<AutoShardPass> {
                         StringRef expected) -> std::optional<int64_t> {
       std::optional<double> v = parseQuantity(text, unit);
       if (!v) {
-        module.emitError("mesh-auto-shard: ")
+        mlir::emitError(module.getLoc(), "mesh-auto-shard: ")
             << option << ": cannot read '" << text << "' (expected " << expected
             << ")";
         return std::nullopt;
       }
       if (*v < 1 || *v > 9e18) {
-        module.emitError("mesh-auto-shard: ")
+        mlir::emitError(module.getLoc(), "mesh-auto-shard: ")
             << option << ": '" << text << "' is out of range (1 to 9e18)";
         return std::nullopt;
       }
@@ -400,7 +400,8 @@ struct AutoShardPass : public mesh::impl::AutoShardBase<AutoShardPass> {
       // (Within rounding: 0.3GB is 3e8 give or take the last bit.)
       double exact = *parseQuantity(memoryPerDevice, "B");
       if (std::abs(exact - std::round(exact)) > 1e-6 * std::max(1.0, exact)) {
-        getOperation().emitError("mesh-auto-shard: memory-per-device: '")
+        mlir::emitError(module.getLoc(),
+                        "mesh-auto-shard: memory-per-device: '")
             << memoryPerDevice
             << "' is not a whole number of bytes (a unit is missing? as "
                "24GiB)";
@@ -415,7 +416,7 @@ struct AutoShardPass : public mesh::impl::AutoShardBase<AutoShardPass> {
     model.flopsPerSecond = *rate;
     std::string error;
     if (failed(parseAxisCosts(axisCost, model, error))) {
-      module.emitError("mesh-auto-shard: ") << error;
+      mlir::emitError(module.getLoc(), "mesh-auto-shard: ") << error;
       return std::nullopt;
     }
     return model;
