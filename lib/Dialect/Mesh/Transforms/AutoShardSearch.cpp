@@ -24,7 +24,9 @@ namespace autoshard {
 ///
 /// 1. A Lagrangian search on the memory at the peak point: each weight w,
 ///    in 2^-20 picoseconds per byte, gives a plan (kept if it fits) and a
-///    lower bound on the optimum (the minimum less w times the budget).
+///    lower bound on the optimum (the minimum less w times the budget);
+///    then weights on every point (weighEveryPoint), whose best bounds the
+///    nodes below.
 /// 2. A branch and bound fixing, one at a time, the variables that hold
 ///    memory at the constrained points (the peak point, and each point
 ///    where a candidate that fits the others peaks), the largest first;
@@ -34,7 +36,8 @@ namespace autoshard {
 ///    that every machine stops at the same node).
 ///
 /// The plan is proven optimal when the search ends; else the bound says by
-/// how much at most it can be off.
+/// how much at most it can be off, and each argument's runner-up is tried
+/// (tryOtherArgumentLayouts).
 class BudgetSearch {
 public:
   BudgetSearch(FunctionPlanner &planner, SmallVectorImpl<unsigned> &best,
