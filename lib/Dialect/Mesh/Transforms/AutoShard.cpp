@@ -182,7 +182,6 @@ public:
                        tables.lookupSymbolIn(module, symbol))
                  : FunctionOpInterface();
       auto name = [&] {
-        auto symbol = dyn_cast<SymbolRefAttr>(call.getCallableForCallee());
         return symbol ? symbol.getLeafReference().str() : std::string("?");
       };
       if (!callee)
@@ -197,7 +196,7 @@ public:
                << name() << " is annotated: inlining it for the plan would "
                << "drop its annotations (annotate the call's operands with "
                << "mesh.shard instead)";
-      FailureOr<FunctionOpInterface> body = flattened(callee, call);
+      FailureOr<FunctionOpInterface> body = flattened(callee);
       if (failed(body))
         return failure();
       auto callable = cast<CallableOpInterface>(body->getOperation());
@@ -221,8 +220,7 @@ private:
   static constexpr size_t kMaxOps = 4'000'000;
 
   /// `callee` with its calls inlined: a detached clone, made once.
-  FailureOr<FunctionOpInterface> flattened(FunctionOpInterface callee,
-                                           CallOpInterface call) {
+  FailureOr<FunctionOpInterface> flattened(FunctionOpInterface callee) {
     auto it = flat.find(callee);
     if (it != flat.end())
       return cast<FunctionOpInterface>(it->second);
@@ -376,7 +374,7 @@ struct AutoShardPass : public mesh::impl::AutoShardBase<AutoShardPass> {
     // A quantity option: its value, or an error naming it and what it
     // expects.
     auto quantity = [&](StringRef option, StringRef text, StringRef unit,
-                        StringRef expected) -> std::optional<int64_t> {
+                        StringRef expected) -> std::optional<double> {
       std::optional<double> v = parseQuantity(text, unit);
       if (!v) {
         mlir::emitError(module.getLoc(), "mesh-auto-shard: ")
@@ -389,17 +387,16 @@ struct AutoShardPass : public mesh::impl::AutoShardBase<AutoShardPass> {
             << option << ": '" << text << "' is out of range (1 to 9e18)";
         return std::nullopt;
       }
-      return static_cast<int64_t>(std::llround(*v));
+      return v;
     };
     if (!memoryPerDevice.empty()) {
-      std::optional<int64_t> b = quantity("memory-per-device", memoryPerDevice,
-                                          "B", "bytes, as 24GiB or 1e9");
+      std::optional<double> b = quantity("memory-per-device", memoryPerDevice,
+                                         "B", "bytes, as 24GiB or 1e9");
       if (!b)
         return std::nullopt;
       // A fraction of a byte is a typo, not a budget ("1.5" for "1.5GiB").
       // (Within rounding: 0.3GB is 3e8 give or take the last bit.)
-      double exact = *parseQuantity(memoryPerDevice, "B");
-      if (std::abs(exact - std::round(exact)) > 1e-6 * std::max(1.0, exact)) {
+      if (std::abs(*b - std::round(*b)) > 1e-6 * std::max(1.0, *b)) {
         mlir::emitError(module.getLoc(),
                         "mesh-auto-shard: memory-per-device: '")
             << memoryPerDevice
@@ -407,13 +404,13 @@ struct AutoShardPass : public mesh::impl::AutoShardBase<AutoShardPass> {
                "24GiB)";
         return std::nullopt;
       }
-      model.memoryBudget = *b;
+      model.memoryBudget = std::llround(*b);
     }
-    std::optional<int64_t> rate =
+    std::optional<double> rate =
         quantity("flops", flops, "", "operations per second, as 1e11 or 50G");
     if (!rate)
       return std::nullopt;
-    model.flopsPerSecond = *rate;
+    model.flopsPerSecond = std::llround(*rate);
     std::string error;
     if (failed(parseAxisCosts(axisCost, model, error))) {
       mlir::emitError(module.getLoc(), "mesh-auto-shard: ") << error;

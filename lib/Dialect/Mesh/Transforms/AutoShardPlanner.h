@@ -319,6 +319,9 @@ private:
   std::pair<Cost, SmallVector<unsigned>>
   solveWeighted(ArrayRef<SmallVector<Cost, 8>> weighted,
                 ArrayRef<int> fixed = {});
+  /// The bytes of the values live at each point under `plan` (arguments
+  /// aside).
+  std::vector<int64_t> liveAt(ArrayRef<unsigned> plan) const;
   /// The bytes each point holds under `plan`, arguments included.
   std::vector<int64_t> memoryAt(ArrayRef<unsigned> plan) const;
 

@@ -373,14 +373,9 @@ FailureOr<Variable> FunctionPlanner::makeOpVariable(Operation *op, OpRole role,
   // Ops the plan cannot change have one choice.
   var.pinned = true;
   FailureOr<ShardingRule> rule = failure();
-  if (role == OpRole::Rule && failed(rule = getShardingRule(op))) {
-    // As propagation does: an op without a rule keeps its tensors whole.
+  // As propagation does: an op without a rule keeps its tensors whole.
+  if (role == OpRole::Rule && failed(rule = getShardingRule(op)))
     role = OpRole::NoRule;
-    if (llvm::any_of(op->getResultTypes(), llvm::IsaPred<RankedTensorType>))
-      op->emitWarning() << "'" << op->getName()
-                        << "' has no sharding rule; its tensor results are "
-                           "replicated";
-  }
   switch (role) {
   case OpRole::Rule: {
     if (op->getNumRegions() && !isa<linalg::LinalgOp>(op) &&
@@ -407,10 +402,12 @@ FailureOr<Variable> FunctionPlanner::makeOpVariable(Operation *op, OpRole role,
     break;
   }
   case OpRole::NoRule: {
+    warnNoShardingRule(op);
     // Whole operands, and whole tensors from outside for its regions (its
     // uses of them follow the operands' in Use::operand).
     Choice c;
-    c.operands.resize(op->getNumOperands() + capturedTensors(op).size());
+    c.operands.resize(op->getNumOperands() +
+                      (op->getNumRegions() ? capturedTensors(op).size() : 0));
     c.results.resize(op->getNumResults());
     var.choices.push_back(std::move(c));
     break;
@@ -439,6 +436,8 @@ void FunctionPlanner::addUsesAndResults(Operation *op, unsigned id) {
     if (isa<RankedTensorType>(operand.get().getType()))
       addUse(operand.get(), id, operand.getOperandNumber(), op);
   }
+  // An op without a rule reads the tensors its regions use whole
+  // (makeOpVariable gave them operand slots after the operands).
   if (vars[id].choices.front().operands.size() > op->getNumOperands())
     for (auto [i, v] : llvm::enumerate(capturedTensors(op)))
       addUse(v, id, op->getNumOperands() + i, op);
@@ -637,10 +636,11 @@ LogicalResult FunctionPlanner::build() {
   return success();
 }
 
-/// The choice of `var` that keeps every tensor whole, if it has one.
+/// True when `c` keeps every tensor whole (null, or an annotation that
+/// splits nothing).
 static bool isWholeChoice(const Choice &c) {
-  return llvm::all_of(c.operands, [](ShardingAttr s) { return !s; }) &&
-         llvm::all_of(c.results, [](ShardingAttr s) { return !s; });
+  auto whole = [](ShardingAttr s) { return sameLayout(s, ShardingAttr()); };
+  return llvm::all_of(c.operands, whole) && llvm::all_of(c.results, whole);
 }
 
 LogicalResult FunctionPlanner::narrow(uint64_t maxEntries, std::string &why) {
@@ -807,7 +807,7 @@ void FunctionPlanner::findCopyGroups() {
         // without a rule reads null, a constraint [[], []].)
         ShardingAttr s = c.operands[u.operand];
         const void *key =
-            !s || s.isFullyReplicated() ? nullptr : s.getAsOpaquePointer();
+            sameLayout(s, ShardingAttr()) ? nullptr : s.getAsOpaquePointer();
         if (seen.insert(key).second)
           ++wanted[key];
       }
@@ -1351,11 +1351,14 @@ FunctionPlanner::weighBytes(ArrayRef<uint64_t> at) const {
   return weighted;
 }
 
+std::vector<int64_t> FunctionPlanner::liveAt(ArrayRef<unsigned> plan) const {
+  return liveBytesAt(live, numPoints, [&](const LiveValue &l) {
+    return vars[l.var].choices[plan[l.var]].resultBytes[l.result];
+  });
+}
+
 std::vector<int64_t> FunctionPlanner::memoryAt(ArrayRef<unsigned> plan) const {
-  std::vector<int64_t> at =
-      liveBytesAt(live, numPoints, [&](const LiveValue &l) {
-        return vars[l.var].choices[plan[l.var]].resultBytes[l.result];
-      });
+  std::vector<int64_t> at = liveAt(plan);
   int64_t arguments = 0;
   for (auto [v, var] : llvm::enumerate(vars))
     if (var.kind == Variable::Kind::Argument)

@@ -542,10 +542,7 @@ FunctionPlanner::totalRegions(ArrayRef<unsigned> plan,
     }
   }
   // Bytes live at each point under the plan (arguments aside).
-  std::vector<int64_t> liveBytes =
-      liveBytesAt(live, numPoints, [&](const LiveValue &l) {
-        return vars[l.var].choices[plan[l.var]].resultBytes[l.result];
-      });
+  std::vector<int64_t> liveBytes = liveAt(plan);
   for (auto [i, r] : llvm::enumerate(regions)) {
     RegionTotals &t = totals[i];
     for (unsigned p = r.first; p <= r.last; ++p)

@@ -224,13 +224,10 @@ void BudgetSearch::polish(ArrayRef<unsigned> plan) {
     // Every point over the budget, not only the peak: identical layers
     // peak alike, one after the other. over[q]: the points before q that
     // are over it.
-    std::vector<int64_t> at =
-        liveBytesAt(p.live, p.numPoints, [&](const LiveValue &l) {
-          return p.vars[l.var].choices[polished[l.var]].resultBytes[l.result];
-        });
+    std::vector<int64_t> at = p.memoryAt(polished);
     std::vector<unsigned> over(at.size() + 1, 0);
     for (size_t q = 0; q < at.size(); ++q)
-      over[q + 1] = over[q] + (e.argumentBytes + at[q] > budget);
+      over[q + 1] = over[q] + (at[q] > budget);
     bool more = false;
     for (const LiveValue &l : p.live) {
       unsigned end = std::min<size_t>(l.last + 1, at.size());

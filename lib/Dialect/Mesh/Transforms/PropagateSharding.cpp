@@ -786,14 +786,8 @@ bool Propagation::visitRule(Operation *op, const ShardingRule &rule,
 
 void Propagation::warnAboutOpsWithoutRules() {
   for (auto [op, entry] : llvm::zip(ops, entries)) {
-    if (entry.role != OpRole::NoRule)
-      continue;
-    bool touchesTensors = llvm::any_of(
-        op->getResultTypes(), [](Type t) { return isa<RankedTensorType>(t); });
-    if (touchesTensors)
-      op->emitWarning() << "'" << op->getName()
-                        << "' has no sharding rule; its tensor results are "
-                           "replicated";
+    if (entry.role == OpRole::NoRule)
+      warnNoShardingRule(op);
   }
 }
 

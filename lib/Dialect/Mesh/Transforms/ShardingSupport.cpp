@@ -37,6 +37,13 @@ OpClassifier::NameInfo OpClassifier::getInfo(Operation *op) {
   });
 }
 
+void mlir::mesh::warnNoShardingRule(Operation *op) {
+  if (llvm::any_of(op->getResultTypes(), llvm::IsaPred<RankedTensorType>))
+    op->emitWarning() << "'" << op->getName()
+                      << "' has no sharding rule; its tensor results are "
+                         "replicated";
+}
+
 /// The roles that depend on more than the name: a terminator is a function
 /// return or a region-branch terminator by its parent, else it has a rule
 /// role like any op.

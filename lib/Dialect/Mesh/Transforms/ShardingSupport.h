@@ -159,6 +159,10 @@ enum class OpRole : uint8_t {
   PerDevice,
 };
 
+/// The warning for an op without a sharding rule that makes tensors: they
+/// are replicated (propagation and mesh-auto-shard say it alike).
+void warnNoShardingRule(Operation *op);
+
 /// The role of each op. What depends on the op's name alone (its interfaces
 /// and traits) is looked up once per name: the passes ask for every op of
 /// programs of 50,000 ops, and an interface lookup per op and interface adds
