@@ -138,7 +138,8 @@ class Function:
             if value.dtype == object:
                 raise TypeError(f"{what} is not an array")
         self._check(what, part, value.dtype, value.shape)
-        return np.ascontiguousarray(value)
+        # np.ascontiguousarray would make a 0-d array 1-d.
+        return np.require(value, requirements="C")
 
     def _argument(self, i, part, value, call):
         what = f"{self.name}: argument {i}"

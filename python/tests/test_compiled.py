@@ -46,6 +46,12 @@ func.func @same(%a: tensor<3xi32>) -> tensor<3xi32>
     attributes {{llvm.emit_c_interface}} {{
   return %a : tensor<3xi32>
 }}
+func.func @dot_plus(%a: tensor<3xf32>, %b: tensor<3xf32>, %c: tensor<f32>)
+    -> tensor<f32> attributes {{llvm.emit_c_interface}} {{
+  %d = linalg.dot ins(%a, %b : tensor<3xf32>, tensor<3xf32>)
+                  outs(%c : tensor<f32>) -> tensor<f32>
+  return %d : tensor<f32>
+}}
 func.func @ones() -> tensor<2x2xf64> attributes {{llvm.emit_c_interface}} {{
   %c = arith.constant dense<1.0> : tensor<2x2xf64>
   return %c : tensor<2x2xf64>
@@ -135,6 +141,19 @@ class Global(unittest.TestCase):
         np.testing.assert_array_equal(r, [1, 2, 3])
         np.testing.assert_array_equal(self.mod.ones(), np.ones((2, 2)))
         np.testing.assert_array_equal(self.mod.ones(), np.ones((2, 2)))
+
+    def test_rank_zero_arguments(self):
+        # A 0-d array (or a numpy scalar) for a tensor<f32> argument: once
+        # made 1-d by numpy.ascontiguousarray and refused.
+        a = np.array([1, 2, 3], np.float32)
+        b = np.array([4, 5, 6], np.float32)
+        for c in (np.array(0.5, np.float32), np.float32(0.5)):
+            r = self.mod.dot_plus(a, b, c)
+            self.assertEqual(r.shape, ())
+            self.assertEqual(r, 32.5)
+        with self.assertRaisesRegex(ValueError, r"argument 2 has shape "
+                                    r"\(1,\); this device's part is \(\)"):
+            self.mod.dot_plus(a, b, np.array([0.5], np.float32))
 
     def test_errors(self):
         with self.assertRaisesRegex(TypeError, "argument 1 is a f32 scalar"):
