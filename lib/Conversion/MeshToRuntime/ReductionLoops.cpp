@@ -96,7 +96,10 @@ void allowReassociation(Operation *op) {
   auto fm = dyn_cast<arith::ArithFastMathInterface>(op);
   if (!fm)
     return;
-  arith::FastMathFlags flags = fm.getFastMathFlagsAttr().getValue();
+  // Optional on some ops (arith.extf, arith.truncf): absent means none.
+  arith::FastMathFlagsAttr attr = fm.getFastMathFlagsAttr();
+  arith::FastMathFlags flags =
+      attr ? attr.getValue() : arith::FastMathFlags::none;
   op->setAttr(fm.getFastMathAttrName(),
               arith::FastMathFlagsAttr::get(
                   op->getContext(), flags | arith::FastMathFlags::reassoc));

@@ -25,6 +25,23 @@ func.func @row_sum(%x: memref<64x128xf32>) -> memref<64xf32> {
 
 // -----
 
+// A mixed-precision product (f16 inputs, f32 accumulator: the library call
+// takes one type, so it stays loops): arith.extf's fast-math flags are
+// optional, and an op without them gets `reassoc` alone (it crashed).
+// CHECK-LABEL: func.func @mixed_matmul
+// CHECK: scf.for
+// CHECK: iter_args
+// CHECK: arith.extf %{{.*}} fastmath<reassoc> : f16 to f32
+// CHECK: arith.mulf {{.*}} fastmath<reassoc> : f32
+// CHECK: arith.addf {{.*}} fastmath<reassoc> : f32
+func.func @mixed_matmul(%a: memref<5x3xf16>, %b: memref<3x7xf16>) -> memref<5x7xf32> {
+  %c = memref.alloc() : memref<5x7xf32>
+  linalg.matmul ins(%a, %b : memref<5x3xf16>, memref<3x7xf16>) outs(%c : memref<5x7xf32>)
+  return %c : memref<5x7xf32>
+}
+
+// -----
+
 // Two outputs (softmax's max with its argmax, as torch-mlir writes
 // aten.max.dim), linalg.index read as the loop's index, two reduction
 // loops nested, each yielding the inner one's values; integer ops keep
