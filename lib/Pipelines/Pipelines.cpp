@@ -11,10 +11,12 @@
 #include "mesh/Dialect/Mesh/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -130,7 +132,16 @@ void mlir::mesh::buildMeshToLLVMPipeline(OpPassManager &pm,
 void mlir::mesh::addHostLoweringToLLVM(OpPassManager &pm) {
   // Loops and the conversions to LLVM.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  // bf16 conversions as integer arithmetic, not calls of __truncsfbf2.
+  // Arithmetic and math on bf16 and f16 computed in f32 between an extf and
+  // a truncf (as the CPU has no bf16 arithmetic: LLVM would otherwise widen
+  // each op itself and round back with a call of __truncsfbf2, which
+  // Debian 12's libgcc lacks); then those conversions as integer
+  // arithmetic.
+  pm.addNestedPass<func::FuncOp>(math::createMathExtendToSupportedTypes());
+  arith::ArithEmulateUnsupportedFloatsOptions bf16;
+  bf16.sourceTypeStrs = {"bf16"};
+  pm.addNestedPass<func::FuncOp>(
+      arith::createArithEmulateUnsupportedFloats(bf16));
   pm.addNestedPass<func::FuncOp>(createMeshExpandBFloat16());
   // bufferization.clone (returned arguments) to memref.alloc + copy.
   pm.addPass(createConvertBufferizationToMemRefPass());

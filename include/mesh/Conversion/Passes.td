@@ -648,7 +648,14 @@ def MeshExpandBFloat16
     AVX-512 BF16 to a call of `__truncsfbf2`, which the libgcc of GCC 12
     (Debian 12) lacks, so a program that stores bf16 does not link.
     `--mesh-to-llvm` runs it (also for `--target=gpu-on-host`'s kernels) just
-    before the conversions to LLVM.
+    before the conversions to LLVM, after MLIR's
+    `math-extend-to-supported-types` and
+    `arith-emulate-unsupported-floats{source-types=bf16}` have put every
+    other bf16 op (an add, a division, a comparison, a math function) in f32
+    between an `arith.extf` and an `arith.truncf`: LLVM would otherwise widen
+    those itself and round back with the same missing call. The fast-math
+    flags those passes put on the conversions are dropped (ArithToLLVM would
+    copy them onto `llvm.fpext` as an attribute `mlir-translate` rejects).
 
     ```mlir
     %b = arith.truncf %a : f32 to bf16

@@ -5,7 +5,8 @@
 // vectoriser widens to the machine's vector width, where a call of expf or
 // tanhf per element would stay scalar. f16 and bf16 are computed in f32;
 // f64 keeps the library calls. bf16 conversions become integer arithmetic
-// (MeshExpandBFloat16), not calls of __truncsfbf2.
+// (MeshExpandBFloat16), not calls of __truncsfbf2; the host pipeline first
+// computes every other bf16 op in f32 between such conversions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,6 +47,16 @@ struct MeshApproximateMathPass
 struct MeshExpandBFloat16Pass
     : public mesh::impl::MeshExpandBFloat16Base<MeshExpandBFloat16Pass> {
   void runOnOperation() override {
+    // Conversions are exact or correctly rounded: the `contract` flag that
+    // MLIR's widening passes put on them means nothing, and ArithToLLVM
+    // would copy it onto llvm.fpext / llvm.fptrunc as an arith attribute
+    // that mlir-translate cannot read.
+    getOperation().walk([](Operation *op) {
+      if (auto ext = dyn_cast<arith::ExtFOp>(op))
+        ext.removeFastmathAttr();
+      else if (auto trunc = dyn_cast<arith::TruncFOp>(op))
+        trunc.removeFastmathAttr();
+    });
     RewritePatternSet patterns(&getContext());
     arith::populateExpandBFloat16Patterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

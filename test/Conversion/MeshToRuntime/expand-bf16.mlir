@@ -1,5 +1,12 @@
 // RUN: mesh-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(mesh-expand-bf16))" | FileCheck %s
 // RUN: %mesh_obj_root/bin/mesh-compile %S/Inputs/bf16-round.mlir -o %t.bin && %t.bin
+// RUN: mesh-opt %S/Inputs/bf16-round.mlir --mesh-to-llvm | FileCheck %s --check-prefix=CHECK-LLVM
+
+// --mesh-to-llvm leaves no arithmetic on bf16 for LLVM to widen (and round
+// back with __truncsfbf2), and no arith fast-math attribute on the
+// conversions' LLVM ops.
+// CHECK-LLVM-NOT: {{(fadd|fsub|fmul|fdiv|sqrt|fcmp).*bf16}}
+// CHECK-LLVM-NOT: #arith.fastmath
 
 // Conversions to and from bf16 become integer arithmetic: no fptrunc is
 // left for LLVM to lower to a call of __truncsfbf2 (which Debian 12's
