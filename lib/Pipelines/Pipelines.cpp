@@ -143,6 +143,9 @@ void mlir::mesh::addHostLoweringToLLVM(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(
       arith::createArithEmulateUnsupportedFloats(bf16));
   pm.addNestedPass<func::FuncOp>(createMeshExpandBFloat16());
+  // The math functions LLVM cannot lower (asinh, erf on f64, ...) or lowers
+  // inaccurately (expm1, log1p) as calls of libm.
+  pm.addPass(createMeshMathToLibm());
   // bufferization.clone (returned arguments) to memref.alloc + copy.
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createCanonicalizerPass());

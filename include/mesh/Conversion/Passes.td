@@ -611,12 +611,20 @@ def MeshApproximateMath
   let summary = "Rewrites f32 math functions as polynomial approximations "
                 "the loop vectoriser can widen";
   let description = [{
-    Applies MLIR's polynomial approximations of the math dialect (exp,
-    expm1, log, log1p, log2, tanh, erf, erfc, sin, cos, atan, atan2, asin,
-    acos, cbrt) to every function, with f16 and bf16 arguments widened to
-    f32 first. The results are plain arithmetic, so the loops that compute
-    them vectorise; a call of `expf` or `tanhf` per element does not. f64
-    keeps the library calls.
+    Applies MLIR's polynomial approximations of the math dialect to the
+    functions on models' hot paths whose approximations hold over the whole
+    f32 range: exp, expm1, log, log1p, log2, tanh and erf, with f16 and
+    bf16 arguments widened to f32 first. The results are plain arithmetic,
+    so the loops that compute them vectorise; a call of `expf` or `tanhf`
+    per element does not. f64 keeps the library calls, and so do sin and
+    cos (MLIR's range reduction fails for large arguments: sin(1e20) gave
+    -inf), cbrt (NaN for infinity), atan2 (NaN for (0, 0)), erfc, asin,
+    acos and atan.
+
+    The approximations build 2^k from the exponent bits and know no
+    subnormals, so around each f32 exp, log and log2 the pass adds a
+    rescaling: exp(x) = exp(x / 2)^2 below x = -87, log(x) = log(x * 2^23) -
+    23 ln 2 below 2^-126 (two selects and two arithmetic ops each).
 
     The approximations are accurate to a few units in the last place of f32
     (docs/compiling.md gives the errors measured against numpy on the
@@ -633,6 +641,35 @@ def MeshApproximateMath
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
     "::mlir::vector::VectorDialect"
+  ];
+}
+
+def MeshMathToLibm : Pass<"mesh-math-to-libm", "::mlir::ModuleOp"> {
+  let summary = "Calls libm for the math functions LLVM has no intrinsic "
+                "for, and for expm1 and log1p";
+  let description = [{
+    MLIR's MathToLLVM has no lowering for `math.acosh`, `math.asinh`,
+    `math.atanh`, `math.cbrt`, `math.erf` and `math.erfc` (they reached
+    `mlir-translate` and failed there), and lowers `math.expm1` as
+    exp(x) - 1 and `math.log1p` as log(1 + x), which lose every digit for
+    small x (expm1(1e-20) gave 0). This pass turns exactly those ops into
+    calls of the C library's functions (`asinhf`, `erf`, `expm1`, ...; a
+    vector is computed element by element), with MLIR's MathToLibm patterns,
+    and leaves every other math op to MathToLLVM. `--mesh-to-llvm` runs it
+    after `mesh-approximate-math` (which already replaced the f32 expm1,
+    log1p and erf on the hot paths), before the conversions to LLVM.
+
+    ```mlir
+    %y = math.expm1 %x : f64
+    %z = math.asinh %v : vector<4xf32>
+    // become
+    %y = call @expm1(%x) : (f64) -> f64
+    // and four calls of @asinhf on the vector's elements.
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::vector::VectorDialect", "::mlir::arith::ArithDialect"
   ];
 }
 

@@ -12,17 +12,21 @@
 
 #include "mesh/Conversion/Passes.h"
 
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir {
 namespace mesh {
 #define GEN_PASS_DEF_MESHAPPROXIMATEMATH
 #define GEN_PASS_DEF_MESHEXPANDBFLOAT16
+#define GEN_PASS_DEF_MESHMATHTOLIBM
 #include "mesh/Conversion/Passes.h.inc"
 } // namespace mesh
 } // namespace mlir
@@ -31,14 +35,80 @@ using namespace mlir;
 
 namespace {
 
+/// The functions approximated: those on the hot paths of models (softmax's
+/// exp, GELU's tanh or erf, log-softmax's log) whose approximations hold
+/// over the whole f32 range. MLIR's sin and cos lose their range reduction
+/// for large arguments (sin(1e20) gave -inf), cbrt(inf) and atan2(0, 0)
+/// gave NaN, and erfc flushes results below 2^-126 to 0: those keep the
+/// library's function.
+bool isApproximated(StringRef name) {
+  return llvm::is_contained({"math.exp", "math.expm1", "math.log", "math.log2",
+                             "math.log1p", "math.tanh", "math.erf"},
+                            name);
+}
+
+/// A float constant of `type` (a scalar or a vector of f32).
+Value floatConstant(OpBuilder &b, Location loc, Type type, double value) {
+  auto element = cast<FloatType>(getElementTypeOrSelf(type));
+  TypedAttr attr = b.getFloatAttr(element, value);
+  if (auto vector = dyn_cast<VectorType>(type))
+    attr = DenseElementsAttr::get(vector, attr);
+  return arith::ConstantOp::create(b, loc, type, attr);
+}
+
+/// The approximations build 2^k from the exponent field, so they know no
+/// subnormals: exp(x) below 2^-126 came out 0 and log(x) of a subnormal as
+/// log(2^-126). Around each f32 exp, log and log2 (after f16/bf16 were
+/// widened: bf16 has f32's subnormals):
+///   exp(x)  = exp(x / 2)^2 for x < -87 (one rounding into the subnormal,
+///             both factors normal);
+///   log(x)  = log(x * 2^23) - 23 ln 2 and log2(x) = log2(x * 2^23) - 23
+///             for x < 2^-126 (the product is exact).
+/// Each costs two selects and two multiplies or adds beside the function.
+void keepSubnormals(Operation *op) {
+  if (!getElementTypeOrSelf(op->getResult(0).getType()).isF32())
+    return;
+  OpBuilder b(op);
+  Location loc = op->getLoc();
+  Value x = op->getOperand(0);
+  Type type = x.getType();
+  bool isExp = isa<math::ExpOp>(op);
+  Value bound = floatConstant(b, loc, type, isExp ? -87.0 : 0x1p-126);
+  Value small =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, bound);
+  Value scaled = arith::MulFOp::create(
+      b, loc, x, floatConstant(b, loc, type, isExp ? 0.5 : 0x1p23));
+  op->setOperand(0, arith::SelectOp::create(b, loc, small, scaled, x));
+  b.setInsertionPointAfter(op);
+  Value r = op->getResult(0);
+  Value fixed;
+  if (isExp)
+    fixed = arith::MulFOp::create(b, loc, r, r);
+  else
+    fixed = arith::SubFOp::create(
+        b, loc, r,
+        floatConstant(b, loc, type, isa<math::LogOp>(op) ? 23 * M_LN2 : 23.0));
+  Value result = arith::SelectOp::create(b, loc, small, fixed, r);
+  SmallPtrSet<Operation *, 2> readers = {fixed.getDefiningOp(),
+                                         result.getDefiningOp()};
+  r.replaceAllUsesExcept(result, readers);
+}
+
 struct MeshApproximateMathPass
     : public mesh::impl::MeshApproximateMathBase<MeshApproximateMathPass> {
   void runOnOperation() override {
+    // f16/bf16 widened to f32, the subnormals kept, then the approximation
+    // (rsqrt is left: it lowers to a vectorisable 1 / sqrt anyway).
+    RewritePatternSet widen(&getContext());
+    populateMathF32ExpansionPatterns(widen, isApproximated);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(widen))))
+      return signalPassFailure();
+    getOperation().walk([](Operation *op) {
+      if (isa<math::ExpOp, math::LogOp, math::Log2Op>(op))
+        keepSubnormals(op);
+    });
     RewritePatternSet patterns(&getContext());
-    // The default set: f16/bf16 widened to f32, then each function MLIR
-    // approximates (rsqrt only with AVX2 intrinsics, not asked for: it
-    // lowers to a vectorisable 1 / sqrt anyway).
-    populateMathPolynomialApproximationPatterns(patterns);
+    populateMathPolynomialApproximationPatterns(patterns, isApproximated);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }
@@ -60,6 +130,22 @@ struct MeshExpandBFloat16Pass
     RewritePatternSet patterns(&getContext());
     arith::populateExpandBFloat16Patterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+struct MeshMathToLibmPass
+    : public mesh::impl::MeshMathToLibmBase<MeshMathToLibmPass> {
+  void runOnOperation() override {
+    ConversionTarget target(getContext());
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    target.addIllegalOp<math::AcoshOp, math::AsinhOp, math::AtanhOp,
+                        math::CbrtOp, math::ErfOp, math::ErfcOp, math::ExpM1Op,
+                        math::Log1pOp>();
+    RewritePatternSet patterns(&getContext());
+    populateMathToLibmConversionPatterns(patterns);
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
       return signalPassFailure();
   }
 };
