@@ -114,6 +114,26 @@ struct MeshApproximateMathPass
   }
 };
 
+/// A bf16 math.fma (which math-extend-to-supported-types leaves) computed
+/// in f32 between conversions, as the other bf16 ops are: the f32 product
+/// of two bf16 values is exact, so the one rounding is the truncation.
+void widenBFloat16Fma(math::FmaOp fma) {
+  Type type = fma.getType();
+  if (!getElementTypeOrSelf(type).isBF16())
+    return;
+  OpBuilder b(fma);
+  Location loc = fma.getLoc();
+  Type wide = cast<FloatType>(b.getF32Type());
+  if (auto shaped = dyn_cast<ShapedType>(type))
+    wide = shaped.clone(wide);
+  SmallVector<Value, 3> operands;
+  for (Value v : fma->getOperands())
+    operands.push_back(arith::ExtFOp::create(b, loc, wide, v));
+  Value r = math::FmaOp::create(b, loc, operands[0], operands[1], operands[2]);
+  fma.replaceAllUsesWith(arith::TruncFOp::create(b, loc, type, r).getResult());
+  fma.erase();
+}
+
 struct MeshExpandBFloat16Pass
     : public mesh::impl::MeshExpandBFloat16Base<MeshExpandBFloat16Pass> {
   void runOnOperation() override {
@@ -126,6 +146,8 @@ struct MeshExpandBFloat16Pass
         ext.removeFastmathAttr();
       else if (auto trunc = dyn_cast<arith::TruncFOp>(op))
         trunc.removeFastmathAttr();
+      else if (auto fma = dyn_cast<math::FmaOp>(op))
+        widenBFloat16Fma(fma);
     });
     RewritePatternSet patterns(&getContext());
     arith::populateExpandBFloat16Patterns(patterns);

@@ -12,11 +12,13 @@
 //     form (cuBLASLt's), in one generic or two.
 //
 // Bodies are recognised by what they compute, not by how they are spelled:
-// the body of a candidate is evaluated (in double, by a small interpreter of
-// arith and math ops) at sample points and compared with x + b, max(x, 0)
-// and the tanh GELU; maximumf, a compare and select, a GELU written with
-// other constants' grouping all match, an erf GELU does not (cuBLASLt has
-// none: its generic stays a kernel).
+// a bias add and ReLU are matched exactly (maximumf or maxnumf with 0, a
+// compare with 0 and a select, in either order); the tanh GELU, which has
+// many spellings, is recognised by evaluating the body (in double, by a
+// small interpreter of arith and math ops) at sample points, only where the
+// body has no comparison, select, min or max (a clamp min(max(x, 0), 9)
+// agreed with ReLU at every sample and was folded as one). An erf GELU does
+// not match (cuBLASLt has none: its generic stays a kernel).
 //
 // The call goes where the last folded op was, writing that op's output
 // buffer, so nothing it writes moves; the product's inputs must not be
@@ -162,8 +164,8 @@ double gelu(double x) {
 bool agrees(function_ref<std::optional<double>(double, double)> f,
             function_ref<double(double, double)> want, bool twoArgs,
             double tolerance) {
-  static const double xs[] = {-3.7, -1.3, -0.45, -0.01, 0.0,
-                              0.02, 0.5,  1.1,   2.9,   6.25};
+  static const double xs[] = {-41.0, -3.7, -1.3, -0.45, -0.01, 0.0, 0.02,
+                              0.5,   1.1,  2.9,  6.25,  13.5,  97.0};
   static const double bs[] = {0.0, -0.75, 0.3, 1.9};
   for (double x : xs)
     for (double b : bs) {
@@ -194,11 +196,119 @@ double activate(Activation act, double x) {
   return x;
 }
 
+/// Whether `v` is x (the argument `xArg`) or, with `biasArg`, x + b.
+bool isActivationInput(Value v, Block &body, unsigned xArg,
+                       std::optional<unsigned> biasArg) {
+  Value x = body.getArgument(xArg);
+  if (!biasArg)
+    return v == x;
+  auto add = v.getDefiningOp<arith::AddFOp>();
+  Value b = body.getArgument(*biasArg);
+  return add && ((add.getLhs() == x && add.getRhs() == b) ||
+                 (add.getLhs() == b && add.getRhs() == x));
+}
+
+/// The predicate of a comparison with its sides swapped (a < b is b > a).
+arith::CmpFPredicate swapSides(arith::CmpFPredicate pred) {
+  using P = arith::CmpFPredicate;
+  switch (pred) {
+  case P::OLT:
+    return P::OGT;
+  case P::OLE:
+    return P::OGE;
+  case P::OGT:
+    return P::OLT;
+  case P::OGE:
+    return P::OLE;
+  case P::ULT:
+    return P::UGT;
+  case P::ULE:
+    return P::UGE;
+  case P::UGT:
+    return P::ULT;
+  case P::UGE:
+    return P::ULE;
+  default:
+    return pred;
+  }
+}
+
+/// A bias add alone or ReLU, matched exactly: the yielded value is v,
+/// max(v, 0) (maximumf or maxnumf, either order), or a select of v and 0
+/// on a comparison of v with 0 that picks v where it is positive, where v
+/// is x or x + b. A clamp, a leaky ReLU or a threshold other than 0 does
+/// not match.
+std::optional<Activation> matchReluExactly(Block &body, unsigned xArg,
+                                           std::optional<unsigned> biasArg) {
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  if (yield.getNumOperands() != 1)
+    return std::nullopt;
+  Value y = yield.getOperand(0);
+  auto isV = [&](Value v) { return isActivationInput(v, body, xArg, biasArg); };
+  auto isZero = [](Value v) { return matchPattern(v, m_AnyZeroFloat()); };
+  if (isV(y))
+    return Activation::None;
+  Operation *def = y.getDefiningOp();
+  if (isa_and_nonnull<arith::MaximumFOp, arith::MaxNumFOp>(def)) {
+    Value a = def->getOperand(0), b = def->getOperand(1);
+    if ((isV(a) && isZero(b)) || (isZero(a) && isV(b)))
+      return Activation::Relu;
+    return std::nullopt;
+  }
+  auto select = dyn_cast_or_null<arith::SelectOp>(def);
+  if (!select)
+    return std::nullopt;
+  auto cmp = select.getCondition().getDefiningOp<arith::CmpFOp>();
+  if (!cmp)
+    return std::nullopt;
+  arith::CmpFPredicate pred = cmp.getPredicate();
+  Value lhs = cmp.getLhs(), rhs = cmp.getRhs();
+  if (isZero(lhs) && isV(rhs)) {
+    // 0 < v is v > 0: swap the sides.
+    std::swap(lhs, rhs);
+    pred = swapSides(pred);
+  }
+  if (!isV(lhs) || !isZero(rhs))
+    return std::nullopt;
+  Value whenTrue = select.getTrueValue(), whenFalse = select.getFalseValue();
+  switch (pred) {
+  case arith::CmpFPredicate::OGT:
+  case arith::CmpFPredicate::OGE:
+  case arith::CmpFPredicate::UGT:
+  case arith::CmpFPredicate::UGE:
+    return isV(whenTrue) && isZero(whenFalse)
+               ? std::optional<Activation>(Activation::Relu)
+               : std::nullopt;
+  case arith::CmpFPredicate::OLT:
+  case arith::CmpFPredicate::OLE:
+  case arith::CmpFPredicate::ULT:
+  case arith::CmpFPredicate::ULE:
+    return isZero(whenTrue) && isV(whenFalse)
+               ? std::optional<Activation>(Activation::Relu)
+               : std::nullopt;
+  default:
+    return std::nullopt;
+  }
+}
+
 /// What `body` computes from its inputs, as a bias add and an activation:
 /// with `biasArg`, f(x, b) = act(x + b) (either order of the inputs is the
-/// caller's: `xArg` names x); without, f(x) = act(x).
+/// caller's: `xArg` names x); without, f(x) = act(x). A bias add and ReLU
+/// are matched exactly. The tanh GELU has too many spellings for that
+/// (constants grouped otherwise, x^3 as a power or two products): it is
+/// recognised by evaluation at sample points, and only in a body with no
+/// comparison, select, min or max, so a body that agrees at the samples
+/// but switches somewhere else (a clamp at 9 passed as ReLU) is refused.
 std::optional<Activation> recognise(Block &body, unsigned xArg,
                                     std::optional<unsigned> biasArg) {
+  if (std::optional<Activation> act = matchReluExactly(body, xArg, biasArg))
+    return act;
+  bool piecewise = llvm::any_of(body, [](Operation &op) {
+    return isa<arith::CmpFOp, arith::SelectOp, arith::MaximumFOp,
+               arith::MaxNumFOp, arith::MinimumFOp, arith::MinNumFOp>(op);
+  });
+  if (piecewise)
+    return std::nullopt;
   unsigned n = body.getNumArguments();
   auto f = [&](double x, double b) -> std::optional<double> {
     SmallVector<double> args(n, 0.0);
@@ -207,14 +317,13 @@ std::optional<Activation> recognise(Block &body, unsigned xArg,
       args[*biasArg] = b;
     return evaluate(body, args);
   };
-  for (Activation act : {Activation::None, Activation::Relu, Activation::Gelu})
-    if (agrees(
-            f,
-            [&](double x, double b) {
-              return activate(act, biasArg ? x + b : x);
-            },
-            biasArg.has_value(), act == Activation::Gelu ? 1e-6 : 1e-12))
-      return act;
+  if (agrees(
+          f,
+          [&](double x, double b) {
+            return activate(Activation::Gelu, biasArg ? x + b : x);
+          },
+          biasArg.has_value(), 1e-6))
+    return Activation::Gelu;
   return std::nullopt;
 }
 

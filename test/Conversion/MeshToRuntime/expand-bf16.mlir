@@ -40,3 +40,18 @@ func.func @half(%a: f32) -> f16 {
   %b = arith.truncf %a : f32 to f16
   return %b : f16
 }
+
+// -----
+
+// A bf16 math.fma (math-extend-to-supported-types leaves it; LLVM widened
+// it itself and called __truncsfbf2) is computed in f32 between the
+// conversions.
+// CHECK-LABEL: func.func @fma
+// CHECK-NOT: math.fma {{.*}} : bf16
+// CHECK: math.fma {{.*}} : f32
+// CHECK-NOT: arith.truncf
+// CHECK: return
+func.func @fma(%a: bf16, %b: bf16, %c: bf16) -> bf16 {
+  %r = math.fma %a, %b, %c : bf16
+  return %r : bf16
+}

@@ -156,6 +156,50 @@ func.func @erf_gelu(%x: memref<4x6xf32>, %w: memref<6x8xf32>, %b: memref<8xf32>,
 
 // -----
 
+// Bodies that agree with ReLU near 0 but are not ReLU: a clamp at 9 (the
+// sampling recognition took it for ReLU and dropped the clamp) and a leaky
+// ReLU. Neither is folded; the product is called with no epilogue and the
+// generics stay kernels.
+// CHECK-LABEL: func.func @not_relu
+// CHECK: llvm.call @meshrt_gpu_gemm
+// CHECK: arith.minimumf
+// CHECK: llvm.call @meshrt_gpu_gemm
+// CHECK: arith.select
+func.func @not_relu(%x: memref<4x6xf32>, %w: memref<6x8xf32>, %b: memref<8xf32>, %y: memref<4x8xf32>, %y2: memref<4x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %nine = arith.constant 9.0 : f32
+  %slope = arith.constant 0.01 : f32
+  %c = memref.alloc() : memref<4x8xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x8xf32>)
+  // expected-remark @+1 {{epilogue not folded: the elementwise op's body is not a bias add, ReLU or the tanh GELU (cuBLASLt's epilogues)}}
+  linalg.matmul ins(%x, %w : memref<4x6xf32>, memref<6x8xf32>) outs(%c : memref<4x8xf32>)
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %b : memref<4x8xf32>, memref<8xf32>) outs(%y : memref<4x8xf32>) {
+  ^bb0(%v: f32, %bv: f32, %o: f32):
+    %s = arith.addf %v, %bv : f32
+    %m = arith.maximumf %s, %zero : f32
+    %r = arith.minimumf %m, %nine : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %c : memref<4x8xf32>
+  %c2 = memref.alloc() : memref<4x8xf32>
+  linalg.fill ins(%zero : f32) outs(%c2 : memref<4x8xf32>)
+  // expected-remark @+1 {{epilogue not folded: the elementwise op's body is not a bias add, ReLU or the tanh GELU (cuBLASLt's epilogues)}}
+  linalg.matmul ins(%x, %w : memref<4x6xf32>, memref<6x8xf32>) outs(%c2 : memref<4x8xf32>)
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%c2 : memref<4x8xf32>) outs(%y2 : memref<4x8xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %pos = arith.cmpf ogt, %v, %zero : f32
+    %l = arith.mulf %v, %slope : f32
+    %r = arith.select %pos, %v, %l : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %c2 : memref<4x8xf32>
+  return
+}
+
+// -----
+
 // A bias broadcast into the accumulator, then a transposed B (a generic
 // whose B map reads [n, k], torch-mlir's F.linear without the transpose):
 // the bias goes with the call, accumulate 0, no epilogue after. ReLU as a
