@@ -41,15 +41,15 @@ static void row(float *restrict o, const float *restrict n,
     o[j] = ((n[j] + s[j]) + (c[j - 1] + c[j + 1])) * 0.25f + f[j];
 }
 
-static void rowStream(float *o, const float *n, const float *c,
-                      const float *s, const float *f) {
+static void rowStream(float *o, const float *n, const float *c, const float *s,
+                      const float *f) {
   const __m256 q = _mm256_set1_ps(0.25f);
   for (int j = 8; j < C + 8; j += 8) {
     __m256 v = _mm256_add_ps(
         _mm256_add_ps(_mm256_loadu_ps(n + j), _mm256_loadu_ps(s + j)),
         _mm256_add_ps(_mm256_loadu_ps(c + j - 1), _mm256_loadu_ps(c + j + 1)));
-    _mm256_stream_ps(o + j, _mm256_add_ps(_mm256_mul_ps(v, q),
-                                          _mm256_loadu_ps(f + j)));
+    _mm256_stream_ps(
+        o + j, _mm256_add_ps(_mm256_mul_ps(v, q), _mm256_loadu_ps(f + j)));
   }
 }
 
