@@ -94,9 +94,11 @@ SmallVector<Value> indicesAt(AffineMap map, ArrayRef<Value> ivs) {
 /// Adds `reassoc` to the fast-math flags of a float arith op.
 void allowReassociation(Operation *op) {
   auto fm = dyn_cast<arith::ArithFastMathInterface>(op);
-  if (!fm)
+  // Conversions are not reassociated: their flags stay as they are (and
+  // ArithToLLVM would copy them onto llvm.fpext, which takes none).
+  if (!fm || isa<arith::ExtFOp, arith::TruncFOp>(op))
     return;
-  // Optional on some ops (arith.extf, arith.truncf): absent means none.
+  // Optional on some ops: absent means none.
   arith::FastMathFlagsAttr attr = fm.getFastMathFlagsAttr();
   arith::FastMathFlags flags =
       attr ? attr.getValue() : arith::FastMathFlags::none;

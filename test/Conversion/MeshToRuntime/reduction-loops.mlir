@@ -26,12 +26,13 @@ func.func @row_sum(%x: memref<64x128xf32>) -> memref<64xf32> {
 // -----
 
 // A mixed-precision product (f16 inputs, f32 accumulator: the library call
-// takes one type, so it stays loops): arith.extf's fast-math flags are
-// optional, and an op without them gets `reassoc` alone (it crashed).
+// takes one type, so it stays loops): the conversions keep their (absent)
+// fast-math flags, the product and sum get `reassoc` (it crashed reading
+// arith.extf's absent flags).
 // CHECK-LABEL: func.func @mixed_matmul
 // CHECK: scf.for
 // CHECK: iter_args
-// CHECK: arith.extf %{{.*}} fastmath<reassoc> : f16 to f32
+// CHECK: arith.extf %{{.*}} : f16 to f32
 // CHECK: arith.mulf {{.*}} fastmath<reassoc> : f32
 // CHECK: arith.addf {{.*}} fastmath<reassoc> : f32
 func.func @mixed_matmul(%a: memref<5x3xf16>, %b: memref<3x7xf16>) -> memref<5x7xf32> {
