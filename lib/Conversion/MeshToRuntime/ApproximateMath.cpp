@@ -66,7 +66,8 @@ Value floatConstant(OpBuilder &b, Location loc, Type type, double value) {
 ///             for x < 2^-126 (the product is exact).
 /// Each costs two selects and two multiplies or adds beside the function.
 void keepSubnormals(Operation *op) {
-  if (!getElementTypeOrSelf(op->getResult(0).getType()).isF32())
+  Type resultType = op->getResult(0).getType();
+  if (!getElementTypeOrSelf(resultType).isF32())
     return;
   OpBuilder b(op);
   Location loc = op->getLoc();
@@ -97,6 +98,22 @@ void keepSubnormals(Operation *op) {
 struct MeshApproximateMathPass
     : public mesh::impl::MeshApproximateMathBase<MeshApproximateMathPass> {
   void runOnOperation() override {
+    // MLIR's approximations build invalid IR for a math op on tensors (a
+    // compare of a tensor with a scalar); the pipelines have made those
+    // loops of scalars before this pass.
+    WalkResult tensors = getOperation().walk([](Operation *op) {
+      if (isa<math::MathDialect>(op->getDialect()) &&
+          llvm::any_of(op->getOperandTypes(), llvm::IsaPred<TensorType>)) {
+        op->emitOpError("is on tensors: mesh-approximate-math takes math on "
+                        "scalars and vectors (run it after "
+                        "convert-elementwise-to-linalg and bufferization, as "
+                        "--mesh-to-llvm does)");
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (tensors.wasInterrupted())
+      return signalPassFailure();
     // f16/bf16 widened to f32, the subnormals kept, then the approximation
     // (rsqrt is left: it lowers to a vectorisable 1 / sqrt anyway).
     RewritePatternSet widen(&getContext());
