@@ -14,6 +14,7 @@
 
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -47,15 +48,6 @@ bool isApproximated(StringRef name) {
                             name);
 }
 
-/// A float constant of `type` (a scalar or a vector of f32).
-Value floatConstant(OpBuilder &b, Location loc, Type type, double value) {
-  auto element = cast<FloatType>(getElementTypeOrSelf(type));
-  TypedAttr attr = b.getFloatAttr(element, value);
-  if (auto vector = dyn_cast<VectorType>(type))
-    attr = DenseElementsAttr::get(vector, attr);
-  return arith::ConstantOp::create(b, loc, type, attr);
-}
-
 /// The approximations build 2^k from the exponent field, so they know no
 /// subnormals: exp(x) below 2^-126 came out 0 and log(x) of a subnormal as
 /// log(2^-126). Around each f32 exp, log and log2 (after f16/bf16 were
@@ -74,11 +66,14 @@ void keepSubnormals(Operation *op) {
   Value x = op->getOperand(0);
   Type type = x.getType();
   bool isExp = isa<math::ExpOp>(op);
-  Value bound = floatConstant(b, loc, type, isExp ? -87.0 : 0x1p-126);
+  auto constant = [&](double value) {
+    return createScalarOrSplatConstant(b, loc, type, APFloat(float(value)));
+  };
+  Value bound = constant(isExp ? -87.0 : 0x1p-126);
   Value small =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, bound);
-  Value scaled = arith::MulFOp::create(
-      b, loc, x, floatConstant(b, loc, type, isExp ? 0.5 : 0x1p23));
+  Value scaled =
+      arith::MulFOp::create(b, loc, x, constant(isExp ? 0.5 : 0x1p23));
   op->setOperand(0, arith::SelectOp::create(b, loc, small, scaled, x));
   b.setInsertionPointAfter(op);
   Value r = op->getResult(0);
@@ -87,8 +82,7 @@ void keepSubnormals(Operation *op) {
     fixed = arith::MulFOp::create(b, loc, r, r);
   else
     fixed = arith::SubFOp::create(
-        b, loc, r,
-        floatConstant(b, loc, type, isa<math::LogOp>(op) ? 23 * M_LN2 : 23.0));
+        b, loc, r, constant(isa<math::LogOp>(op) ? 23 * M_LN2 : 23.0));
   Value result = arith::SelectOp::create(b, loc, small, fixed, r);
   SmallPtrSet<Operation *, 2> readers = {fixed.getDefiningOp(),
                                          result.getDefiningOp()};

@@ -184,18 +184,6 @@ bool agrees(function_ref<std::optional<double>(double, double)> f,
 /// The activations cuBLASLt applies (meshrt_epilogue).
 enum class Activation { None = 0, Relu = 1, Gelu = 2 };
 
-double activate(Activation act, double x) {
-  switch (act) {
-  case Activation::None:
-    return x;
-  case Activation::Relu:
-    return std::max(x, 0.0);
-  case Activation::Gelu:
-    return gelu(x);
-  }
-  return x;
-}
-
 /// Whether `v` is x (the argument `xArg`) or, with `biasArg`, x + b.
 bool isActivationInput(Value v, Block &body, unsigned xArg,
                        std::optional<unsigned> biasArg) {
@@ -206,31 +194,6 @@ bool isActivationInput(Value v, Block &body, unsigned xArg,
   Value b = body.getArgument(*biasArg);
   return add && ((add.getLhs() == x && add.getRhs() == b) ||
                  (add.getLhs() == b && add.getRhs() == x));
-}
-
-/// The predicate of a comparison with its sides swapped (a < b is b > a).
-arith::CmpFPredicate swapSides(arith::CmpFPredicate pred) {
-  using P = arith::CmpFPredicate;
-  switch (pred) {
-  case P::OLT:
-    return P::OGT;
-  case P::OLE:
-    return P::OGE;
-  case P::OGT:
-    return P::OLT;
-  case P::OGE:
-    return P::OLE;
-  case P::ULT:
-    return P::UGT;
-  case P::ULE:
-    return P::UGE;
-  case P::UGT:
-    return P::ULT;
-  case P::UGE:
-    return P::ULE;
-  default:
-    return pred;
-  }
 }
 
 /// A bias add alone or ReLU, matched exactly: the yielded value is v,
@@ -261,34 +224,26 @@ std::optional<Activation> matchReluExactly(Block &body, unsigned xArg,
   auto cmp = select.getCondition().getDefiningOp<arith::CmpFOp>();
   if (!cmp)
     return std::nullopt;
-  arith::CmpFPredicate pred = cmp.getPredicate();
-  Value lhs = cmp.getLhs(), rhs = cmp.getRhs();
-  if (isZero(lhs) && isV(rhs)) {
-    // 0 < v is v > 0: swap the sides.
-    std::swap(lhs, rhs);
-    pred = swapSides(pred);
-  }
-  if (!isV(lhs) || !isZero(rhs))
+  // The comparison as "v > 0" or "v < 0" (v on either side).
+  using P = arith::CmpFPredicate;
+  P pred = cmp.getPredicate();
+  bool greater = llvm::is_contained({P::OGT, P::OGE, P::UGT, P::UGE}, pred);
+  bool less = llvm::is_contained({P::OLT, P::OLE, P::ULT, P::ULE}, pred);
+  bool positive; // whether the condition holds where v is positive
+  if (isV(cmp.getLhs()) && isZero(cmp.getRhs()))
+    positive = greater;
+  else if (isZero(cmp.getLhs()) && isV(cmp.getRhs()))
+    positive = less;
+  else
     return std::nullopt;
-  Value whenTrue = select.getTrueValue(), whenFalse = select.getFalseValue();
-  switch (pred) {
-  case arith::CmpFPredicate::OGT:
-  case arith::CmpFPredicate::OGE:
-  case arith::CmpFPredicate::UGT:
-  case arith::CmpFPredicate::UGE:
-    return isV(whenTrue) && isZero(whenFalse)
-               ? std::optional<Activation>(Activation::Relu)
-               : std::nullopt;
-  case arith::CmpFPredicate::OLT:
-  case arith::CmpFPredicate::OLE:
-  case arith::CmpFPredicate::ULT:
-  case arith::CmpFPredicate::ULE:
-    return isZero(whenTrue) && isV(whenFalse)
-               ? std::optional<Activation>(Activation::Relu)
-               : std::nullopt;
-  default:
+  if (!greater && !less)
     return std::nullopt;
-  }
+  // Where v is positive the select must pick v, elsewhere 0.
+  Value pickV = positive ? select.getTrueValue() : select.getFalseValue();
+  Value pickZero = positive ? select.getFalseValue() : select.getTrueValue();
+  if (isV(pickV) && isZero(pickZero))
+    return Activation::Relu;
+  return std::nullopt;
 }
 
 /// What `body` computes from its inputs, as a bias add and an activation:
@@ -318,10 +273,7 @@ std::optional<Activation> recognise(Block &body, unsigned xArg,
     return evaluate(body, args);
   };
   if (agrees(
-          f,
-          [&](double x, double b) {
-            return activate(Activation::Gelu, biasArg ? x + b : x);
-          },
+          f, [&](double x, double b) { return gelu(biasArg ? x + b : x); },
           biasArg.has_value(), 1e-6))
     return Activation::Gelu;
   return std::nullopt;
