@@ -52,6 +52,16 @@ func.func @dot_plus(%a: tensor<3xf32>, %b: tensor<3xf32>, %c: tensor<f32>)
                   outs(%c : tensor<f32>) -> tensor<f32>
   return %d : tensor<f32>
 }}
+func.func @mixed_mm(%a: tensor<5x7xf16>, %b: tensor<3x7xf16>, %c: tensor<5x3xf32>)
+    -> tensor<5x3xf32> attributes {{llvm.emit_c_interface}} {{
+  %d = linalg.matmul
+      indexing_maps = [affine_map<(m, n, k) -> (m, k)>,
+                       affine_map<(m, n, k) -> (n, k)>,
+                       affine_map<(m, n, k) -> (m, n)>]
+      ins(%a, %b : tensor<5x7xf16>, tensor<3x7xf16>)
+      outs(%c : tensor<5x3xf32>) -> tensor<5x3xf32>
+  return %d : tensor<5x3xf32>
+}}
 func.func @ones() -> tensor<2x2xf64> attributes {{llvm.emit_c_interface}} {{
   %c = arith.constant dense<1.0> : tensor<2x2xf64>
   return %c : tensor<2x2xf64>
@@ -154,6 +164,21 @@ class Global(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"argument 2 has shape "
                                     r"\(1,\); this device's part is \(\)"):
             self.mod.dot_plus(a, b, np.array([0.5], np.float32))
+
+    def test_mixed_precision_product(self):
+        # f16 inputs into an f32 accumulator (one meshrt_gemm_mixed call):
+        # the exact product of the widened inputs, in f32; the values make
+        # sums that f16 cannot hold, so a product rounded to f16 fails.
+        a = (np.arange(35).reshape(5, 7) % 31 - 15).astype(np.float16) * 4
+        b = ((np.arange(21).reshape(3, 7) * 11) % 29 - 14).astype(
+            np.float16) / 8
+        c = np.full((5, 3), 1 / 64, np.float32)
+        want = a.astype(np.float32) @ b.astype(np.float32).T + c
+        self.assertFalse(np.array_equal(
+            want.astype(np.float16).astype(np.float32), want))
+        r = self.mod.mixed_mm(a, b, c)
+        self.assertEqual(r.dtype, np.float32)
+        np.testing.assert_array_equal(r, want)
 
     def test_errors(self):
         with self.assertRaisesRegex(TypeError, "argument 1 is a f32 scalar"):

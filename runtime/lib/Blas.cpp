@@ -2,8 +2,10 @@
 //
 // meshrt_gemm: C[b] = A[b] * B[b] (+ C[b]) over strided operands, computed by
 // the CBLAS libmeshrt loads (OpenBLAS from Debian; docs/compiling.md says
-// why). The compiler's mesh-linalg-to-blas pass turns the contractions of a
-// host program into calls of it.
+// why). meshrt_gemm_mixed: the same with C of a wider float type than A and
+// B (f16 into f32, ...), A and B widened exactly first. The compiler's
+// mesh-linalg-to-blas pass turns the contractions of a host program into calls
+// of it.
 //
 // Operand layouts: a matrix whose column stride is 1 is row-major, one whose
 // row stride is 1 is column-major; both go to the library as they are, with
@@ -27,12 +29,17 @@
 #include "meshrt/Error.h"
 #include "meshrt/Half.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 // The reference CBLAS interface's enums (ints).
@@ -151,8 +158,9 @@ template <typename T> Layout layoutOf(const Matrix<T> &X) {
   return L;
 }
 
-/// Thread-local scratch that only grows.
-template <typename T> T *scratch(int Slot, int64_t Count) {
+/// Thread-local scratch that only grows. Pool 0 belongs to gemmOne (its
+/// packed operands), pool 1 to the widened copies made around it.
+template <typename T, int Pool = 0> T *scratch(int Slot, int64_t Count) {
   thread_local std::vector<T> Buffers[3];
   std::vector<T> &V = Buffers[Slot];
   if (V.size() < size_t(Count))
@@ -160,19 +168,50 @@ template <typename T> T *scratch(int Slot, int64_t Count) {
   return V.data();
 }
 
+#if defined(__x86_64__)
+/// Widens N contiguous binary16 values with the CPU's F16C conversion (8
+/// per instruction); the caller checks that the CPU has it.
+__attribute__((target("avx,f16c"))) void halfRowF16c(const uint16_t *In,
+                                                     float *Out, int64_t N) {
+  int64_t J = 0;
+  for (; J + 8 <= N; J += 8)
+    _mm256_storeu_ps(Out + J, _mm256_cvtph_ps(_mm_loadu_si128(
+                                  reinterpret_cast<const __m128i *>(In + J))));
+  for (; J < N; ++J)
+    Out[J] = halfToFloat(In[J]);
+}
+
+bool hasF16c() {
+  static const bool Has = __builtin_cpu_supports("f16c");
+  return Has;
+}
+#endif
+
+/// Out[J] = Convert(In[J * Stride]) for J < N: binary16 rows through F16C
+/// where the CPU has it (the portable conversion branches per element and
+/// does not vectorise), the rest element by element.
+template <typename T, typename S>
+void convertRow(const S *In, int64_t Stride, T *Out, int64_t N,
+                T (*Convert)(S)) {
+#if defined(__x86_64__)
+  if constexpr (std::is_same_v<S, uint16_t> && std::is_same_v<T, float>)
+    if (Convert == halfToFloat && Stride == 1 && hasF16c())
+      return halfRowF16c(In, Out, N);
+#endif
+  if (Stride == 1)
+    for (int64_t J = 0; J < N; ++J)
+      Out[J] = Convert(In[J]);
+  else
+    for (int64_t J = 0; J < N; ++J)
+      Out[J] = Convert(In[J * Stride]);
+}
+
 /// Copies X into packed row-major storage at Dst and returns that view.
 template <typename T, typename S>
 Matrix<T> packInto(const Matrix<const S> &X, T *Dst, T (*Convert)(S)) {
-  for (int64_t I = 0; I < X.Rows; ++I) {
-    const S *Row = X.Data + I * X.RowStride;
-    T *Out = Dst + I * X.Cols;
-    if (X.ColStride == 1)
-      for (int64_t J = 0; J < X.Cols; ++J)
-        Out[J] = Convert(Row[J]);
-    else
-      for (int64_t J = 0; J < X.Cols; ++J)
-        Out[J] = Convert(Row[J * X.ColStride]);
-  }
+  for (int64_t I = 0; I < X.Rows; ++I)
+    convertRow<T, S>(X.Data + I * X.RowStride, X.ColStride, Dst + I * X.Cols,
+                     X.Cols, Convert);
   return {Dst, X.Rows, X.Cols, X.Cols, 1};
 }
 
@@ -286,48 +325,92 @@ void gemmOne(Matrix<const T> A, Matrix<const T> B, Matrix<T> C,
         C.Data[I * C.RowStride + J * C.ColStride] = Out.Data[I * N + J];
 }
 
+/// A and B widened from S to T into packed buffers of their own (scratch
+/// pool 1), as read-only operands of gemmOne<T>.
+template <typename S, typename T>
+std::pair<Matrix<const T>, Matrix<const T>>
+widenOperands(Matrix<const S> A, Matrix<const S> B, T (*Widen)(S)) {
+  return {
+      constView(packInto<T, S>(A, scratch<T, 1>(0, A.Rows * A.Cols), Widen)),
+      constView(packInto<T, S>(B, scratch<T, 1>(1, B.Rows * B.Cols), Widen))};
+}
+
 /// f16/bf16: the operands widened to f32, one sgemm, the result rounded.
 template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float)>
 void gemmHalf(Matrix<const uint16_t> A, Matrix<const uint16_t> B,
               Matrix<uint16_t> C, bool Accumulate) {
-  int64_t M = C.Rows, N = C.Cols, K = A.Cols;
-  // Scratch slots 0..2 of the float pool belong to gemmOne; use a pool of
-  // its own here.
-  thread_local std::vector<float> Pool[3];
-  auto Get = [](int Slot, int64_t Count) {
-    std::vector<float> &V = Pool[Slot];
-    if (V.size() < size_t(Count))
-      V.resize(size_t(Count));
-    return V.data();
-  };
-  Matrix<float> A32 = packInto<float, uint16_t>(A, Get(0, M * K), Widen);
-  Matrix<float> B32 = packInto<float, uint16_t>(B, Get(1, K * N), Widen);
-  float *C32 = Get(2, M * N);
+  int64_t M = C.Rows, N = C.Cols;
+  auto [A32, B32] = widenOperands<uint16_t, float>(A, B, Widen);
+  float *C32 = scratch<float, 1>(2, M * N);
   if (Accumulate)
     packInto<float, uint16_t>(constView(C), C32, Widen);
-  gemmOne<float>(Matrix<const float>{A32.Data, M, K, K, 1},
-                 Matrix<const float>{B32.Data, K, N, N, 1},
-                 Matrix<float>{C32, M, N, N, 1}, Accumulate);
+  gemmOne<float>(A32, B32, Matrix<float>{C32, M, N, N, 1}, Accumulate);
   for (int64_t I = 0; I < M; ++I)
     for (int64_t J = 0; J < N; ++J)
       C.Data[I * C.RowStride + J * C.ColStride] = Narrow(C32[I * N + J]);
 }
 
-template <typename T>
+/// A mixed product: A and B of S widened exactly to C's T, one GEMM of T
+/// straight into C (nothing rounded but the library's sums).
+template <typename S, typename T, T (*Widen)(S)>
+void gemmWidened(Matrix<const S> A, Matrix<const S> B, Matrix<T> C,
+                 bool Accumulate) {
+  auto [AT, BT] = widenOperands<S, T>(A, B, Widen);
+  gemmOne<T>(AT, BT, C, Accumulate);
+}
+
+template <float (*Widen)(uint16_t)> double halfToDouble(uint16_t V) {
+  return Widen(V);
+}
+double floatToDouble(float V) { return V; }
+
+/// One GEMM per batch entry: A and B of S, C of T.
+template <typename S, typename T = S>
 void gemmBatches(const GemmArgs &G,
-                 void (*One)(Matrix<const T>, Matrix<const T>, Matrix<T>,
+                 void (*One)(Matrix<const S>, Matrix<const S>, Matrix<T>,
                              bool)) {
-  const T *A = static_cast<const T *>(G.A);
-  const T *B = static_cast<const T *>(G.B);
+  const S *A = static_cast<const S *>(G.A);
+  const S *B = static_cast<const S *>(G.B);
   T *C = static_cast<T *>(G.C);
   for (int64_t I = 0; I < G.Batch; ++I)
-    One(Matrix<const T>{A + I * G.AStrides[0], G.M, G.K, G.AStrides[1],
+    One(Matrix<const S>{A + I * G.AStrides[0], G.M, G.K, G.AStrides[1],
                         G.AStrides[2]},
-        Matrix<const T>{B + I * G.BStrides[0], G.K, G.N, G.BStrides[1],
+        Matrix<const S>{B + I * G.BStrides[0], G.K, G.N, G.BStrides[1],
                         G.BStrides[2]},
         Matrix<T>{C + I * G.CStrides[0], G.M, G.N, G.CStrides[1],
                   G.CStrides[2]},
         G.Accumulate);
+}
+
+constexpr int dtypePair(meshrt_dtype In, meshrt_dtype Out) {
+  return In * 256 + Out;
+}
+
+/// A product whose C is wider than A and B.
+void gemmMixed(const GemmArgs &G) {
+  switch (dtypePair(G.Dtype, G.CDtype)) {
+  case dtypePair(MESHRT_F16, MESHRT_F32):
+    return gemmBatches<uint16_t, float>(
+        G, gemmWidened<uint16_t, float, halfToFloat>);
+  case dtypePair(MESHRT_BF16, MESHRT_F32):
+    return gemmBatches<uint16_t, float>(
+        G, gemmWidened<uint16_t, float, bfloat16ToFloat>);
+  case dtypePair(MESHRT_F16, MESHRT_F64):
+    return gemmBatches<uint16_t, double>(
+        G, gemmWidened<uint16_t, double, halfToDouble<halfToFloat>>);
+  case dtypePair(MESHRT_BF16, MESHRT_F64):
+    return gemmBatches<uint16_t, double>(
+        G, gemmWidened<uint16_t, double, halfToDouble<bfloat16ToFloat>>);
+  case dtypePair(MESHRT_F32, MESHRT_F64):
+    return gemmBatches<float, double>(
+        G, gemmWidened<float, double, floatToDouble>);
+  default:
+    throw Error(MESHRT_ERROR_UNSUPPORTED,
+                "dtypes " + std::to_string(int(G.Dtype)) + " into " +
+                    std::to_string(int(G.CDtype)) +
+                    " (a mixed GEMM widens f16 or bf16 into f32 or f64, or "
+                    "f32 into f64)");
+  }
 }
 
 } // namespace
@@ -349,6 +432,8 @@ void gemm(const GemmArgs &G) {
                                                                   : "b") +
                                                    " is null");
   cblas(); // loaded (or the reason it cannot be) before any work
+  if (G.CDtype != G.Dtype)
+    return gemmMixed(G);
   switch (G.Dtype) {
   case MESHRT_F32:
     return gemmBatches<float>(G, gemmOne<float>);

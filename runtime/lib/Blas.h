@@ -14,9 +14,11 @@
 namespace meshrt {
 namespace detail {
 
-/// The arguments of meshrt_gemm. Strides are in elements: {batch, row, col}.
+/// The arguments of meshrt_gemm and meshrt_gemm_mixed. Strides are in
+/// elements: {batch, row, col}. `Dtype` is A's and B's element type, `CDtype`
+/// C's (the same, or a wider float for a mixed product).
 struct GemmArgs {
-  meshrt_dtype Dtype;
+  meshrt_dtype Dtype, CDtype;
   int64_t Batch, M, N, K;
   const void *A;
   int64_t AStrides[3];

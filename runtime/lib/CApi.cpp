@@ -593,6 +593,7 @@ meshrt_status meshrt_gemm_epilogue(meshrt_dtype T, int64_t Batch, int64_t M,
                                    int32_t Epilogue) {
   return guarded("meshrt_gemm_epilogue", [&] {
     gemmEpilogue(GemmArgs{T,
+                          T,
                           Batch,
                           M,
                           N,
@@ -616,6 +617,31 @@ meshrt_status meshrt_gemm(meshrt_dtype T, int64_t Batch, int64_t M, int64_t N,
                           int32_t Accumulate) {
   return guarded("meshrt_gemm", [&] {
     gemm(GemmArgs{T,
+                  T,
+                  Batch,
+                  M,
+                  N,
+                  K,
+                  A,
+                  {ABatch, ARow, ACol},
+                  B,
+                  {BBatch, BRow, BCol},
+                  C,
+                  {CBatch, CRow, CCol},
+                  Accumulate != 0});
+  });
+}
+
+meshrt_status meshrt_gemm_mixed(meshrt_dtype In, meshrt_dtype Out,
+                                int64_t Batch, int64_t M, int64_t N, int64_t K,
+                                const void *A, int64_t ABatch, int64_t ARow,
+                                int64_t ACol, const void *B, int64_t BBatch,
+                                int64_t BRow, int64_t BCol, void *C,
+                                int64_t CBatch, int64_t CRow, int64_t CCol,
+                                int32_t Accumulate) {
+  return guarded("meshrt_gemm_mixed", [&] {
+    gemm(GemmArgs{In,
+                  Out,
                   Batch,
                   M,
                   N,

@@ -3,10 +3,11 @@
 // Every operand layout meshrt_gemm distinguishes (row-major, column-major,
 // strided and broadcast operands that it packs, a transposed or strided
 // output), batches, the matrix-vector and dot shapes, f32/f64/f16/bf16,
-// accumulate and overwrite, empty sizes, and the errors, each against a
-// plain triple loop in double on the same strided views. Values are small
-// integers, so f32 and f64 results must be exact whatever order the
-// library sums in; f16/bf16 results must equal the f32 result rounded once.
+// mixed precision (meshrt_gemm_mixed), accumulate and overwrite, empty sizes,
+// and the errors, each against a plain triple loop in double on the same
+// strided views. Values are small integers, so f32 and f64 results must be
+// exact whatever order the library sums in; f16/bf16 results must equal the f32
+// result rounded once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -171,6 +172,145 @@ TEST_F(Gemm, HalfFormats) {
     for (int64_t I = 0; I < M * N; ++I)
       EXPECT_EQ(C[I], Want[I]) << "element " << I << " of dtype " << T;
   }
+}
+
+/// meshrt_gemm_mixed on the strided views of `Cs`: A and B of S (dtype
+/// `In`, values `Widen` reads), C of the wider T (dtype `Out`), against the
+/// loop in double, exactly: A holds multiples of 4 up to 60, B eighths up to
+/// 1.75, C (when accumulated) 64ths plus 2^-40, so every sum is exact in T.
+/// Returns how many results S cannot hold: a result rounded to S, not
+/// computed in T, fails wherever that count is not zero.
+template <typename S, typename T>
+int checkMixed(const Case &Cs, meshrt_dtype In, meshrt_dtype Out,
+               S (*Narrow)(float), double (*Widen)(S)) {
+  std::vector<S> A(extent(Cs.A, Cs.Batch, Cs.M, Cs.K));
+  std::vector<S> B(extent(Cs.B, Cs.Batch, Cs.K, Cs.N));
+  std::vector<T> C(extent(Cs.C, Cs.Batch, Cs.M, Cs.N));
+  for (size_t I = 0; I < A.size(); ++I)
+    A[I] = Narrow(float(int(I * 7 % 31) - 15) * 4.0f);
+  for (size_t I = 0; I < B.size(); ++I)
+    B[I] = Narrow(float(int(I * 11 % 29) - 14) / 8.0f);
+  for (size_t I = 0; I < C.size(); ++I)
+    C[I] = T(int(I % 9) * 64 + 1) / T(64) + T(std::ldexp(1.0, -40));
+  std::vector<T> Want = C;
+  for (int64_t Bt = 0; Bt < Cs.Batch; ++Bt)
+    for (int64_t I = 0; I < Cs.M; ++I)
+      for (int64_t J = 0; J < Cs.N; ++J) {
+        double Sum = Cs.Accumulate ? double(C[Cs.C.at(Bt, I, J)]) : 0.0;
+        for (int64_t P = 0; P < Cs.K; ++P)
+          Sum += Widen(A[Cs.A.at(Bt, I, P)]) * Widen(B[Cs.B.at(Bt, P, J)]);
+        Want[Cs.C.at(Bt, I, J)] = T(Sum);
+      }
+  EXPECT_EQ(meshrt_gemm_mixed(
+                In, Out, Cs.Batch, Cs.M, Cs.N, Cs.K, A.data() + Cs.A.Offset,
+                Cs.A.BatchStride, Cs.A.RowStride, Cs.A.ColStride,
+                B.data() + Cs.B.Offset, Cs.B.BatchStride, Cs.B.RowStride,
+                Cs.B.ColStride, C.data() + Cs.C.Offset, Cs.C.BatchStride,
+                Cs.C.RowStride, Cs.C.ColStride, Cs.Accumulate),
+            MESHRT_SUCCESS)
+      << meshrt_last_error();
+  int Inexact = 0;
+  for (size_t I = 0; I < C.size(); ++I) {
+    EXPECT_EQ(C[I], Want[I])
+        << "element " << I << ", " << In << " into " << Out;
+    Inexact += Widen(Narrow(float(Want[I]))) != double(Want[I]);
+  }
+  return Inexact;
+}
+
+double halfValue(uint16_t V) { return meshrt::halfToFloat(V); }
+double bfloat16Value(uint16_t V) { return meshrt::bfloat16ToFloat(V); }
+float floatOf(float V) { return V; }
+double floatValue(float V) { return V; }
+
+// meshrt_gemm_mixed: f16 and bf16 into f32 and f64, f32 into f64, on the
+// layouts meshrt_gemm distinguishes (row-major, a transposed B, a packed
+// strided A, a column-major C with a leading dim, batches with a broadcast
+// A, a matvec), accumulating and overwriting: each the exact product of
+// the widened inputs, never rounded to the input type.
+TEST_F(Gemm, MixedPrecision) {
+  const Case Cases[] = {
+      {1, 5, 3, 7, {0, 0, 7, 1}, {0, 0, 3, 1}, {0, 0, 3, 1}, true},
+      {1, 5, 3, 7, {0, 0, 7, 1}, {0, 0, 1, 7}, {1, 0, 1, 6}, false},
+      {1, 4, 6, 5, {0, 0, 10, 2}, {0, 0, 6, 1}, {0, 0, 6, 1}, true},
+      {3, 4, 6, 5, {0, 0, 5, 1}, {0, 30, 6, 1}, {0, 24, 6, 1}, false},
+      {1, 6, 1, 5, {0, 0, 5, 1}, {0, 0, 1, 0}, {0, 0, 1, 0}, true},
+  };
+  int Inexact[5] = {};
+  for (const Case &Cs : Cases) {
+    Inexact[0] += checkMixed<uint16_t, float>(Cs, MESHRT_F16, MESHRT_F32,
+                                              meshrt::floatToHalf, halfValue);
+    Inexact[1] += checkMixed<uint16_t, float>(
+        Cs, MESHRT_BF16, MESHRT_F32, meshrt::floatToBFloat16, bfloat16Value);
+    Inexact[2] += checkMixed<uint16_t, double>(Cs, MESHRT_F16, MESHRT_F64,
+                                               meshrt::floatToHalf, halfValue);
+    Inexact[3] += checkMixed<uint16_t, double>(
+        Cs, MESHRT_BF16, MESHRT_F64, meshrt::floatToBFloat16, bfloat16Value);
+    Inexact[4] += checkMixed<float, double>(Cs, MESHRT_F32, MESHRT_F64, floatOf,
+                                            floatValue);
+  }
+  // Each pair saw results its input type cannot hold.
+  for (int Pair = 0; Pair < 5; ++Pair)
+    EXPECT_GT(Inexact[Pair], 0) << "pair " << Pair;
+  // Equal dtypes are meshrt_gemm.
+  checkMixed<float, float>(Cases[0], MESHRT_F32, MESHRT_F32, floatOf,
+                           floatValue);
+}
+
+// Every finite f16 and bf16 value widened through meshrt_gemm_mixed: A holds
+// each bit pattern once, row-major in rows of 256 (the runtime widens
+// contiguous f16 rows with F16C where the CPU has it, 8 at a time, and the
+// rest one by one), B is the identity, so C must equal the portable
+// widening of each element exactly.
+TEST_F(Gemm, MixedPrecisionEveryValue) {
+  for (meshrt_dtype T : {MESHRT_F16, MESHRT_BF16}) {
+    auto Widen =
+        T == MESHRT_F16 ? meshrt::halfToFloat : meshrt::bfloat16ToFloat;
+    uint16_t ExpMask = T == MESHRT_F16 ? 0x7c00 : 0x7f80;
+    std::vector<uint16_t> A;
+    for (uint32_t Bits = 0; Bits < 0x10000; ++Bits)
+      if ((Bits & ExpMask) != ExpMask)
+        A.push_back(uint16_t(Bits));
+    const int64_t K = 256, M = int64_t(A.size()) / K;
+    ASSERT_EQ(M * K, int64_t(A.size()));
+    std::vector<uint16_t> Identity(K * K, 0);
+    uint16_t One = T == MESHRT_F16 ? meshrt::floatToHalf(1.0f)
+                                   : meshrt::floatToBFloat16(1.0f);
+    for (int64_t I = 0; I < K; ++I)
+      Identity[I * K + I] = One;
+    std::vector<float> C(M * K, -1.0f);
+    ASSERT_EQ(meshrt_gemm_mixed(T, MESHRT_F32, 1, M, K, K, A.data(), 0, K, 1,
+                                Identity.data(), 0, K, 1, C.data(), 0, K, 1, 0),
+              MESHRT_SUCCESS)
+        << meshrt_last_error();
+    for (int64_t I = 0; I < M * K; ++I)
+      ASSERT_EQ(C[I], Widen(A[I])) << "bits " << std::hex << A[I];
+  }
+}
+
+// A pair that is no widening (narrowing, f16 into bf16, integers) is
+// refused with both dtypes named, and C is left as it was.
+TEST_F(Gemm, MixedPrecisionErrors) {
+  float X[4] = {1, 2, 3, 4};
+  uint16_t H[4] = {0, 0, 0, 0};
+  EXPECT_EQ(meshrt_gemm_mixed(MESHRT_F32, MESHRT_F16, 1, 2, 2, 2, X, 0, 2, 1, X,
+                              0, 2, 1, H, 0, 2, 1, 0),
+            MESHRT_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(meshrt_last_error()).find("meshrt_gemm_mixed"),
+            std::string::npos)
+      << meshrt_last_error();
+  EXPECT_NE(std::string(meshrt_last_error()).find("widens"), std::string::npos)
+      << meshrt_last_error();
+  EXPECT_EQ(H[0], 0);
+  EXPECT_EQ(meshrt_gemm_mixed(MESHRT_F16, MESHRT_BF16, 1, 2, 2, 2, H, 0, 2, 1,
+                              H, 0, 2, 1, H, 0, 2, 1, 0),
+            MESHRT_ERROR_UNSUPPORTED);
+  EXPECT_EQ(meshrt_gemm_mixed(MESHRT_I32, MESHRT_F64, 1, 2, 2, 2, X, 0, 2, 1, X,
+                              0, 2, 1, X, 0, 2, 1, 0),
+            MESHRT_ERROR_UNSUPPORTED);
+  EXPECT_EQ(meshrt_gemm_mixed(MESHRT_F16, MESHRT_F32, 1, -2, 2, 2, H, 0, 2, 1,
+                              H, 0, 2, 1, X, 0, 2, 1, 0),
+            MESHRT_ERROR_INVALID_ARGUMENT);
 }
 
 TEST_F(Gemm, Errors) {

@@ -23,3 +23,24 @@ func.func @mm(%a: tensor<8x16xf32>, %b: tensor<16x4xf32>) -> tensor<8x4xf32> {
   %m = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x4xf32>) outs(%f : tensor<8x4xf32>) -> tensor<8x4xf32>
   return %m : tensor<8x4xf32>
 }
+
+// A mixed-precision product (f16 inputs, f32 accumulator, the spelling of a
+// named op whose body widens its inputs) is one meshrt_gemm_mixed call with
+// the zero fill folded, not the loops of the product and their bf16/f16
+// conversions per multiply; blas=false keeps the loops.
+// CHECK-BLAS-LABEL: llvm.func @mm_mixed
+// CHECK-BLAS-NOT: llvm.store
+// CHECK-BLAS: llvm.call @meshrt_gemm_mixed
+// CHECK-BLAS-NOT: llvm.fmul
+// CHECK-BLAS: llvm.return
+// CHECK-LOOPS-LABEL: llvm.func @mm_mixed
+// CHECK-LOOPS-NOT: meshrt_gemm
+// CHECK-LOOPS: llvm.fpext
+// CHECK-LOOPS: llvm.fmul
+func.func @mm_mixed(%a: tensor<8x16xf16>, %b: tensor<16x4xf16>) -> tensor<8x4xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<8x16xf16>, tensor<16x4xf16>) outs(%f : tensor<8x4xf32>) -> tensor<8x4xf32>
+  return %m : tensor<8x4xf32>
+}

@@ -337,6 +337,12 @@ def MeshLinalgToBlas : Pass<"mesh-linalg-to-blas", "::mlir::ModuleOp"> {
     matched alike: two inputs and one output of one float type (f16, bf16,
     f32, f64), indexing maps that are plain dims and form a contraction with
     exactly one k loop, and a body that is `out + a * b` and nothing else.
+    A mixed-precision product, both inputs of a narrower float type than the
+    output and widened exactly in the body (`out + ext(a) * ext(b)`: f16 or
+    bf16 into f32 or f64, f32 into f64, as the named ops write it), becomes
+    one call of `meshrt_gemm_mixed` instead, which takes both dtypes and
+    widens the inputs in the runtime (one sgemm or dgemm, nothing rounded to
+    the input type).
     Where there are several batch, m or n loops (attention on (batch, heads)
     both, after propagation computed it on the unmerged dims; a matmul on
     (batch, rows)), the innermost of each kind is the call's and the others
@@ -354,7 +360,8 @@ def MeshLinalgToBlas : Pass<"mesh-linalg-to-blas", "::mlir::ModuleOp"> {
     overwrites the output instead of adding to it.
 
     Everything else stays as it is: integer products (the BLAS has none),
-    mixed element types, several k loops, a k loop that also
+    other mixed element types (inputs of two types, a narrower output),
+    several k loops, a k loop that also
     indexes the output (an elementwise product), a buffer whose layout is
     not strided, a body that does more.
     With `report`, each contraction-like op that is kept says why in a

@@ -21,10 +21,17 @@ using namespace mlir;
 using namespace mlir::mesh;
 
 namespace {
+/// `v` without the arith.extf of `body` that widens it, if any.
+Value unwidened(Value v, Block &body) {
+  auto ext = v.getDefiningOp<arith::ExtFOp>();
+  return ext && ext->getBlock() == &body ? ext.getIn() : v;
+}
+
 /// Whether `body` is `yield(out + a * b)` with a, b the two inputs (either
-/// order of each operation), nothing else, on floats.
-bool isMultiplyAdd(Block &body) {
-  if (body.getNumArguments() != 3 || !llvm::hasNItems(body, 3))
+/// order of each operation), nothing else, on floats; when `widened`, each
+/// input goes through an arith.extf to the output's type first.
+bool isMultiplyAdd(Block &body, bool widened) {
+  if (body.getNumArguments() != 3 || !llvm::hasNItems(body, widened ? 5 : 3))
     return false;
   auto yield = dyn_cast<linalg::YieldOp>(body.getTerminator());
   if (!yield || yield.getNumOperands() != 1)
@@ -39,9 +46,21 @@ bool isMultiplyAdd(Block &body) {
   auto mul = product ? product.getDefiningOp<arith::MulFOp>() : nullptr;
   if (!mul || mul->getBlock() != &body)
     return false;
+  Value lhs = mul.getLhs(), rhs = mul.getRhs();
+  if (widened) {
+    lhs = unwidened(lhs, body);
+    rhs = unwidened(rhs, body);
+  }
   Value a = body.getArgument(0), b = body.getArgument(1);
-  return (mul.getLhs() == a && mul.getRhs() == b) ||
-         (mul.getLhs() == b && mul.getRhs() == a);
+  return (lhs == a && rhs == b) || (lhs == b && rhs == a);
+}
+
+/// Whether the BLAS path widens `in` to `out` exactly (meshrt_gemm_mixed).
+bool isExactWidening(Type in, Type out) {
+  if (!gemmDtype(in) || !gemmDtype(out))
+    return false;
+  unsigned from = in.getIntOrFloatBitWidth(), to = out.getIntOrFloatBitWidth();
+  return from < to && to >= 32;
 }
 
 } // namespace
@@ -51,7 +70,8 @@ std::optional<int32_t> mlir::mesh::gemmDtype(Type t) {
 }
 
 FailureOr<GemmLoops> mlir::mesh::matchGemm(linalg::LinalgOp op,
-                                           std::string &why) {
+                                           std::string &why,
+                                           bool allowWidening) {
   auto fail = [&](const Twine &reason) {
     why = reason.str();
     return failure();
@@ -75,11 +95,14 @@ FailureOr<GemmLoops> mlir::mesh::matchGemm(linalg::LinalgOp op,
   if (!gemmDtype(element))
     return fail("element type " + llvm::formatv("{0}", element).str() +
                 " (the BLAS takes f16, bf16, f32 and f64)");
-  if (types[0].getElementType() != element ||
-      types[1].getElementType() != element)
+  Type input = types[0].getElementType();
+  bool widened = input != element;
+  if (types[1].getElementType() != input ||
+      (widened && (!allowWidening || !isExactWidening(input, element))))
     return fail("mixed element types");
-  if (!isMultiplyAdd(*op.getBlock()))
-    return fail("the body is not out + a * b");
+  if (!isMultiplyAdd(*op.getBlock(), widened))
+    return fail(widened ? "the body is not out + ext(a) * ext(b)"
+                        : "the body is not out + a * b");
   FailureOr<linalg::ContractionDimensions> dims =
       linalg::inferContractionDims(op);
   if (failed(dims))
@@ -171,8 +194,9 @@ GemmCallArgs mlir::mesh::buildGemmCallArgs(OpBuilder &b, linalg::LinalgOp op,
   };
   Value operands[3] = {op.getDpsInputs()[0], op.getDpsInputs()[1],
                        out ? out : op.getDpsInits()[0]};
-  Type element = cast<MemRefType>(operands[2].getType()).getElementType();
-  int64_t bytes = element.getIntOrFloatBitWidth() / 8;
+  auto elementOf = [&](unsigned i) {
+    return cast<MemRefType>(operands[i].getType()).getElementType();
+  };
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   std::optional<unsigned> order[3][3] = {
       {loops.batch, loops.m, loops.k}, // A: batch, rows, cols
@@ -189,6 +213,7 @@ GemmCallArgs mlir::mesh::buildGemmCallArgs(OpBuilder &b, linalg::LinalgOp op,
     auto meta = memref::ExtractStridedMetadataOp::create(b, loc, operands[i]);
     Value base =
         memref::ExtractAlignedPointerAsIndexOp::create(b, loc, operands[i]);
+    int64_t bytes = elementOf(i).getIntOrFloatBitWidth() / 8;
     Value offsetBytes =
         arith::MulIOp::create(b, loc, meta.getOffset(),
                               arith::ConstantIndexOp::create(b, loc, bytes));
@@ -217,8 +242,9 @@ GemmCallArgs mlir::mesh::buildGemmCallArgs(OpBuilder &b, linalg::LinalgOp op,
       if (!s)
         continue;
       Value elements = arith::MulIOp::create(b, loc, iv, s);
-      args.pointers[i] = LLVM::GEPOp::create(
-          b, loc, ptrType, element, args.pointers[i], ValueRange{elements});
+      args.pointers[i] =
+          LLVM::GEPOp::create(b, loc, ptrType, elementOf(i), args.pointers[i],
+                              ValueRange{elements});
     }
   }
   args.batch = extent(loops.batch);

@@ -34,8 +34,12 @@ struct GemmLoops {
 /// f64: the float types the runtime has).
 std::optional<int32_t> gemmDtype(Type t);
 
-/// The loops of `op` as a GEMM, or why it is none (in `why`).
-FailureOr<GemmLoops> matchGemm(linalg::LinalgOp op, std::string &why);
+/// The loops of `op` as a GEMM, or why it is none (in `why`). With
+/// `allowWidening`, A and B may have a narrower float type than C, each
+/// widened by an arith.extf in the body (`out + ext(a) * ext(b)`), where the
+/// widening is exact and the runtime takes the pair (meshrt_gemm_mixed).
+FailureOr<GemmLoops> matchGemm(linalg::LinalgOp op, std::string &why,
+                               bool allowWidening = false);
 
 /// Whether `op` may touch the buffer `root` (an allocation of this
 /// function): it has effects on a value that is not provably another

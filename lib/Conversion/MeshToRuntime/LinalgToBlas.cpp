@@ -2,7 +2,9 @@
 //
 // Every linalg op on buffers that is a (batched) matrix product, vector
 // product or dot product of one float type becomes one call of the
-// runtime's meshrt_gemm, which hands it to a BLAS. The op form does not
+// runtime's meshrt_gemm, which hands it to a BLAS; one whose inputs are of
+// a narrower float type, widened in the body (f16 into f32), becomes one
+// call of meshrt_gemm_mixed. The op form does not
 // matter: a named op (matmul, batch_matmul, matvec, vecmat, dot, a matmul
 // with transposed indexing maps) and a linalg.generic are matched alike, on
 // their indexing maps and their body (a multiply of the two inputs added to
@@ -61,7 +63,7 @@ struct MeshLinalgToBlasPass
           op.getNumReductionLoops() == 0)
         return;
       std::string why;
-      FailureOr<GemmLoops> loops = matchGemm(op, why);
+      FailureOr<GemmLoops> loops = matchGemm(op, why, /*allowWidening=*/true);
       if (failed(loops)) {
         LLVM_DEBUG(llvm::dbgs()
                    << "kept as loops: " << why << ": " << op << "\n");
@@ -84,21 +86,33 @@ struct MeshLinalgToBlasPass
         cast<MemRefType>(op.getDpsInits()[0].getType()).getElementType();
     linalg::FillOp fill = foldableZeroFill(op, op.getDpsInits()[0]);
     GemmCallArgs args = buildGemmCallArgs(b, op, loops);
-    Value dtype =
-        arith::ConstantIntOp::create(b, loc, i32, *gemmDtype(element));
+    Type input =
+        cast<MemRefType>(op.getDpsInputs()[0].getType()).getElementType();
+    auto dtypeOf = [&](Type t) -> Value {
+      return arith::ConstantIntOp::create(b, loc, i32, *gemmDtype(t));
+    };
     Value accumulate = arith::ConstantIntOp::create(b, loc, i32, fill ? 0 : 1);
-    std::string what =
-        ("meshrt_gemm for '" + op->getName().getStringRef() + "'").str();
-    functions.callChecked<RuntimeEntry::meshrt_gemm>(
-        b, loc, what,
-        {dtype, args.batch, args.m, args.n, args.k, args.pointers[0],
-         args.strides[0][0], args.strides[0][1], args.strides[0][2],
-         args.pointers[1], args.strides[1][0], args.strides[1][1],
-         args.strides[1][2], args.pointers[2], args.strides[2][0],
-         args.strides[2][1], args.strides[2][2], accumulate});
+    // A product of a narrower type into C's (f16 into f32, ...): A and B
+    // widened by meshrt_gemm_mixed, which takes both dtypes.
+    bool mixed = input != element;
+    RuntimeEntry entry =
+        mixed ? RuntimeEntry::meshrt_gemm_mixed : RuntimeEntry::meshrt_gemm;
+    checkRuntimeCall<RuntimeEntry::meshrt_gemm, 18>();
+    checkRuntimeCall<RuntimeEntry::meshrt_gemm_mixed, 19>();
+    SmallVector<Value> operands = {dtypeOf(input)};
+    if (mixed)
+      operands.push_back(dtypeOf(element));
+    operands.append({args.batch, args.m, args.n, args.k, args.pointers[0],
+                     args.strides[0][0], args.strides[0][1], args.strides[0][2],
+                     args.pointers[1], args.strides[1][0], args.strides[1][1],
+                     args.strides[1][2], args.pointers[2], args.strides[2][0],
+                     args.strides[2][1], args.strides[2][2], accumulate});
+    functions.callChecked(b, loc, entry, operands,
+                          getRuntimeEntryName(entry) + " for '" +
+                              op->getName().getStringRef() + "'");
     LLVM_DEBUG(llvm::dbgs()
-               << "to meshrt_gemm" << (fill ? " (fill folded)" : "") << ": "
-               << op << "\n");
+               << "to " << getRuntimeEntryName(entry)
+               << (fill ? " (fill folded)" : "") << ": " << op << "\n");
     if (fill)
       fill->erase();
     op->erase();

@@ -131,13 +131,69 @@ func.func @generic_batched_transposed(%a: memref<?x?x?xf16, strided<[?, ?, 1], o
 
 // -----
 
+// Mixed precision: inputs of a narrower float type, widened in the body
+// (the named ops' arith.extf), into a wider output: one meshrt_gemm_mixed
+// with both dtypes (f16 = 0, bf16 = 1, f32 = 2, f64 = 3). Each operand's
+// offset is counted in its own element size: the f16 view's offset of 5 is
+// 10 bytes (20 in the output's f32). A generic spelling (f32 into f64, a
+// transposed B) is matched like the named ops.
+// CHECK-LABEL: func.func @mixed
+// CHECK-DAG: %[[F16:.*]] = arith.constant 0 : i32
+// CHECK-DAG: %[[BF16:.*]] = arith.constant 1 : i32
+// CHECK-DAG: %[[F32:.*]] = arith.constant 2 : i32
+// CHECK-DAG: %[[F64:.*]] = arith.constant 3 : i32
+// CHECK-DAG: %[[TEN:.*]] = arith.constant 10 : index
+// CHECK: %[[A:.*]] = memref.extract_aligned_pointer_as_index %arg0
+// CHECK: arith.addi %[[A]], %[[TEN]] : index
+// CHECK: llvm.call @meshrt_gemm_mixed(%[[F16]], %[[F32]],
+// CHECK: "mesh runtime: meshrt_gemm_mixed for 'linalg.matmul' failed
+// CHECK: llvm.call @meshrt_gemm_mixed(%[[BF16]], %[[F32]],
+// CHECK: "mesh runtime: meshrt_gemm_mixed for 'linalg.batch_matmul' failed
+// CHECK: llvm.call @meshrt_gemm_mixed(%[[F32]], %[[F64]],
+// CHECK: "mesh runtime: meshrt_gemm_mixed for 'linalg.generic' failed
+// CHECK-NOT: {{^ *}}linalg.
+// CHECK: return
+func.func @mixed(%a: memref<8x16xf16, strided<[32, 1], offset: 5>>, %b: memref<16x4xf16>, %c: memref<8x4xf32>,
+                 %ab: memref<2x8x16xbf16>, %bb: memref<2x16x4xbf16>, %cb: memref<2x8x4xf32>,
+                 %a32: memref<8x16xf32>, %b32: memref<4x16xf32>, %c64: memref<8x4xf64>) {
+  linalg.matmul ins(%a, %b : memref<8x16xf16, strided<[32, 1], offset: 5>>, memref<16x4xf16>) outs(%c : memref<8x4xf32>)
+  linalg.batch_matmul ins(%ab, %bb : memref<2x8x16xbf16>, memref<2x16x4xbf16>) outs(%cb : memref<2x8x4xf32>)
+  linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}
+    ins(%a32, %b32 : memref<8x16xf32>, memref<4x16xf32>) outs(%c64 : memref<8x4xf64>) {
+  ^bb0(%x: f32, %y: f32, %o: f64):
+    %xe = arith.extf %x : f32 to f64
+    %ye = arith.extf %y : f32 to f64
+    %p = arith.mulf %ye, %xe : f64
+    %s = arith.addf %p, %o : f64
+    linalg.yield %s : f64
+  }
+  return
+}
+
+// -----
+
 // What the BLAS cannot take stays, with a remark saying why: integers,
-// mixed types, a body that does more than multiply-add, two k loops.
-func.func @kept(%ai: memref<4x4xi32>, %ci: memref<4x4xi32>, %ah: memref<4x4xf16>, %a: memref<4x4xf32>, %c: memref<4x4xf32>, %a3: memref<2x4x4xf32>, %b3: memref<4x4x4xf32>, %c2: memref<2x4xf32>) {
+// mixed types that are no exact widening of both inputs (an f16 and an f32
+// input, f32 into f16), a widened body that does more,
+// a body that does more than multiply-add, two k loops.
+func.func @kept(%ai: memref<4x4xi32>, %ci: memref<4x4xi32>, %ah: memref<4x4xf16>, %a: memref<4x4xf32>, %c: memref<4x4xf32>, %a3: memref<2x4x4xf32>, %b3: memref<4x4x4xf32>, %c2: memref<2x4xf32>, %ch: memref<4x4xf16>) {
   // expected-remark @below {{kept as loops: element type i32 (the BLAS takes f16, bf16, f32 and f64)}}
   linalg.matmul ins(%ai, %ai : memref<4x4xi32>, memref<4x4xi32>) outs(%ci : memref<4x4xi32>)
   // expected-remark @below {{kept as loops: mixed element types}}
-  linalg.matmul ins(%ah, %ah : memref<4x4xf16>, memref<4x4xf16>) outs(%c : memref<4x4xf32>)
+  linalg.matmul ins(%ah, %a : memref<4x4xf16>, memref<4x4xf32>) outs(%c : memref<4x4xf32>)
+  // expected-remark @below {{kept as loops: mixed element types}}
+  linalg.matmul ins(%a, %a : memref<4x4xf32>, memref<4x4xf32>) outs(%ch : memref<4x4xf16>)
+  // expected-remark @below {{kept as loops: the body is not out + ext(a) * ext(b)}}
+  linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}
+    ins(%ah, %ah : memref<4x4xf16>, memref<4x4xf16>) outs(%c : memref<4x4xf32>) {
+  ^bb0(%x: f16, %y: f16, %o: f32):
+    %xe = arith.extf %x : f16 to f32
+    %ye = arith.extf %y : f16 to f32
+    %p = arith.mulf %xe, %ye : f32
+    %q = arith.mulf %p, %p : f32
+    %s = arith.addf %o, %q : f32
+    linalg.yield %s : f32
+  }
   // expected-remark @below {{kept as loops: the body is not out + a * b}}
   linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}
     ins(%a, %a : memref<4x4xf32>, memref<4x4xf32>) outs(%c : memref<4x4xf32>) {
