@@ -24,3 +24,20 @@ link_driver() {
     -L"$BUILD/lib" -lmeshrt -Wl,-rpath,"$BUILD/lib" -L"$MLIR_LIB" -lmlir_c_runner_utils \
     -Wl,-rpath,"$MLIR_LIB" -lm
 }
+
+# same_blas_kernels CMD...: the peers (numpy and torch load the same
+# OpenBLAS) get the kernels libmeshrt gives ours. libmeshrt names them from
+# the CPU's features on Intel, where the library itself may not know the
+# model and fall back to its SSE3 kernels (Debian 12's 0.3.21 on Emerald
+# Rapids); without this the peers would run those, several times slower.
+# CMD (a run of ours) prints the choice under MESHRT_DEBUG=INFO. An
+# OPENBLAS_CORETYPE of the caller's is kept for every side.
+same_blas_kernels() {
+  [ -n "${OPENBLAS_CORETYPE:-}" ] && { echo "OpenBLAS kernels: $OPENBLAS_CORETYPE (OPENBLAS_CORETYPE)"; return; }
+  local core
+  core=$(MESHRT_DEBUG=INFO "$@" 2>&1 >/dev/null | sed -n 's/.*BLAS: .*, kernels \([A-Za-z0-9]*\).*/\1/p' | head -1)
+  if [ -n "$core" ]; then
+    export OPENBLAS_CORETYPE=$core
+    echo "OpenBLAS kernels: $core for ours and the peers"
+  fi
+}

@@ -29,6 +29,7 @@ mkdir -p "$W"
 "$PY" "$HERE/gen.py" "$W/kernels.mlir" "$W/kernels.json" "$W/kernels.inc"
 "$BUILD/bin/mesh-compile" -c "$W/kernels.mlir" -o "$W/kernels.o"
 link_driver "$W/compute-bench" "$W" "$W/kernels.o"
+same_blas_kernels "$W/compute-bench" matmul256 1
 if [ $# -gt 0 ]; then KERNELS=("$@"); else
   mapfile -t KERNELS < <("$PY" -c "import json,sys; print('\n'.join(k['name'] for k in json.load(open(sys.argv[1]))))" "$W/kernels.json")
 fi

@@ -15,6 +15,7 @@ W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 "$PY" "$HERE/gen_dist.py" "$W/dist.mlir" "$W/kernels.inc"
 "$BUILD/bin/mesh-compile" -c "$W/dist.mlir" -o "$W/dist.o"
 link_driver "$W/bench-dist" "$W" "$W/dist.o" -DMESH_DIST
+same_blas_kernels mpirun -n 2 "$W/bench-dist" gpt_dp 1
 : > "$W/times"
 for r in $(seq 1 "$ROUNDS"); do
   for plan in dp tp; do

@@ -24,6 +24,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Blas.h"
+#include "Abort.h"
+#include "Debug.h"
 #include "DynamicLibrary.h"
 
 #include "meshrt/Error.h"
@@ -38,7 +40,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <strings.h>
 #include <type_traits>
 #include <vector>
 
@@ -70,6 +74,96 @@ struct Cblas {
 #define MESHRT_BLAS_PATH "libopenblas.so.0"
 #endif
 
+/// The OpenBLAS kernel family for this CPU's vector instructions, or null
+/// where the library's own choice stands. OpenBLAS picks its kernels by CPU
+/// model, and a model newer than the library gets its SSE3 fallback,
+/// "Prescott": Debian 12's 0.3.21 on Intel's Emerald Rapids multiplies at a
+/// fifth of the speed its AVX-512 kernels reach there. On Intel the family
+/// follows from the instruction set alone (every AVX-512 model the library
+/// knows uses the SkylakeX or, with BF16, the Cooperlake kernels; the AVX2
+/// models the Haswell ones), so it is named before the library loads. Other
+/// vendors keep the library's choice (its Zen kernels are tuned per family);
+/// a fallback there is reported after loading (reportFallback).
+const char *openblasCoreForCpu() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (!__builtin_cpu_is("intel"))
+    return nullptr;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    return __builtin_cpu_supports("avx512bf16") ? "Cooperlake" : "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return "Haswell";
+#endif
+  return nullptr;
+}
+
+/// Who names the kernels OpenBLAS runs.
+enum class CoreChoice { User, Meshrt, Library };
+
+/// MESHRT_BLAS_CORETYPE: "auto" (unset: openblasCoreForCpu where the user
+/// has not set OPENBLAS_CORETYPE) or "library" (the library's own choice).
+/// Sets OPENBLAS_CORETYPE, read by the library when it loads (unless another
+/// library of the process, numpy say, loaded it first). Null, with
+/// `Failure` set, for any other MESHRT_BLAS_CORETYPE.
+std::optional<CoreChoice> chooseOpenblasCore(std::string &Failure) {
+  const char *E = std::getenv("MESHRT_BLAS_CORETYPE");
+  std::string Mode = E ? E : "auto";
+  if (Mode != "auto" && Mode != "library") {
+    Failure = "MESHRT_BLAS_CORETYPE='" + Mode +
+              "' is not auto or library (name a core with OPENBLAS_CORETYPE)";
+    return std::nullopt;
+  }
+  if (std::getenv("OPENBLAS_CORETYPE"))
+    return CoreChoice::User;
+  if (Mode == "auto")
+    if (const char *Core = openblasCoreForCpu()) {
+      setenv("OPENBLAS_CORETYPE", Core, 1);
+      return CoreChoice::Meshrt;
+    }
+  return CoreChoice::Library;
+}
+
+/// After loading: with MESHRT_DEBUG=INFO, a line naming the library and the
+/// kernels it runs; and a warning, once, where those are the SSE3 fallback
+/// on a CPU with AVX2 and the user did not ask for it (the library does not
+/// know the CPU's model, and either the vendor is not Intel,
+/// MESHRT_BLAS_CORETYPE is "library", or another library of the process
+/// loaded it first).
+void reportKernels(void *Lib, CoreChoice Choice) {
+  using NameFn = char *(*)();
+  auto CoreFn = reinterpret_cast<NameFn>(dlsym(Lib, "openblas_get_corename"));
+  auto ConfigFn = reinterpret_cast<NameFn>(dlsym(Lib, "openblas_get_config"));
+  std::string Core = CoreFn && CoreFn() ? CoreFn() : "";
+  std::string Config = ConfigFn && ConfigFn() ? ConfigFn() : "a CBLAS";
+  bool Info = false;
+  try {
+    Info = debugLevel() >= DebugLevel::Info;
+  } catch (const Error &) {
+    // A bad MESHRT_DEBUG is reported where the runtime starts.
+  }
+  const char *Why = Choice == CoreChoice::User ? " (OPENBLAS_CORETYPE)"
+                    : Choice == CoreChoice::Meshrt
+                        ? " (named by libmeshrt for the CPU's vector "
+                          "instructions)"
+                        : " (the library's choice)";
+  if (Info)
+    debugWrite("meshrt: INFO: BLAS: " + Config +
+                   (Core.empty() ? std::string() : ", kernels " + Core + Why),
+               -1);
+#if defined(__x86_64__)
+  if (Choice == CoreChoice::User || strcasecmp(Core.c_str(), "Prescott") != 0 ||
+      !__builtin_cpu_supports("avx2"))
+    return;
+  writeStderr("meshrt: warning: the BLAS (" + Config +
+              ") does not know this CPU's model and runs its SSE3 kernels "
+              "(Prescott), several times slower than its AVX2 or AVX-512 "
+              "ones: set OPENBLAS_CORETYPE=Haswell, SkylakeX or Cooperlake "
+              "(the kernels of the CPU's vector instructions) in the "
+              "environment the process starts with\n");
+#endif
+}
+
 /// Loads the BLAS once, with one thread unless the user says otherwise:
 /// MESHRT_BLAS_THREADS=n, or the library's own variables, which are then
 /// left to it. MESHRT_BLAS_LIBRARY names another CBLAS to load.
@@ -100,6 +194,9 @@ const Cblas &cblas() {
       setenv("OPENBLAS_NUM_THREADS", Threads.c_str(), 1);
       setenv("BLIS_NUM_THREADS", Threads.c_str(), 1);
     }
+    std::optional<CoreChoice> Choice = chooseOpenblasCore(Failure);
+    if (!Choice)
+      return;
     std::string Tried;
     void *H = openFirst("MESHRT_BLAS_LIBRARY", {MESHRT_BLAS_PATH}, Tried);
     if (!H) {
@@ -115,6 +212,8 @@ const Cblas &cblas() {
     bind(H, "cblas_dgemv", Lib.dgemv, Missing);
     if (!Missing.empty())
       Failure = "the BLAS is not a CBLAS: " + Missing;
+    else
+      reportKernels(H, *Choice);
   });
   if (!Failure.empty())
     throw Error(MESHRT_ERROR_BACKEND, Failure);

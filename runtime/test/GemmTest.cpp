@@ -16,6 +16,8 @@
 
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -421,6 +423,108 @@ namespace {
 // Run by ctest with MESHRT_BLAS_LIBRARY naming a library that does not
 // exist (runtime.unit.gemm_missing_blas): the first product fails with an
 // error naming it, and so does every later one; nothing crashes.
+/// Whether the user's environment names the BLAS's kernels (read at start:
+/// the first product sets OPENBLAS_CORETYPE itself).
+const bool kCoreTypeInEnvironment =
+    std::getenv("OPENBLAS_CORETYPE") || std::getenv("MESHRT_BLAS_CORETYPE");
+
+/// The kernel family the loaded OpenBLAS runs (openblas_get_corename), or
+/// "" when the BLAS is another library; after a first product.
+std::string blasCore() {
+  float X[4] = {1, 2, 3, 4};
+  EXPECT_EQ(meshrt_gemm(MESHRT_F32, 1, 2, 2, 2, X, 0, 2, 1, X, 0, 2, 1, X, 0, 2,
+                        1, 0),
+            MESHRT_SUCCESS)
+      << meshrt_last_error();
+  void *Lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_NOLOAD);
+  auto Core =
+      Lib ? reinterpret_cast<char *(*)()>(dlsym(Lib, "openblas_get_corename"))
+          : nullptr;
+  return Core && Core() ? Core() : "";
+}
+
+/// Whether this is an Intel CPU with AVX2 (and FMA), and with AVX-512.
+bool intelAvx2() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_is("intel") && __builtin_cpu_supports("avx2") &&
+         __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+bool avx512() {
+#if defined(__x86_64__)
+  return __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512dq");
+#else
+  return false;
+#endif
+}
+
+// OpenBLAS runs the kernels of the CPU's vector instructions, not its SSE3
+// fallback (Prescott), on Intel CPUs it does not know by model (Debian 12's
+// 0.3.21 on Emerald Rapids: 5x slower): libmeshrt names the kernel family
+// from the CPU's features before loading it.
+TEST(GemmCoreType, KernelsForTheCpu) {
+  if (kCoreTypeInEnvironment)
+    GTEST_SKIP() << "the core type is set in the environment";
+  meshrt_set_error_policy(MESHRT_ERRORS_RETURN);
+  std::string Core = blasCore();
+  if (Core.empty() || !intelAvx2())
+    GTEST_SKIP() << "needs OpenBLAS on an Intel CPU with AVX2 (core '" << Core
+                 << "')";
+  EXPECT_NE(Core, "Prescott");
+  if (avx512())
+    EXPECT_TRUE(Core == "SkylakeX" || Core == "Cooperlake") << Core;
+  else
+    EXPECT_EQ(Core, "Haswell");
+}
+
+// MESHRT_BLAS_CORETYPE=library keeps the library's own choice; where that
+// is the SSE3 fallback on a CPU with AVX2, libmeshrt says so once, naming
+// OPENBLAS_CORETYPE; otherwise it says nothing.
+TEST(GemmCoreType, LibraryChoiceWarnsOnFallback) {
+  const char *Mode = std::getenv("MESHRT_BLAS_CORETYPE");
+  if (!Mode || std::string(Mode) != "library")
+    GTEST_SKIP() << "needs MESHRT_BLAS_CORETYPE=library";
+  meshrt_set_error_policy(MESHRT_ERRORS_RETURN);
+  testing::internal::CaptureStderr();
+  std::string Core = blasCore();
+  blasCore();
+  std::string Err = testing::internal::GetCapturedStderr();
+  bool Fallback = Core == "Prescott" && __builtin_cpu_supports("avx2");
+  if (Fallback) {
+    EXPECT_NE(Err.find("runs its SSE3 kernels (Prescott)"), std::string::npos)
+        << Err;
+    EXPECT_NE(Err.find("OPENBLAS_CORETYPE=Haswell"), std::string::npos) << Err;
+    EXPECT_EQ(Err.find("warning"), Err.rfind("warning")) << "twice: " << Err;
+  } else {
+    EXPECT_EQ(Err.find("warning"), std::string::npos) << Err;
+  }
+}
+
+// Any other MESHRT_BLAS_CORETYPE is an error of every product, naming it.
+TEST(GemmCoreType, BadSettingIsAnError) {
+  const char *Mode = std::getenv("MESHRT_BLAS_CORETYPE");
+  if (!Mode || std::string(Mode) != "Cooperlake")
+    GTEST_SKIP() << "needs MESHRT_BLAS_CORETYPE=Cooperlake";
+  meshrt_set_error_policy(MESHRT_ERRORS_RETURN);
+  float X[4] = {1, 2, 3, 4};
+  for (int I = 0; I < 2; ++I) {
+    EXPECT_EQ(meshrt_gemm(MESHRT_F32, 1, 2, 2, 2, X, 0, 2, 1, X, 0, 2, 1, X, 0,
+                          2, 1, 0),
+              MESHRT_ERROR_BACKEND);
+    std::string Msg = meshrt_last_error();
+    EXPECT_NE(Msg.find("MESHRT_BLAS_CORETYPE='Cooperlake' is not auto or "
+                       "library"),
+              std::string::npos)
+        << Msg;
+  }
+}
+
 TEST(GemmMissingLibrary, ErrorNamesTheLibrary) {
   const char *Path = std::getenv("MESHRT_BLAS_LIBRARY");
   if (!Path || std::string(Path).find("no-such-blas") == std::string::npos)
