@@ -62,6 +62,15 @@ func.func @mixed_mm(%a: tensor<5x7xf16>, %b: tensor<3x7xf16>, %c: tensor<5x3xf32
       outs(%c : tensor<5x3xf32>) -> tensor<5x3xf32>
   return %d : tensor<5x3xf32>
 }}
+func.func @int8_mm(%a: tensor<6x1100xi8>, %b: tensor<1100x5xi8>)
+    -> tensor<6x5xi32> attributes {{llvm.emit_c_interface}} {{
+  %z = arith.constant 0 : i32
+  %e = tensor.empty() : tensor<6x5xi32>
+  %f = linalg.fill ins(%z : i32) outs(%e : tensor<6x5xi32>) -> tensor<6x5xi32>
+  %d = linalg.matmul ins(%a, %b : tensor<6x1100xi8>, tensor<1100x5xi8>)
+                     outs(%f : tensor<6x5xi32>) -> tensor<6x5xi32>
+  return %d : tensor<6x5xi32>
+}}
 func.func @ones() -> tensor<2x2xf64> attributes {{llvm.emit_c_interface}} {{
   %c = arith.constant dense<1.0> : tensor<2x2xf64>
   return %c : tensor<2x2xf64>
@@ -179,6 +188,21 @@ class Global(unittest.TestCase):
         r = self.mod.mixed_mm(a, b, c)
         self.assertEqual(r.dtype, np.float32)
         np.testing.assert_array_equal(r, want)
+
+    def test_int8_product(self):
+        # i8 x i8 into i32 (meshrt_gemm_mixed through a float GEMM that
+        # holds every sum: k = 1100 needs a double): exact, the extremes
+        # included.
+        rng = np.random.default_rng(3)
+        a = rng.integers(-128, 128, (6, 1100)).astype(np.int8)
+        b = rng.integers(-128, 128, (1100, 5)).astype(np.int8)
+        a[0, :] = -128
+        b[:, 0] = -128
+        r = self.mod.int8_mm(a, b)
+        self.assertEqual(r.dtype, np.int32)
+        np.testing.assert_array_equal(
+            r, a.astype(np.int32) @ b.astype(np.int32))
+        self.assertEqual(r[0, 0], 1100 * 128 * 128)
 
     def test_errors(self):
         with self.assertRaisesRegex(TypeError, "argument 1 is a f32 scalar"):

@@ -458,6 +458,47 @@ void gemmWidened(Matrix<const S> A, Matrix<const S> B, Matrix<T> C,
   gemmOne<T>(AT, BT, C, Accumulate);
 }
 
+/// The integer product A * B of `S` elements into P (M x N, packed), exact:
+/// the inputs widened to the float type F, one GEMM of F; the caller chose
+/// F so that every partial sum is an integer F holds exactly.
+template <typename S, typename F>
+void integerProductIn(Matrix<const S> A, Matrix<const S> B, F *P) {
+  auto Widen = [](S V) { return F(V); };
+  auto [AF, BF] = widenOperands<S, F>(A, B, +Widen);
+  gemmOne<F>(AF, BF, Matrix<F>{P, A.Rows, B.Cols, B.Cols, 1}, false);
+}
+
+/// An integer product of 8-bit inputs into the wider integer T, as the
+/// loops compute it: exact sums, wrapping modulo 2^bits(T) (MLIR's integer
+/// arithmetic). Every partial sum is at most K * 2^16 in magnitude, so the
+/// product runs as an sgemm where that is below 2^24 (K < 256 for u8, 1024
+/// for i8: f32 holds each sum exactly) and as a dgemm otherwise (K < 2^31,
+/// the library's sizes, keeps the sums below 2^47, exact in a double), then
+/// wraps into C (plus C's old value, also wrapping).
+template <typename S, typename T>
+void gemmInteger(Matrix<const S> A, Matrix<const S> B, Matrix<T> C,
+                 bool Accumulate) {
+  int64_t M = C.Rows, N = C.Cols, K = A.Cols;
+  const int64_t MaxProduct = std::is_signed_v<S> ? 128 * 128 : 255 * 255;
+  auto Store = [&](auto *P) {
+    for (int64_t I = 0; I < M; ++I)
+      for (int64_t J = 0; J < N; ++J) {
+        T &Out = C.Data[I * C.RowStride + J * C.ColStride];
+        uint64_t Sum = uint64_t(int64_t(P[I * N + J]));
+        Out = T(Accumulate ? uint64_t(Out) + Sum : Sum);
+      }
+  };
+  if (K * MaxProduct < (int64_t(1) << 24)) {
+    float *P = scratch<float, 1>(2, M * N);
+    integerProductIn<S, float>(A, B, P);
+    Store(P);
+  } else {
+    double *P = scratch<double, 1>(2, M * N);
+    integerProductIn<S, double>(A, B, P);
+    Store(P);
+  }
+}
+
 template <float (*Widen)(uint16_t)> double halfToDouble(uint16_t V) {
   return Widen(V);
 }
@@ -503,12 +544,20 @@ void gemmMixed(const GemmArgs &G) {
   case dtypePair(MESHRT_F32, MESHRT_F64):
     return gemmBatches<float, double>(
         G, gemmWidened<float, double, floatToDouble>);
+  case dtypePair(MESHRT_I8, MESHRT_I32):
+    return gemmBatches<int8_t, int32_t>(G, gemmInteger<int8_t, int32_t>);
+  case dtypePair(MESHRT_I8, MESHRT_I64):
+    return gemmBatches<int8_t, int64_t>(G, gemmInteger<int8_t, int64_t>);
+  case dtypePair(MESHRT_U8, MESHRT_I32):
+    return gemmBatches<uint8_t, int32_t>(G, gemmInteger<uint8_t, int32_t>);
+  case dtypePair(MESHRT_U8, MESHRT_I64):
+    return gemmBatches<uint8_t, int64_t>(G, gemmInteger<uint8_t, int64_t>);
   default:
     throw Error(MESHRT_ERROR_UNSUPPORTED,
                 "dtypes " + std::to_string(int(G.Dtype)) + " into " +
                     std::to_string(int(G.CDtype)) +
-                    " (a mixed GEMM widens f16 or bf16 into f32 or f64, or "
-                    "f32 into f64)");
+                    " (a mixed GEMM widens f16 or bf16 into f32 or f64, "
+                    "f32 into f64, or i8 or u8 into i32 or i64)");
   }
 }
 

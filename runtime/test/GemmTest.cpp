@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <vector>
 
 namespace {
@@ -287,6 +288,75 @@ TEST_F(Gemm, MixedPrecisionEveryValue) {
         << meshrt_last_error();
     for (int64_t I = 0; I < M * K; ++I)
       ASSERT_EQ(C[I], Widen(A[I])) << "bits " << std::hex << A[I];
+  }
+}
+
+/// meshrt_gemm_mixed of 8-bit integers S (dtype `In`) into T (dtype `Out`)
+/// on the views of `Cs`, against the loop in wrapping integer arithmetic
+/// (uint64_t, cast to T): exact, whatever float GEMM the runtime sums in.
+/// C starts at `CStart` plus a small pattern.
+template <typename S, typename T>
+void checkInteger(const Case &Cs, meshrt_dtype In, meshrt_dtype Out,
+                  T CStart = 0) {
+  std::vector<S> A(extent(Cs.A, Cs.Batch, Cs.M, Cs.K));
+  std::vector<S> B(extent(Cs.B, Cs.Batch, Cs.K, Cs.N));
+  std::vector<T> C(extent(Cs.C, Cs.Batch, Cs.M, Cs.N));
+  // Extremes included: -128 (or 255) times itself is the largest product.
+  for (size_t I = 0; I < A.size(); ++I)
+    A[I] = S(I % 5 == 0 ? std::numeric_limits<S>::min() +
+                              (std::is_signed_v<S> ? 0 : 255)
+                        : int(I * 37 % 251) - (std::is_signed_v<S> ? 125 : 0));
+  for (size_t I = 0; I < B.size(); ++I)
+    B[I] = S(I % 7 == 0 ? std::numeric_limits<S>::min() +
+                              (std::is_signed_v<S> ? 0 : 255)
+                        : int(I * 53 % 241) - (std::is_signed_v<S> ? 120 : 0));
+  for (size_t I = 0; I < C.size(); ++I)
+    C[I] = T(uint64_t(CStart) + I % 11);
+  std::vector<T> Want = C;
+  for (int64_t Bt = 0; Bt < Cs.Batch; ++Bt)
+    for (int64_t I = 0; I < Cs.M; ++I)
+      for (int64_t J = 0; J < Cs.N; ++J) {
+        uint64_t Sum = Cs.Accumulate ? uint64_t(C[Cs.C.at(Bt, I, J)]) : 0;
+        for (int64_t P = 0; P < Cs.K; ++P)
+          Sum += uint64_t(int64_t(A[Cs.A.at(Bt, I, P)]) *
+                          int64_t(B[Cs.B.at(Bt, P, J)]));
+        Want[Cs.C.at(Bt, I, J)] = T(Sum);
+      }
+  EXPECT_EQ(meshrt_gemm_mixed(
+                In, Out, Cs.Batch, Cs.M, Cs.N, Cs.K, A.data() + Cs.A.Offset,
+                Cs.A.BatchStride, Cs.A.RowStride, Cs.A.ColStride,
+                B.data() + Cs.B.Offset, Cs.B.BatchStride, Cs.B.RowStride,
+                Cs.B.ColStride, C.data() + Cs.C.Offset, Cs.C.BatchStride,
+                Cs.C.RowStride, Cs.C.ColStride, Cs.Accumulate),
+            MESHRT_SUCCESS)
+      << meshrt_last_error();
+  for (size_t I = 0; I < C.size(); ++I)
+    ASSERT_EQ(C[I], Want[I])
+        << "element " << I << ", " << In << " into " << Out << ", k " << Cs.K;
+}
+
+// i8 and u8 into i32 and i64 (quantized layers): exact on the layouts
+// meshrt_gemm distinguishes, with k small enough for an sgemm to hold every
+// sum (k < 1024 for i8, 256 for u8) and past it (a dgemm), accumulating into
+// values near the top of i32 so that the sums wrap as the loops' do.
+TEST_F(Gemm, IntegerProducts) {
+  const Case Cases[] = {
+      {1, 5, 3, 7, {0, 0, 7, 1}, {0, 0, 3, 1}, {0, 0, 3, 1}, true},
+      {1, 5, 3, 7, {0, 0, 7, 1}, {0, 0, 1, 7}, {1, 0, 1, 6}, false},
+      {3, 4, 6, 5, {0, 0, 10, 2}, {0, 30, 6, 1}, {0, 24, 6, 1}, true},
+      {1, 6, 1, 5, {0, 0, 5, 1}, {0, 0, 1, 0}, {0, 0, 1, 0}, true},
+      {1, 3, 4, 300, {0, 0, 300, 1}, {0, 0, 4, 1}, {0, 0, 4, 1}, true},
+      {1, 3, 4, 1500, {0, 0, 1500, 1}, {0, 0, 1, 1500}, {0, 0, 4, 1}, false},
+  };
+  for (const Case &Cs : Cases) {
+    checkInteger<int8_t, int32_t>(Cs, MESHRT_I8, MESHRT_I32);
+    checkInteger<uint8_t, int32_t>(Cs, MESHRT_U8, MESHRT_I32);
+    checkInteger<int8_t, int64_t>(Cs, MESHRT_I8, MESHRT_I64);
+    checkInteger<uint8_t, int64_t>(Cs, MESHRT_U8, MESHRT_I64);
+    checkInteger<int8_t, int32_t>(Cs, MESHRT_I8, MESHRT_I32,
+                                  std::numeric_limits<int32_t>::max() - 5);
+    checkInteger<uint8_t, int64_t>(Cs, MESHRT_U8, MESHRT_I64,
+                                   std::numeric_limits<int64_t>::max() - 5);
   }
 }
 

@@ -44,3 +44,22 @@ func.func @mm_mixed(%a: tensor<8x16xf16>, %b: tensor<16x4xf16>) -> tensor<8x4xf3
   %m = linalg.matmul ins(%a, %b : tensor<8x16xf16>, tensor<16x4xf16>) outs(%f : tensor<8x4xf32>) -> tensor<8x4xf32>
   return %m : tensor<8x4xf32>
 }
+
+// An int8 product into i32 (a quantized layer) is one meshrt_gemm_mixed
+// call with the fill of its integer zero folded (no store before it), not
+// loops of integer multiplies.
+// CHECK-BLAS-LABEL: llvm.func @mm_int8
+// CHECK-BLAS-NOT: llvm.store
+// CHECK-BLAS: llvm.call @meshrt_gemm_mixed
+// CHECK-BLAS-NOT: llvm.mul
+// CHECK-BLAS: llvm.return
+// CHECK-LOOPS-LABEL: llvm.func @mm_int8
+// CHECK-LOOPS-NOT: meshrt_gemm
+// CHECK-LOOPS: llvm.mul
+func.func @mm_int8(%a: tensor<8x16xi8>, %b: tensor<16x4xi8>) -> tensor<8x4xi32> {
+  %z = arith.constant 0 : i32
+  %e = tensor.empty() : tensor<8x4xi32>
+  %f = linalg.fill ins(%z : i32) outs(%e : tensor<8x4xi32>) -> tensor<8x4xi32>
+  %m = linalg.matmul ins(%a, %b : tensor<8x16xi8>, tensor<16x4xi8>) outs(%f : tensor<8x4xi32>) -> tensor<8x4xi32>
+  return %m : tensor<8x4xi32>
+}

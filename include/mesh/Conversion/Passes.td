@@ -342,7 +342,10 @@ def MeshLinalgToBlas : Pass<"mesh-linalg-to-blas", "::mlir::ModuleOp"> {
     bf16 into f32 or f64, f32 into f64, as the named ops write it), becomes
     one call of `meshrt_gemm_mixed` instead, which takes both dtypes and
     widens the inputs in the runtime (one sgemm or dgemm, nothing rounded to
-    the input type).
+    the input type). So does a product of 8-bit integers into i32 or i64,
+    both inputs widened alike (`arith.extsi`: i8, `arith.extui`: u8), which
+    the runtime sums exactly through a float GEMM and wraps as integer
+    arithmetic does; a zero fill of an integer output folds like +0.0.
     Where there are several batch, m or n loops (attention on (batch, heads)
     both, after propagation computed it on the unmerged dims; a matmul on
     (batch, rows)), the innermost of each kind is the call's and the others
@@ -359,7 +362,8 @@ def MeshLinalgToBlas : Pass<"mesh-linalg-to-blas", "::mlir::ModuleOp"> {
     be the same buffer), is folded into the call: the library then
     overwrites the output instead of adding to it.
 
-    Everything else stays as it is: integer products (the BLAS has none),
+    Everything else stays as it is: other integer products (i32 inputs,
+    whose products a double cannot hold exactly),
     other mixed element types (inputs of two types, a narrower output),
     several k loops, a k loop that also
     indexes the output (an elementwise product), a buffer whose layout is

@@ -21,46 +21,68 @@ using namespace mlir;
 using namespace mlir::mesh;
 
 namespace {
-/// `v` without the arith.extf of `body` that widens it, if any.
-Value unwidened(Value v, Block &body) {
-  auto ext = v.getDefiningOp<arith::ExtFOp>();
-  return ext && ext->getBlock() == &body ? ext.getIn() : v;
+/// How the inputs of a product's body reach the output's type.
+enum class Widening { None, Float, Signed, Unsigned };
+
+/// The widening of `v`, an operand of `body`'s multiply (an arith.extf,
+/// extsi or extui of `body`, else None), and the value it widens.
+std::pair<Widening, Value> widenedFrom(Value v, Block &body) {
+  Operation *op = v.getDefiningOp();
+  if (!op || op->getBlock() != &body)
+    return {Widening::None, v};
+  if (auto ext = dyn_cast<arith::ExtFOp>(op))
+    return {Widening::Float, ext.getIn()};
+  if (auto ext = dyn_cast<arith::ExtSIOp>(op))
+    return {Widening::Signed, ext.getIn()};
+  if (auto ext = dyn_cast<arith::ExtUIOp>(op))
+    return {Widening::Unsigned, ext.getIn()};
+  return {Widening::None, v};
 }
 
-/// Whether `body` is `yield(out + a * b)` with a, b the two inputs (either
-/// order of each operation), nothing else, on floats; when `widened`, each
-/// input goes through an arith.extf to the output's type first.
-bool isMultiplyAdd(Block &body, bool widened) {
-  if (body.getNumArguments() != 3 || !llvm::hasNItems(body, widened ? 5 : 3))
-    return false;
+/// How `body` widens its inputs, if it is `yield(out + a * b)` with a, b the
+/// two inputs (either order of each operation) and nothing else: float or
+/// integer arithmetic, each input either as it is or (both alike) widened to
+/// the output's type by an arith.extf, extsi or extui.
+std::optional<Widening> productWidening(Block &body) {
+  if (body.getNumArguments() != 3 ||
+      !(llvm::hasNItems(body, 3) || llvm::hasNItems(body, 5)))
+    return std::nullopt;
   auto yield = dyn_cast<linalg::YieldOp>(body.getTerminator());
   if (!yield || yield.getNumOperands() != 1)
-    return false;
-  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
-  if (!add || add->getBlock() != &body)
-    return false;
+    return std::nullopt;
+  Operation *add = yield.getOperand(0).getDefiningOp();
+  if (!add || add->getBlock() != &body ||
+      !isa<arith::AddFOp, arith::AddIOp>(add))
+    return std::nullopt;
   Value out = body.getArgument(2);
-  Value product = add.getLhs() == out   ? add.getRhs()
-                  : add.getRhs() == out ? add.getLhs()
-                                        : Value();
-  auto mul = product ? product.getDefiningOp<arith::MulFOp>() : nullptr;
-  if (!mul || mul->getBlock() != &body)
-    return false;
-  Value lhs = mul.getLhs(), rhs = mul.getRhs();
-  if (widened) {
-    lhs = unwidened(lhs, body);
-    rhs = unwidened(rhs, body);
-  }
+  Value lhs = add->getOperand(0), rhs = add->getOperand(1);
+  Value product = lhs == out ? rhs : rhs == out ? lhs : Value();
+  Operation *mul = product ? product.getDefiningOp() : nullptr;
+  if (!mul || mul->getBlock() != &body ||
+      !(isa<arith::AddFOp>(add) ? isa<arith::MulFOp>(mul)
+                                : isa<arith::MulIOp>(mul)))
+    return std::nullopt;
+  auto [kindX, x] = widenedFrom(mul->getOperand(0), body);
+  auto [kindY, y] = widenedFrom(mul->getOperand(1), body);
   Value a = body.getArgument(0), b = body.getArgument(1);
-  return (lhs == a && rhs == b) || (lhs == b && rhs == a);
+  if (kindX != kindY || !((x == a && y == b) || (x == b && y == a)))
+    return std::nullopt;
+  return kindX;
 }
 
-/// Whether the BLAS path widens `in` to `out` exactly (meshrt_gemm_mixed).
+/// Whether the BLAS path widens float `in` to `out` exactly
+/// (meshrt_gemm_mixed).
 bool isExactWidening(Type in, Type out) {
   if (!gemmDtype(in) || !gemmDtype(out))
     return false;
   unsigned from = in.getIntOrFloatBitWidth(), to = out.getIntOrFloatBitWidth();
   return from < to && to >= 32;
+}
+
+/// Whether meshrt_gemm_mixed takes an integer product of `in` into `out`:
+/// 8-bit inputs into i32 or i64.
+bool isIntegerWidening(Type in, Type out) {
+  return in.isInteger(8) && (out.isInteger(32) || out.isInteger(64));
 }
 
 } // namespace
@@ -92,15 +114,23 @@ FailureOr<GemmLoops> mlir::mesh::matchGemm(linalg::LinalgOp op,
     types.push_back(type);
   }
   Type element = types[2].getElementType();
-  if (!gemmDtype(element))
-    return fail("element type " + llvm::formatv("{0}", element).str() +
-                " (the BLAS takes f16, bf16, f32 and f64)");
   Type input = types[0].getElementType();
   bool widened = input != element;
   if (types[1].getElementType() != input ||
-      (widened && (!allowWidening || !isExactWidening(input, element))))
+      (widened && (!allowWidening || !(isExactWidening(input, element) ||
+                                       isIntegerWidening(input, element)))))
     return fail("mixed element types");
-  if (!isMultiplyAdd(*op.getBlock(), widened))
+  if (!widened && !gemmDtype(element))
+    return fail("element type " + llvm::formatv("{0}", element).str() +
+                " (the BLAS takes f16, bf16, f32 and f64" +
+                (allowWidening ? "; integers only as 8-bit inputs into i32 or "
+                                 "i64)"
+                               : ")"));
+  std::optional<Widening> widening = productWidening(*op.getBlock());
+  bool isFloat = isa<FloatType>(element);
+  if (!widening || (widened ? *widening == Widening::None ||
+                                  (*widening == Widening::Float) != isFloat
+                            : *widening != Widening::None))
     return fail(widened ? "the body is not out + ext(a) * ext(b)"
                         : "the body is not out + a * b");
   FailureOr<linalg::ContractionDimensions> dims =
@@ -123,6 +153,10 @@ FailureOr<GemmLoops> mlir::mesh::matchGemm(linalg::LinalgOp op,
     if (!map.isProjectedPermutation(/*allowZeroInResults=*/false))
       return fail("an indexing map is not a projected permutation");
   GemmLoops loops;
+  if (widened)
+    loops.inputDtype = *widening == Widening::Unsigned ? MESHRT_U8
+                       : *widening == Widening::Signed ? MESHRT_I8
+                                                       : *gemmDtype(input);
   // The innermost loop of each kind is the call's; the others loop.
   auto take = [&](ArrayRef<unsigned> kind, std::optional<unsigned> &kept) {
     if (kind.empty())
@@ -168,9 +202,12 @@ linalg::FillOp mlir::mesh::foldableZeroFill(Operation *product, Value out) {
   for (Operation *op = product->getPrevNode(); op; op = op->getPrevNode()) {
     if (auto fill = dyn_cast<linalg::FillOp>(op)) {
       if (fill.hasPureBufferSemantics() && fill.getOutputs()[0] == out) {
+        // +0.0, or an integer 0 (an integer product's accumulator).
+        Value init = fill.getInputs()[0];
         FloatAttr value;
-        if (matchPattern(fill.getInputs()[0], m_Constant(&value)) &&
-            value.getValue().isPosZero())
+        if ((matchPattern(init, m_Constant(&value)) &&
+             value.getValue().isPosZero()) ||
+            (isa<IntegerType>(init.getType()) && matchPattern(init, m_Zero())))
           return fill;
         return nullptr;
       }

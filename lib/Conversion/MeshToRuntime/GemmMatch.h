@@ -28,6 +28,9 @@ struct GemmLoops {
   std::optional<unsigned> batch, m, n;
   unsigned k;
   SmallVector<unsigned> outer;
+  /// The runtime dtype of A and B where they are narrower than C and widened
+  /// in the body (a meshrt_gemm_mixed product); none where all are C's type.
+  std::optional<int32_t> inputDtype;
 };
 
 /// The runtime dtype of a float element type a GEMM takes (f16, bf16, f32,
@@ -35,9 +38,10 @@ struct GemmLoops {
 std::optional<int32_t> gemmDtype(Type t);
 
 /// The loops of `op` as a GEMM, or why it is none (in `why`). With
-/// `allowWidening`, A and B may have a narrower float type than C, each
-/// widened by an arith.extf in the body (`out + ext(a) * ext(b)`), where the
-/// widening is exact and the runtime takes the pair (meshrt_gemm_mixed).
+/// `allowWidening`, A and B may have a narrower type than C, each widened in
+/// the body (`out + ext(a) * ext(b)`: arith.extf of floats, exact; extsi or
+/// extui of 8-bit integers into i32 or i64), where the runtime takes the
+/// pair (meshrt_gemm_mixed).
 FailureOr<GemmLoops> matchGemm(linalg::LinalgOp op, std::string &why,
                                bool allowWidening = false);
 

@@ -4,7 +4,8 @@
 // product or dot product of one float type becomes one call of the
 // runtime's meshrt_gemm, which hands it to a BLAS; one whose inputs are of
 // a narrower float type, widened in the body (f16 into f32), becomes one
-// call of meshrt_gemm_mixed. The op form does not
+// call of meshrt_gemm_mixed; so does one of 8-bit integers into i32 or i64
+// (exact sums through a float GEMM that holds them). The op form does not
 // matter: a named op (matmul, batch_matmul, matvec, vecmat, dot, a matmul
 // with transposed indexing maps) and a linalg.generic are matched alike, on
 // their indexing maps and their body (a multiply of the two inputs added to
@@ -86,22 +87,21 @@ struct MeshLinalgToBlasPass
         cast<MemRefType>(op.getDpsInits()[0].getType()).getElementType();
     linalg::FillOp fill = foldableZeroFill(op, op.getDpsInits()[0]);
     GemmCallArgs args = buildGemmCallArgs(b, op, loops);
-    Type input =
-        cast<MemRefType>(op.getDpsInputs()[0].getType()).getElementType();
-    auto dtypeOf = [&](Type t) -> Value {
-      return arith::ConstantIntOp::create(b, loc, i32, *gemmDtype(t));
+    auto dtypeConst = [&](int32_t dtype) -> Value {
+      return arith::ConstantIntOp::create(b, loc, i32, dtype);
     };
     Value accumulate = arith::ConstantIntOp::create(b, loc, i32, fill ? 0 : 1);
-    // A product of a narrower type into C's (f16 into f32, ...): A and B
-    // widened by meshrt_gemm_mixed, which takes both dtypes.
-    bool mixed = input != element;
+    // A product of a narrower type into C's (f16 into f32, i8 into i32,
+    // ...): A and B widened by meshrt_gemm_mixed, which takes both dtypes.
+    bool mixed = loops.inputDtype.has_value();
     RuntimeEntry entry =
         mixed ? RuntimeEntry::meshrt_gemm_mixed : RuntimeEntry::meshrt_gemm;
     checkRuntimeCall<RuntimeEntry::meshrt_gemm, 18>();
     checkRuntimeCall<RuntimeEntry::meshrt_gemm_mixed, 19>();
-    SmallVector<Value> operands = {dtypeOf(input)};
+    SmallVector<Value> operands = {
+        dtypeConst(mixed ? *loops.inputDtype : *gemmDtype(element))};
     if (mixed)
-      operands.push_back(dtypeOf(element));
+      operands.push_back(dtypeConst(*getRuntimeDtype(element)));
     operands.append({args.batch, args.m, args.n, args.k, args.pointers[0],
                      args.strides[0][0], args.strides[0][1], args.strides[0][2],
                      args.pointers[1], args.strides[1][0], args.strides[1][1],

@@ -560,11 +560,13 @@ MESHRT_API meshrt_status meshrt_gemm(
     int64_t b_row_stride, int64_t b_col_stride, void *c, int64_t c_batch_stride,
     int64_t c_row_stride, int64_t c_col_stride, int32_t accumulate);
 
-/// meshrt_gemm with A and B of `in_dtype` and C of a wider float `out_dtype`
-/// (a mixed-precision product: f16 or bf16 into f32 or f64, f32 into f64).
-/// A and B are widened exactly to `out_dtype` and multiplied by one sgemm or
-/// dgemm straight into C, so nothing is rounded but the library's own sums.
-/// Equal dtypes are meshrt_gemm; any other pair is an error.
+/// meshrt_gemm with A and B of `in_dtype` and C of a wider `out_dtype`: a
+/// mixed-precision product (f16 or bf16 into f32 or f64, f32 into f64: A and
+/// B widened exactly, one sgemm or dgemm straight into C, nothing rounded but
+/// the library's own sums) or an 8-bit integer one (i8 or u8 into i32 or
+/// i64: exact sums through an sgemm or dgemm that holds them, wrapping into
+/// C as integer arithmetic does). Equal dtypes are meshrt_gemm; any other
+/// pair is an error.
 MESHRT_API meshrt_status meshrt_gemm_mixed(
     meshrt_dtype in_dtype, meshrt_dtype out_dtype, int64_t batch, int64_t m,
     int64_t n, int64_t k, const void *a, int64_t a_batch_stride,

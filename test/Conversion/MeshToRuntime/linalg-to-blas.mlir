@@ -172,12 +172,76 @@ func.func @mixed(%a: memref<8x16xf16, strided<[32, 1], offset: 5>>, %b: memref<1
 
 // -----
 
+// 8-bit integer products into i32 or i64 (quantized layers): one
+// meshrt_gemm_mixed with the input's signedness read from the body's
+// widening (extsi: i8 = 4, extui: u8 = 7; i32 = 5, i64 = 6). The runtime
+// sums exactly through a float GEMM and wraps as integer arithmetic does.
+// CHECK-LABEL: func.func @integers
+// CHECK-DAG: %[[I8:.*]] = arith.constant 4 : i32
+// CHECK-DAG: %[[I32:.*]] = arith.constant 5 : i32
+// CHECK-DAG: %[[I64:.*]] = arith.constant 6 : i32
+// CHECK-DAG: %[[U8:.*]] = arith.constant 7 : i32
+// CHECK: llvm.call @meshrt_gemm_mixed(%[[I8]], %[[I32]],
+// CHECK: "mesh runtime: meshrt_gemm_mixed for 'linalg.matmul' failed
+// CHECK: llvm.call @meshrt_gemm_mixed(%[[U8]], %[[I32]],
+// CHECK: "mesh runtime: meshrt_gemm_mixed for 'linalg.matmul' failed
+// CHECK: llvm.call @meshrt_gemm_mixed(%[[I8]], %[[I64]],
+// CHECK: "mesh runtime: meshrt_gemm_mixed for 'linalg.batch_matmul' failed
+// CHECK: llvm.call @meshrt_gemm_mixed(%[[U8]], %[[I64]],
+// CHECK: "mesh runtime: meshrt_gemm_mixed for 'linalg.generic' failed
+// CHECK-NOT: {{^ *}}linalg.
+// CHECK: return
+func.func @integers(%a: memref<8x16xi8>, %b: memref<16x4xi8>, %c: memref<8x4xi32>,
+                    %ab: memref<2x8x16xi8>, %bb: memref<2x16x4xi8>, %cb: memref<2x8x4xi64>, %c64: memref<8x4xi64>) {
+  linalg.matmul ins(%a, %b : memref<8x16xi8>, memref<16x4xi8>) outs(%c : memref<8x4xi32>)
+  linalg.matmul {cast = #linalg.type_fn<cast_unsigned>} ins(%a, %b : memref<8x16xi8>, memref<16x4xi8>) outs(%c : memref<8x4xi32>)
+  linalg.batch_matmul ins(%ab, %bb : memref<2x8x16xi8>, memref<2x16x4xi8>) outs(%cb : memref<2x8x4xi64>)
+  linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}
+    ins(%a, %b : memref<8x16xi8>, memref<16x4xi8>) outs(%c64 : memref<8x4xi64>) {
+  ^bb0(%x: i8, %y: i8, %o: i64):
+    %xe = arith.extui %x : i8 to i64
+    %ye = arith.extui %y : i8 to i64
+    %p = arith.muli %xe, %ye : i64
+    %s = arith.addi %o, %p : i64
+    linalg.yield %s : i64
+  }
+  return
+}
+
+// -----
+
+// Integer products the runtime cannot sum exactly, or whose inputs are
+// widened two ways, stay loops: i32 inputs into i64 (products past 2^53),
+// i8 into i16, one input sign-extended and the other zero-extended.
+func.func @integers_kept(%a32: memref<4x4xi32>, %c64: memref<4x4xi64>, %a8: memref<4x4xi8>, %c16: memref<4x4xi16>, %c32: memref<4x4xi32>) {
+  // expected-remark @below {{kept as loops: mixed element types}}
+  linalg.matmul ins(%a32, %a32 : memref<4x4xi32>, memref<4x4xi32>) outs(%c64 : memref<4x4xi64>)
+  // expected-remark @below {{kept as loops: mixed element types}}
+  linalg.matmul ins(%a8, %a8 : memref<4x4xi8>, memref<4x4xi8>) outs(%c16 : memref<4x4xi16>)
+  // expected-remark @below {{kept as loops: the body is not out + ext(a) * ext(b)}}
+  linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}
+    ins(%a8, %a8 : memref<4x4xi8>, memref<4x4xi8>) outs(%c32 : memref<4x4xi32>) {
+  ^bb0(%x: i8, %y: i8, %o: i32):
+    %xe = arith.extsi %x : i8 to i32
+    %ye = arith.extui %y : i8 to i32
+    %p = arith.muli %xe, %ye : i32
+    %s = arith.addi %o, %p : i32
+    linalg.yield %s : i32
+  }
+  return
+}
+// CHECK-LABEL: func.func @integers_kept
+// CHECK-NOT: meshrt_gemm
+// CHECK: return
+
+// -----
+
 // What the BLAS cannot take stays, with a remark saying why: integers,
 // mixed types that are no exact widening of both inputs (an f16 and an f32
 // input, f32 into f16), a widened body that does more,
 // a body that does more than multiply-add, two k loops.
 func.func @kept(%ai: memref<4x4xi32>, %ci: memref<4x4xi32>, %ah: memref<4x4xf16>, %a: memref<4x4xf32>, %c: memref<4x4xf32>, %a3: memref<2x4x4xf32>, %b3: memref<4x4x4xf32>, %c2: memref<2x4xf32>, %ch: memref<4x4xf16>) {
-  // expected-remark @below {{kept as loops: element type i32 (the BLAS takes f16, bf16, f32 and f64)}}
+  // expected-remark @below {{kept as loops: element type i32 (the BLAS takes f16, bf16, f32 and f64; integers only as 8-bit inputs into i32 or i64)}}
   linalg.matmul ins(%ai, %ai : memref<4x4xi32>, memref<4x4xi32>) outs(%ci : memref<4x4xi32>)
   // expected-remark @below {{kept as loops: mixed element types}}
   linalg.matmul ins(%ah, %a : memref<4x4xf16>, memref<4x4xf32>) outs(%c : memref<4x4xf32>)
