@@ -189,6 +189,27 @@ class Global(unittest.TestCase):
         self.assertEqual(r.dtype, np.float32)
         np.testing.assert_array_equal(r, want)
 
+    def test_argument_layouts(self):
+        # A read-only array (its address from the array interface, not the
+        # buffer protocol), a strided view (copied first), and the same
+        # array twice: each gives the numbers of a plain copy.
+        a = np.array([1, 2, 3], np.float32)
+        b = np.array([4, 5, 6], np.float32)
+        c = np.array(0.5, np.float32)
+        ro = a.copy()
+        ro.setflags(write=False)
+        strided = np.array([1, 9, 2, 9, 3], np.float32)[::2]
+        for x in (ro, strided, a):
+            self.assertEqual(self.mod.dot_plus(x, b, c), 32.5)
+        self.assertEqual(self.mod.dot_plus(a, a, c), 14.5)
+        # Results are row-major arrays that own their memory.
+        r = self.mod.mixed_mm(np.ones((5, 7), np.float16),
+                              np.ones((3, 7), np.float16),
+                              np.zeros((5, 3), np.float32))
+        self.assertTrue(r.flags.c_contiguous)
+        self.assertTrue(r.flags.writeable)
+        np.testing.assert_array_equal(r, np.full((5, 3), 7, np.float32))
+
     def test_int8_product(self):
         # i8 x i8 into i32 (meshrt_gemm_mixed through a float GEMM that
         # holds every sum: k = 1100 needs a double): exact, the extremes
