@@ -142,6 +142,12 @@ void reportKernels(void *Lib, CoreChoice Choice) {
   } catch (const Error &) {
     // A bad MESHRT_DEBUG is reported where the runtime starts.
   }
+  // The library ignores the name where it was loaded before (by numpy, in
+  // a Python process): its choice stands then.
+  const char *Named = std::getenv("OPENBLAS_CORETYPE");
+  if (Choice == CoreChoice::Meshrt &&
+      (!Named || strcasecmp(Core.c_str(), Named) != 0))
+    Choice = CoreChoice::Library;
   const char *Why = Choice == CoreChoice::User ? " (OPENBLAS_CORETYPE)"
                     : Choice == CoreChoice::Meshrt
                         ? " (named by libmeshrt for the CPU's vector "
