@@ -59,15 +59,19 @@ def _descriptor_type(rank, _cache={}):
     return _cache[rank]
 
 
-def _row_major(shape):
-    """The ctypes arrays of a row-major descriptor's sizes and strides."""
-    rank = len(shape)
-    strides, stride = [0] * rank, 1
-    for k in reversed(range(rank)):
+def _row_major_strides(shape):
+    """The strides, in elements, of a row-major array of `shape`."""
+    strides, stride = [0] * len(shape), 1
+    for k in reversed(range(len(shape))):
         strides[k] = stride
         stride *= shape[k]
-    return ((ctypes.c_int64 * rank)(*shape),
-            (ctypes.c_int64 * rank)(*strides))
+    return tuple(strides)
+
+
+def _descriptor_layout(shape, strides):
+    """A descriptor's sizes and strides, as the ctypes arrays it holds."""
+    array = ctypes.c_int64 * len(shape)
+    return array(*shape), array(*strides)
 
 
 def _address(array):
@@ -97,11 +101,13 @@ class _Part:
         self.shape = None if desc["shape"] is None else tuple(desc["shape"])
         self.ctype = (self.scalar_type if self.shape is None
                       else _descriptor_type(len(self.shape)))
-        # A static shape's descriptor sizes and row-major strides, built
-        # once (a call copies them into its descriptor).
-        self.static_layout = None
+        # A static shape's row-major strides and descriptor layout, built
+        # once (a call copies the layout into its descriptor).
+        self.static_strides = self.static_layout = None
         if self.shape is not None and all(d >= 0 for d in self.shape):
-            self.static_layout = _row_major(self.shape)
+            self.static_strides = _row_major_strides(self.shape)
+            self.static_layout = _descriptor_layout(self.shape,
+                                                    self.static_strides)
         if self.ctype is None:
             raise TypeError(f"{fn}: {what} is a {self.dtype_name} scalar, "
                             "which ctypes does not have")
@@ -193,7 +199,8 @@ class Function:
             call.ranges.append((ptr, value.nbytes))
         if not shape:
             return ctypes.pointer(part.ctype(ptr, ptr, 0))
-        sizes, strides = part.static_layout or _row_major(shape)
+        sizes, strides = part.static_layout or _descriptor_layout(
+            shape, _row_major_strides(shape))
         return ctypes.pointer(part.ctype(ptr, ptr, 0, sizes, strides))
 
     def _result(self, part, d, call):
@@ -232,9 +239,8 @@ class Function:
                     ).from_address(alloc)
             weakref.finalize(base, _libc.free, alloc)
             owners[alloc] = base
-        if strides == tuple(part.static_layout[1]
-                            if part.static_layout and shape == part.shape
-                            else _row_major(shape)[1]):
+        if strides == (part.static_strides if shape == part.shape
+                       else _row_major_strides(shape)):
             # Row-major, as compiled code returns its buffers.
             return np.frombuffer(base, part.np_dtype, count=n,
                                  offset=start - alloc).reshape(shape)

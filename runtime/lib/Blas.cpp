@@ -2,10 +2,10 @@
 //
 // meshrt_gemm: C[b] = A[b] * B[b] (+ C[b]) over strided operands, computed by
 // the CBLAS libmeshrt loads (OpenBLAS from Debian; docs/compiling.md says
-// why). meshrt_gemm_mixed: the same with C of a wider float type than A and
-// B (f16 into f32, ...), A and B widened exactly first. The compiler's
-// mesh-linalg-to-blas pass turns the contractions of a host program into calls
-// of it.
+// why). meshrt_gemm_mixed: the same with C of a wider type than A and B
+// (f16 into f32, i8 into i32, ...), A and B widened exactly first. The
+// compiler's mesh-linalg-to-blas pass turns the contractions of a host program
+// into calls of it.
 //
 // Operand layouts: a matrix whose column stride is 1 is row-major, one whose
 // row stride is 1 is column-major; both go to the library as they are, with
@@ -83,7 +83,7 @@ struct Cblas {
 /// knows uses the SkylakeX or, with BF16, the Cooperlake kernels; the AVX2
 /// models the Haswell ones), so it is named before the library loads. Other
 /// vendors keep the library's choice (its Zen kernels are tuned per family);
-/// a fallback there is reported after loading (reportFallback).
+/// a fallback there is reported after loading (reportKernels).
 const char *openblasCoreForCpu() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
@@ -455,6 +455,13 @@ void gemmHalf(Matrix<const uint16_t> A, Matrix<const uint16_t> B,
       C.Data[I * C.RowStride + J * C.ColStride] = Narrow(C32[I * N + J]);
 }
 
+/// V as a T (an exact widening: float to double, an 8-bit integer to a
+/// float).
+template <typename S, typename T> T castTo(S V) { return T(V); }
+template <float (*Widen)(uint16_t)> double halfToDouble(uint16_t V) {
+  return Widen(V);
+}
+
 /// A mixed product: A and B of S widened exactly to C's T, one GEMM of T
 /// straight into C (nothing rounded but the library's sums).
 template <typename S, typename T, T (*Widen)(S)>
@@ -462,16 +469,6 @@ void gemmWidened(Matrix<const S> A, Matrix<const S> B, Matrix<T> C,
                  bool Accumulate) {
   auto [AT, BT] = widenOperands<S, T>(A, B, Widen);
   gemmOne<T>(AT, BT, C, Accumulate);
-}
-
-/// The integer product A * B of `S` elements into P (M x N, packed), exact:
-/// the inputs widened to the float type F, one GEMM of F; the caller chose
-/// F so that every partial sum is an integer F holds exactly.
-template <typename S, typename F>
-void integerProductIn(Matrix<const S> A, Matrix<const S> B, F *P) {
-  auto Widen = [](S V) { return F(V); };
-  auto [AF, BF] = widenOperands<S, F>(A, B, +Widen);
-  gemmOne<F>(AF, BF, Matrix<F>{P, A.Rows, B.Cols, B.Cols, 1}, false);
 }
 
 /// An integer product of 8-bit inputs into the wider integer T, as the
@@ -486,7 +483,10 @@ void gemmInteger(Matrix<const S> A, Matrix<const S> B, Matrix<T> C,
                  bool Accumulate) {
   int64_t M = C.Rows, N = C.Cols, K = A.Cols;
   const int64_t MaxProduct = std::is_signed_v<S> ? 128 * 128 : 255 * 255;
-  auto Store = [&](auto *P) {
+  // The exact product in P (packed, of a float type F), wrapped into C.
+  auto Product = [&](auto *P) {
+    using F = std::remove_pointer_t<decltype(P)>;
+    gemmWidened<S, F, castTo<S, F>>(A, B, Matrix<F>{P, M, N, N, 1}, false);
     for (int64_t I = 0; I < M; ++I)
       for (int64_t J = 0; J < N; ++J) {
         T &Out = C.Data[I * C.RowStride + J * C.ColStride];
@@ -494,21 +494,11 @@ void gemmInteger(Matrix<const S> A, Matrix<const S> B, Matrix<T> C,
         Out = T(Accumulate ? uint64_t(Out) + Sum : Sum);
       }
   };
-  if (K * MaxProduct < (int64_t(1) << 24)) {
-    float *P = scratch<float, 1>(2, M * N);
-    integerProductIn<S, float>(A, B, P);
-    Store(P);
-  } else {
-    double *P = scratch<double, 1>(2, M * N);
-    integerProductIn<S, double>(A, B, P);
-    Store(P);
-  }
+  if (K * MaxProduct < (int64_t(1) << 24))
+    Product(scratch<float, 1>(2, M * N));
+  else
+    Product(scratch<double, 1>(2, M * N));
 }
-
-template <float (*Widen)(uint16_t)> double halfToDouble(uint16_t V) {
-  return Widen(V);
-}
-double floatToDouble(float V) { return V; }
 
 /// One GEMM per batch entry: A and B of S, C of T.
 template <typename S, typename T = S>
@@ -549,7 +539,7 @@ void gemmMixed(const GemmArgs &G) {
         G, gemmWidened<uint16_t, double, halfToDouble<bfloat16ToFloat>>);
   case dtypePair(MESHRT_F32, MESHRT_F64):
     return gemmBatches<float, double>(
-        G, gemmWidened<float, double, floatToDouble>);
+        G, gemmWidened<float, double, castTo<float, double>>);
   case dtypePair(MESHRT_I8, MESHRT_I32):
     return gemmBatches<int8_t, int32_t>(G, gemmInteger<int8_t, int32_t>);
   case dtypePair(MESHRT_I8, MESHRT_I64):
