@@ -108,6 +108,10 @@ void mlir::mesh::addBufferizationAndRuntimeCalls(
 
 void mlir::mesh::buildMeshToLLVMPipeline(OpPassManager &pm,
                                          const MeshToLLVMOptions &options) {
+  // Stencil loops two steps per pass over memory, on the global program
+  // (partitioning then moves their halos half as often, twice as deep).
+  if (options.temporalBlocking)
+    pm.addPass(createTemporalBlocking());
   addBufferizationAndRuntimeCalls(
       pm, options.partition, options.writableArguments, options.initSymbol,
       options.finiSymbol, options.initInMain, /*onStream=*/false,

@@ -54,6 +54,11 @@ struct MeshToLLVMOptions : public MeshCompileOptions<MeshToLLVMOptions> {
       llvm::cl::desc("Compute contractions with the runtime's BLAS GEMM "
                      "(mesh-linalg-to-blas); false: as loops"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> temporalBlocking{
+      *this, "temporal-blocking",
+      llvm::cl::desc("Run two steps of a stencil loop per pass over its "
+                     "field (mesh-temporal-blocking); false: one"),
+      llvm::cl::init(true)};
 };
 
 /// The start of both compile pipelines: with `partition`, a program that

@@ -449,6 +449,73 @@ def PartitionIfAnnotated
                            "::mlir::tensor::TensorDialect"];
 }
 
+def TemporalBlocking : Pass<"mesh-temporal-blocking", "::mlir::ModuleOp"> {
+  let summary = "Runs two steps of a stencil loop per pass over its field";
+  let description = [{
+    A time-stepping `scf.for` that carries one tensor, whose step (the loop's
+    body, or the one function it calls) pads the field by static widths with
+    one value and computes the next field elementwise from windows of that
+    pad, the field itself and values from outside the loop (a Jacobi or heat
+    step), is bound by memory: each step reads the field and writes the next
+    one. This pass makes the loop run two steps per iteration as one
+    elementwise `linalg.generic` over windows of the field padded twice as
+    wide, so the field streams through memory once per two steps:
+    - the first step's value at each shift the second step reads is
+      computed again there, in registers (an element of the second step
+      costs the first step once per shift it reads: a 5-point stencil
+      computes 4 + 1 steps' worth per element, for half the memory traffic);
+    - outside the grid, the first step's values are the pad's value, as the
+      second step's pad makes them (a `linalg.index` test per shifted dim);
+    - loop-invariant tensors the step reads are padded once, before the
+      loop, by the field's widths;
+    - an odd last step runs the old loop once, and a trip count known only
+      at run time is split at run time.
+
+    Each element is computed by the same operations in the same order as
+    before: results are the same bit for bit. Partitioned, the wider pad's
+    halo moves every second step in the same messages, twice as deep.
+    Sharding annotations of a called step's arguments and result become
+    `mesh.shard` constraints in the new loop.
+
+    A loop is left as it is when the step has another form (an op that is
+    not elementwise, a second pad, side effects, a read of the loop's
+    index), runs fewer than two steps, or when two steps would cost more
+    than `max-ops` operations per element (the ops of a step times one plus
+    the number of shifts at which it reads the field). With `report`, each
+    loop that carries one value gets a remark: "two steps per iteration", or
+    why not. `--mesh-to-llvm` runs this pass first (`temporal-blocking=false`
+    skips it).
+
+    ```mlir
+    %r = scf.for %i = %c0 to %c100 step %c1 iter_args(%u = %u0) -> (tensor<64x64xf32>) {
+      %p = tensor.pad %u low[1, 1] high[1, 1] { ... tensor.yield %zero : f32 }
+          : tensor<64x64xf32> to tensor<66x66xf32>
+      %n = tensor.extract_slice %p[0, 1] [64, 64] [1, 1] : ...
+      %s = tensor.extract_slice %p[2, 1] [64, 64] [1, 1] : ...
+      %v = arith.addf %n, %s : tensor<64x64xf32>
+      scf.yield %v : tensor<64x64xf32>
+    }
+    // becomes 50 iterations of
+    //   %p = tensor.pad %u low[2, 2] high[2, 2] { ... }
+    //   windows of %p at rows 0, 2 and 4, and
+    //   %v = linalg.generic ins(%w0, %w2, %w4) {
+    //     north = select(row == 0, %zero, w0 + w2)
+    //     south = select(row >= 63, %zero, w2 + w4)
+    //     yield north + south }
+    ```
+  }];
+  let options = [
+    Option<"maxOps", "max-ops", "unsigned", "128",
+           "Most operations per element two composed steps may take">,
+    Option<"report", "report", "bool", "false",
+           "A remark on each loop that carries one value: blocked or why not">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def CollectivesInPlace : Pass<"mesh-collectives-in-place"> {
   let summary = "Buffer collectives write into inputs that die at them";
   let description = [{
