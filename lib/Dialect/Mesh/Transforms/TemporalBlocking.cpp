@@ -369,11 +369,9 @@ private:
         e->body.clone(inner, mapping);
     }
     Value yielded = block.getTerminator()->getOperand(number);
-    if (yielded.getParentBlock() == &block)
-      return e ? mapping.lookup(yielded) : Value();
-    if (mapping.contains(yielded))
-      return e ? mapping.lookup(yielded) : Value();
-    return scalar(yielded);
+    if (yielded.getParentBlock() != &block && !mapping.contains(yielded))
+      return scalar(yielded);
+    return e ? mapping.lookup(yielded) : Value();
   }
 };
 } // namespace
@@ -458,6 +456,83 @@ static bool onlyPureLeftOver(Step &step) {
   return true;
 }
 
+/// Where the pairs of steps of `loop` end (`mid`), their stride, and
+/// whether a step may be left over (always, as far as the IR can tell,
+/// when the trip count is known only at run time). None, and nothing
+/// made, when the loop surely runs fewer than two steps.
+struct Split {
+  Value mid, twice;
+  bool odd = true;
+};
+static std::optional<Split> splitTrips(scf::ForOp loop, OpBuilder &b) {
+  Location loc = loop.getLoc();
+  Value lb = loop.getLowerBound(), ub = loop.getUpperBound(),
+        stride = loop.getStep();
+  auto constant = [&](int64_t c) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(lb.getType(), c));
+  };
+  std::optional<int64_t> clb = getConstantIntValue(lb),
+                         cub = getConstantIntValue(ub),
+                         cstep = getConstantIntValue(stride);
+  Split split;
+  if (clb && cub && cstep) {
+    int64_t trips = *cub > *clb ? llvm::divideCeil(*cub - *clb, *cstep) : 0;
+    if (trips < 2)
+      return std::nullopt;
+    split.odd = trips % 2;
+    split.mid = constant(*clb + trips / 2 * 2 * *cstep);
+    split.twice = constant(2 * *cstep);
+    return split;
+  }
+  split.twice = arith::MulIOp::create(b, loc, stride, constant(2));
+  Value span = arith::MaxSIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, ub, lb), constant(0));
+  Value trips = arith::CeilDivSIOp::create(b, loc, span, stride);
+  Value pairs = arith::DivSIOp::create(b, loc, trips, constant(2));
+  split.mid = arith::AddIOp::create(
+      b, loc, lb, arith::MulIOp::create(b, loc, pairs, split.twice));
+  return split;
+}
+
+/// The body of the loop of pairs: the field padded twice as wide, and the
+/// composed step over windows of it, written by `e` (whose builders point
+/// into the body).
+static Value buildPairOfSteps(Step &step, Emitter &e, Value field,
+                              Location loc) {
+  MLIRContext *ctx = loc.getContext();
+  if (ShardingAttr s = step.annotation(step.field))
+    field = ShardOp::create(e.inLoop, loc, field, s);
+  SmallVector<int64_t> lo2, hi2;
+  for (auto [lo, hi] : llvm::zip(step.lo, step.hi)) {
+    lo2.push_back(2 * lo);
+    hi2.push_back(2 * hi);
+  }
+  Value padValue = step.fromOutside(step.padValue);
+  if (!padValue)
+    padValue = e.inLoop.clone(*step.padValue.getDefiningOp())->getResult(0);
+  e.padded = tensor::PadOp::create(e.inLoop, loc, Type(), field,
+                                   getAsIndexOpFoldResult(ctx, lo2),
+                                   getAsIndexOpFoldResult(ctx, hi2), padValue);
+  Value scalar = Composer(step).emit(e);
+  Type elementType = step.type.getElementType();
+  e.block->addArgument(elementType, loc);
+  linalg::YieldOp::create(e.body, loc, scalar);
+  Value init =
+      tensor::EmptyOp::create(e.inLoop, loc, step.type.getShape(), elementType);
+  SmallVector<AffineMap> maps(
+      e.inputs.size() + 1,
+      AffineMap::getMultiDimIdentityMap(step.type.getRank(), ctx));
+  SmallVector<utils::IteratorType> iterators(step.type.getRank(),
+                                             utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(e.inLoop, loc, step.type, e.inputs,
+                                           init, maps, iterators);
+  generic.getRegion().push_back(e.block);
+  Value next = generic.getResult(0);
+  if (ShardingAttr s = step.annotation(Value()))
+    next = ShardOp::create(e.inLoop, loc, next, s);
+  return next;
+}
+
 /// `loop` as two steps per iteration, then the old loop for an odd last
 /// step. Fails, leaving the IR as it was, when the step has another form
 /// (`why` says how) or composing would cost more than `maxOps` operations
@@ -482,84 +557,26 @@ static LogicalResult blockLoop(scf::ForOp loop, unsigned maxOps,
                    .str(),
            failure();
 
-  // Trip counts: the new loop runs the pairs, the old one what is left.
+  // The new loop runs the pairs, the old one what is left.
   OpBuilder b(loop);
-  Location loc = loop.getLoc();
-  Value lb = loop.getLowerBound(), ub = loop.getUpperBound(),
-        stride = loop.getStep();
-  Type indexType = lb.getType();
-  auto constant = [&](int64_t c) -> Value {
-    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(indexType, c));
-  };
-  std::optional<int64_t> clb = getConstantIntValue(lb),
-                         cub = getConstantIntValue(ub),
-                         cstep = getConstantIntValue(stride);
-  bool odd = true;
-  Value mid;
-  Value twice = cstep ? constant(2 * *cstep)
-                      : arith::MulIOp::create(b, loc, stride, constant(2));
-  if (clb && cub && cstep) {
-    int64_t trips = *cub > *clb ? llvm::divideCeil(*cub - *clb, *cstep) : 0;
-    if (trips < 2)
-      return why = "the loop runs fewer than two steps", failure();
-    odd = trips % 2;
-    mid = constant(*clb + trips / 2 * 2 * *cstep);
-  } else {
-    Value span = arith::MaxSIOp::create(
-        b, loc, arith::SubIOp::create(b, loc, ub, lb), constant(0));
-    Value trips = arith::CeilDivSIOp::create(b, loc, span, stride);
-    Value pairs = arith::DivSIOp::create(b, loc, trips, constant(2));
-    mid = arith::AddIOp::create(b, loc, lb,
-                                arith::MulIOp::create(b, loc, pairs, twice));
-  }
-
+  std::optional<Split> split = splitTrips(loop, b);
+  if (!split)
+    return why = "the loop runs fewer than two steps", failure();
   Emitter e(loop);
-  Composer composer(step);
-  auto blocked = scf::ForOp::create(
-      b, loc, lb, mid, twice, loop.getInitArgs(),
-      [&](OpBuilder &nb, Location l, Value, ValueRange args) {
+  auto pairs = scf::ForOp::create(
+      b, loop.getLoc(), loop.getLowerBound(), split->mid, split->twice,
+      loop.getInitArgs(),
+      [&](OpBuilder &nb, Location loc, Value, ValueRange args) {
         e.inLoop.setInsertionPoint(nb.getInsertionBlock(),
                                    nb.getInsertionPoint());
-        Value field = args[0];
-        if (ShardingAttr s = step.annotation(step.field))
-          field = ShardOp::create(e.inLoop, l, field, s);
-        SmallVector<int64_t> lo2, hi2;
-        for (auto [lo, hi] : llvm::zip(step.lo, step.hi)) {
-          lo2.push_back(2 * lo);
-          hi2.push_back(2 * hi);
-        }
-        Value padValue = step.fromOutside(step.padValue);
-        if (!padValue)
-          padValue =
-              e.inLoop.clone(*step.padValue.getDefiningOp())->getResult(0);
-        e.padded = tensor::PadOp::create(
-            e.inLoop, l, Type(), field,
-            getAsIndexOpFoldResult(nb.getContext(), lo2),
-            getAsIndexOpFoldResult(nb.getContext(), hi2), padValue);
-        Value scalar = composer.emit(e);
-        auto elementType = step.type.getElementType();
-        e.block->addArgument(elementType, l);
-        linalg::YieldOp::create(e.body, l, scalar);
-        Value init = tensor::EmptyOp::create(e.inLoop, l, step.type.getShape(),
-                                             elementType);
-        SmallVector<AffineMap> maps(e.inputs.size() + 1,
-                                    AffineMap::getMultiDimIdentityMap(
-                                        step.type.getRank(), nb.getContext()));
-        SmallVector<utils::IteratorType> iterators(
-            step.type.getRank(), utils::IteratorType::parallel);
-        auto generic = linalg::GenericOp::create(
-            e.inLoop, l, step.type, e.inputs, init, maps, iterators);
-        generic.getRegion().push_back(e.block);
-        Value next = generic.getResult(0);
-        if (ShardingAttr s = step.annotation(Value()))
-          next = ShardOp::create(e.inLoop, l, next, s);
-        scf::YieldOp::create(e.inLoop, l, next);
+        scf::YieldOp::create(e.inLoop, loc,
+                             buildPairOfSteps(step, e, args[0], loc));
       });
-  ValueRange results = blocked.getResults();
-  if (odd) {
+  ValueRange results = pairs.getResults();
+  if (split->odd) {
     auto rest = cast<scf::ForOp>(b.clone(*loop));
-    rest.setLowerBound(mid);
-    rest.getInitArgsMutable().assign(blocked.getResults());
+    rest.setLowerBound(split->mid);
+    rest.getInitArgsMutable().assign(pairs.getResults());
     results = rest.getResults();
   }
   loop->replaceAllUsesWith(results);
