@@ -128,19 +128,26 @@ class TpMlp(unittest.TestCase):
         self.assertIn("tp_mlp(f32(4, 8)", repr(f))
 
 
-class Global(unittest.TestCase):
-    """A global program partitioned by mesh-compile, on any world size."""
+class CompiledGlobal(unittest.TestCase):
+    """Loads SOURCE, a global program formatted with the world size, once
+    for the class (skipped unless each of SIZES divides by the world)."""
+    SOURCE, NAME, SIZES = None, None, ()
 
     @classmethod
     def setUpClass(cls):
-        if 16 % WORLD:
-            raise unittest.SkipTest("16 elements over the world")
+        if any(n % WORLD for n in cls.SIZES):
+            raise unittest.SkipTest(f"{cls.SIZES} over the world")
         cls.mod = mesh.runtime.load(mesh.compiler.compile_string(
-            GLOBAL.format(world=WORLD), name="global"))
+            cls.SOURCE.format(world=WORLD), name=cls.NAME))
 
     @classmethod
     def tearDownClass(cls):
         cls.mod.close()
+
+
+class Global(CompiledGlobal):
+    """A global program partitioned by mesh-compile, on any world size."""
+    SOURCE, NAME, SIZES = GLOBAL, "global", (16,)
 
     def test_partitioned_and_scalars(self):
         n = 16 // WORLD
@@ -341,21 +348,11 @@ def upwind_reference(u, steps):
     return u
 
 
-class Stencils(unittest.TestCase):
+class Stencils(CompiledGlobal):
     """Stencil loops, two steps per iteration (mesh-compile's default; the
     lit test temporal-blocking.mlir shows these forms blocked), against
     numpy, for odd and even step counts."""
-
-    @classmethod
-    def setUpClass(cls):
-        if 32 % WORLD or 48 % WORLD:
-            raise unittest.SkipTest("32 rows and 48 elements over the world")
-        cls.mod = mesh.runtime.load(mesh.compiler.compile_string(
-            STENCILS.format(world=WORLD), name="stencils"))
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.mod.close()
+    SOURCE, NAME, SIZES = STENCILS, "stencils", (32, 48)
 
     def test_steps(self):
         me = dist.get_rank() if dist.is_initialized() else 0
