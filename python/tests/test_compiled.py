@@ -371,5 +371,51 @@ class Stencils(CompiledGlobal):
                     self.mod.upwind(w[me * part:(me + 1) * part], steps),
                     upwind_reference(w, steps))
 
+
+# Modules whose functions share a name: "@f" is x + 1 in one and x * 2 in
+# the other, a global program over the world (the result is gathered).
+TWIN = """
+mesh.mesh @m(["x" = {world}])
+func.func @f(%a: tensor<16xf32> {{mesh.sharding = #mesh.sharding<@m, [["x"]]>}})
+    -> (tensor<16xf32> {{mesh.sharding = #mesh.sharding<@m, [[]]>}})
+    attributes {{llvm.emit_c_interface}} {{
+  %c = arith.constant dense<{c}> : tensor<16xf32>
+  %y = arith.{op} %a, %c : tensor<16xf32>
+  return %y : tensor<16xf32>
+}}
+"""
+
+
+class TwoModules(unittest.TestCase):
+    """Modules loaded side by side and one after another run their own
+    code (each library's calls of its functions stay in it, although
+    mesh.runtime loads them RTLD_GLOBAL), on one runtime that both join."""
+
+    def test_same_names(self):
+        if 16 % WORLD:
+            self.skipTest("16 elements over the world")
+        plus, times, plus_again = (
+            mesh.compiler.compile_string(
+                TWIN.format(world=WORLD, c=c, op=op), name=name)
+            for c, op, name in ((1.0, "addf", "plus"),
+                                (2.0, "mulf", "times"),
+                                (1.0, "addf", "plus_again")))
+        x = np.arange(16, dtype=np.float32)
+        a = mesh.runtime.load(plus)
+        b = mesh.runtime.load(times)
+        me = dist.get_rank() if dist.is_initialized() else 0
+        n = 16 // WORLD
+        mine = x[me * n:(me + 1) * n]
+        np.testing.assert_array_equal(a.f(mine), x + 1)
+        np.testing.assert_array_equal(b.f(mine), x * 2)
+        a.close()
+        np.testing.assert_array_equal(b.f(mine), x * 2)
+        c = mesh.runtime.load(plus_again)
+        np.testing.assert_array_equal(c.f(mine), x + 1)
+        np.testing.assert_array_equal(b.f(mine), x * 2)
+        b.close()
+        c.close()
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=1)

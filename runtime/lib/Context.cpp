@@ -617,8 +617,13 @@ meshrt::detail::acquireDefaultContext(meshrt_backend Requested,
   {
     std::lock_guard<std::mutex> Lock(P.Mutex);
     if (P.Default) {
-      if (Requested != MESHRT_BACKEND_AUTO &&
-          P.Default->backendKind() != Requested)
+      // A host program (MESHRT_BACKEND_HOST) runs on whichever CPU backend
+      // the job started: a second module of one loads beside the first.
+      meshrt_backend Running = P.Default->backendKind();
+      bool Host =
+          Requested == MESHRT_BACKEND_HOST &&
+          (Running == MESHRT_BACKEND_MPI || Running == MESHRT_BACKEND_GLOO);
+      if (Requested != MESHRT_BACKEND_AUTO && !Host && Running != Requested)
         throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
                     std::string("the runtime already runs on the ") +
                         P.Default->backendName() + " backend");

@@ -96,6 +96,11 @@ TEST_F(CApi, InitNestsAndCanRestart) {
   ASSERT_EQ(meshrt_init(MESHRT_BACKEND_MPI), MESHRT_SUCCESS)
       << meshrt_last_error();
   ASSERT_EQ(meshrt_init(MESHRT_BACKEND_AUTO), MESHRT_SUCCESS);
+  // A host program's module (MESHRT_BACKEND_HOST) joins the CPU backend
+  // that runs.
+  ASSERT_EQ(meshrt_init(MESHRT_BACKEND_HOST), MESHRT_SUCCESS)
+      << meshrt_last_error();
+  EXPECT_EQ(meshrt_finalize(), MESHRT_SUCCESS);
   int64_t R = -1, S = -1;
   EXPECT_EQ(meshrt_world_rank(&R), MESHRT_SUCCESS);
   EXPECT_EQ(meshrt_world_size(&S), MESHRT_SUCCESS);
