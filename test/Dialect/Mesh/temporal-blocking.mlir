@@ -228,5 +228,24 @@ func.func @kept(%u0: tensor<16xf32>, %w: tensor<16x16xf32>, %n: index) -> tensor
     func.call @note() : () -> ()
     scf.yield %l : tensor<16xf32>
   }
-  return %r5 : tensor<16xf32>
+  // expected-remark @below {{one step per iteration: the step reads the field at 6 shifts: two steps would compute the first 7 times per element (max-shifts = 4)}}
+  %r6 = scf.for %i = %c0 to %n step %c1 iter_args(%u = %r5) -> (tensor<16xf32>) {
+    %p = tensor.pad %u low[3] high[3] {
+    ^bb0(%a: index):
+      tensor.yield %zero : f32
+    } : tensor<16xf32> to tensor<22xf32>
+    %w0 = tensor.extract_slice %p[0] [16] [1] : tensor<22xf32> to tensor<16xf32>
+    %w1 = tensor.extract_slice %p[1] [16] [1] : tensor<22xf32> to tensor<16xf32>
+    %w2 = tensor.extract_slice %p[2] [16] [1] : tensor<22xf32> to tensor<16xf32>
+    %w4 = tensor.extract_slice %p[4] [16] [1] : tensor<22xf32> to tensor<16xf32>
+    %w5 = tensor.extract_slice %p[5] [16] [1] : tensor<22xf32> to tensor<16xf32>
+    %w6 = tensor.extract_slice %p[6] [16] [1] : tensor<22xf32> to tensor<16xf32>
+    %s0 = arith.addf %w0, %w1 : tensor<16xf32>
+    %s1 = arith.addf %w2, %w4 : tensor<16xf32>
+    %s2 = arith.addf %w5, %w6 : tensor<16xf32>
+    %s3 = arith.addf %s0, %s1 : tensor<16xf32>
+    %s4 = arith.addf %s3, %s2 : tensor<16xf32>
+    scf.yield %s4 : tensor<16xf32>
+  }
+  return %r6 : tensor<16xf32>
 }

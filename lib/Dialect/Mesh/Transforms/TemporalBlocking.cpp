@@ -535,9 +535,10 @@ static Value buildPairOfSteps(Step &step, Emitter &e, Value field,
 
 /// `loop` as two steps per iteration, then the old loop for an odd last
 /// step. Fails, leaving the IR as it was, when the step has another form
-/// (`why` says how) or composing would cost more than `maxOps` operations
-/// per element.
+/// (`why` says how), reads the field at more than `maxShifts` shifts, or
+/// composing would cost more than `maxOps` operations per element.
 static LogicalResult blockLoop(scf::ForOp loop, unsigned maxOps,
+                               unsigned maxShifts,
                                SymbolTableCollection &symbols,
                                std::string &why) {
   std::optional<Step> matched = matchStep(loop, symbols, why);
@@ -549,7 +550,16 @@ static LogicalResult blockLoop(scf::ForOp loop, unsigned maxOps,
   Composer checker(step);
   if (failed(checker.check(why)))
     return failure();
-  unsigned cost = checker.numOps * (checker.shifts.size() + 1);
+  size_t shifts = checker.shifts.size();
+  if (shifts > maxShifts)
+    return why = ("the step reads the field at " + Twine(shifts) +
+                  " shifts: two steps would compute the first " +
+                  Twine(shifts + 1) +
+                  " times per element (max-shifts = " + Twine(maxShifts) +
+                  ")")
+                     .str(),
+           failure();
+  unsigned cost = checker.numOps * (shifts + 1);
   if (cost > maxOps)
     return why =
                ("two steps would take " + Twine(cost) +
@@ -597,7 +607,7 @@ struct TemporalBlockingPass
       std::string why;
       Location loc = loop.getLoc();
       bool stencil = loop.getNumRegionIterArgs() == 1;
-      if (succeeded(blockLoop(loop, maxOps, symbols, why))) {
+      if (succeeded(blockLoop(loop, maxOps, maxShifts, symbols, why))) {
         if (report)
           emitRemark(loc) << "two steps per iteration";
       } else if (report && stencil) {

@@ -479,9 +479,12 @@ def TemporalBlocking : Pass<"mesh-temporal-blocking", "::mlir::ModuleOp"> {
 
     A loop is left as it is when the step has another form (an op that is
     not elementwise, a second pad, side effects, a read of the loop's
-    index), runs fewer than two steps, or when two steps would cost more
-    than `max-ops` operations per element (the ops of a step times one plus
-    the number of shifts at which it reads the field). With `report`, each
+    index), runs fewer than two steps, reads the field at more than
+    `max-shifts` shifts (each one more computation of the first step per
+    element: a 5-point stencil's 4 gain, a 9-point stencil's 8 lose 2x on
+    bench/halo's machine), or when two steps would cost more than `max-ops`
+    operations per element (the ops of a step times one plus the number of
+    shifts). With `report`, each
     loop that carries one value gets a remark: "two steps per iteration", or
     why not. `--mesh-to-llvm` runs this pass first (`temporal-blocking=false`
     skips it).
@@ -507,6 +510,9 @@ def TemporalBlocking : Pass<"mesh-temporal-blocking", "::mlir::ModuleOp"> {
   let options = [
     Option<"maxOps", "max-ops", "unsigned", "128",
            "Most operations per element two composed steps may take">,
+    Option<"maxShifts", "max-shifts", "unsigned", "4",
+           "Most shifts at which a step may read the field (each costs "
+           "the first step once more per element)">,
     Option<"report", "report", "bool", "false",
            "A remark on each loop that carries one value: blocked or why not">
   ];
