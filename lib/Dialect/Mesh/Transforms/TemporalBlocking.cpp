@@ -555,8 +555,7 @@ static LogicalResult blockLoop(scf::ForOp loop, unsigned maxOps,
     return why = ("the step reads the field at " + Twine(shifts) +
                   " shifts: two steps would compute the first " +
                   Twine(shifts + 1) +
-                  " times per element (max-shifts = " + Twine(maxShifts) +
-                  ")")
+                  " times per element (max-shifts = " + Twine(maxShifts) + ")")
                      .str(),
            failure();
   unsigned cost = checker.numOps * (shifts + 1);
