@@ -228,7 +228,7 @@ func.func @kept(%u0: tensor<16xf32>, %w: tensor<16x16xf32>, %n: index) -> tensor
     func.call @note() : () -> ()
     scf.yield %l : tensor<16xf32>
   }
-  // expected-remark @below {{one step per iteration: the step reads the field at 6 shifts: two steps would compute the first 7 times per element (max-shifts = 4)}}
+  // expected-remark @below {{one step per iteration: the step reads the field at 6 shifts: two steps would compute the first step 6 times per element (max-shifts = 4)}}
   %r6 = scf.for %i = %c0 to %n step %c1 iter_args(%u = %r5) -> (tensor<16xf32>) {
     %p = tensor.pad %u low[3] high[3] {
     ^bb0(%a: index):

@@ -553,8 +553,8 @@ static LogicalResult blockLoop(scf::ForOp loop, unsigned maxOps,
   size_t shifts = checker.shifts.size();
   if (shifts > maxShifts)
     return why = ("the step reads the field at " + Twine(shifts) +
-                  " shifts: two steps would compute the first " +
-                  Twine(shifts + 1) +
+                  " shifts: two steps would compute the first step " +
+                  Twine(shifts) +
                   " times per element (max-shifts = " + Twine(maxShifts) + ")")
                      .str(),
            failure();
