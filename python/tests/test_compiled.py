@@ -389,7 +389,8 @@ func.func @f(%a: tensor<16xf32> {{mesh.sharding = #mesh.sharding<@m, [["x"]]>}})
 class TwoModules(unittest.TestCase):
     """Modules loaded side by side and one after another run their own
     code (each library's calls of its functions stay in it, although
-    mesh.runtime loads them RTLD_GLOBAL), on one runtime that both join."""
+    mesh.runtime loads them RTLD_GLOBAL), on one runtime that both join,
+    and a module loaded after every other one closed starts it again."""
 
     def test_same_names(self):
         if 16 % WORLD:
@@ -415,6 +416,10 @@ class TwoModules(unittest.TestCase):
         np.testing.assert_array_equal(b.f(mine), x * 2)
         b.close()
         c.close()
+        # Every module closed (the runtime finalized), then one loaded
+        # again: the runtime starts anew.
+        with mesh.runtime.load(times) as d:
+            np.testing.assert_array_equal(d.f(mine), x * 2)
 
 
 if __name__ == "__main__":
