@@ -97,14 +97,14 @@ func.func @jacobi(%u0: tensor<64x64xf32> {mesh.sharding = #mesh.sharding<@m, [["
 //       CHECK:   linalg.generic
 // The second step's own value, then the first step's one to the left,
 // masked with the pad's value on the first element.
+// (The position is read once.)
 //       CHECK:     %[[I:.*]] = linalg.index 0 : index
 //       CHECK:     arith.remui %[[I]]
-//       CHECK:     %[[J:.*]] = linalg.index 0 : index
-//       CHECK:     %[[JS:.*]] = arith.addi %[[J]], %c-1 : index
+//   CHECK-NOT:     linalg.index
+//       CHECK:     %[[JS:.*]] = arith.addi %[[I]], %c-1 : index
 //       CHECK:     arith.remui %[[JS]]
 //       CHECK:     %[[LEFT:.*]] = arith.select
-//       CHECK:     %[[K:.*]] = linalg.index 0 : index
-//       CHECK:     %[[FIRST:.*]] = arith.cmpi ult, %[[K]], %{{.*}} : index
+//       CHECK:     %[[FIRST:.*]] = arith.cmpi ult, %[[I]], %{{.*}} : index
 //       CHECK:     arith.select %[[FIRST]], %[[ONE]], %[[LEFT]] : f32
 //       CHECK: scf.for %{{.*}} = %[[MID]] to %[[N]]
 func.func @upwind(%u0: tensor<48xf32>, %n: index) -> tensor<48xf32> {

@@ -97,6 +97,10 @@ struct Emitter {
   std::map<std::pair<void *, Shift>, Value> windows;
   DenseMap<Value, Value> paddedInvariants;
   std::map<std::tuple<void *, Shift, int>, Value> done;
+  /// The composed op's `linalg.index` of each dim, and the step's scalar
+  /// constants copied into its body, each made once.
+  DenseMap<unsigned, Value> indices;
+  DenseMap<Value, Value> constants;
 };
 
 /// Walks the step's values from its result down to the field and the
@@ -198,7 +202,7 @@ private:
     return padded;
   }
 
-  /// A scalar the step uses: from outside, or a constant (copied).
+  /// A scalar the step uses: from outside, or a constant (copied once).
   FailureOr<Value> scalar(Value v) {
     if (Value outside = step.fromOutside(v))
       return outside;
@@ -208,7 +212,19 @@ private:
                   "defined outside the loop");
     if (!e)
       return Value();
-    return e->body.clone(*def)->getResult(cast<OpResult>(v).getResultNumber());
+    Value &copy = e->constants[v];
+    if (!copy)
+      copy =
+          e->body.clone(*def)->getResult(cast<OpResult>(v).getResultNumber());
+    return copy;
+  }
+
+  /// The composed op's position along `dim`.
+  Value index(unsigned dim, Location loc) {
+    Value &at = e->indices[dim];
+    if (!at)
+      at = linalg::IndexOp::create(e->body, loc, dim);
+    return at;
   }
 
   /// The field at `shift`, `depth` steps on.
@@ -230,13 +246,12 @@ private:
     for (auto [d, s] : llvm::enumerate(shift)) {
       if (s == 0)
         continue;
-      Value index = linalg::IndexOp::create(b, loc, d);
       int64_t size = step.type.getDimSize(d);
       Value bound =
           arith::ConstantIndexOp::create(b, loc, s < 0 ? -s : size - s);
       Value out = arith::CmpIOp::create(
           b, loc, s < 0 ? arith::CmpIPredicate::ult : arith::CmpIPredicate::uge,
-          index, bound);
+          index(d, loc), bound);
       outside = outside ? arith::OrIOp::create(b, loc, outside, out) : out;
     }
     if (!outside)
@@ -257,10 +272,12 @@ private:
     if (matchPattern(v, m_Constant(&splat)) && splat.isSplat()) {
       if (!e)
         return Value();
-      return arith::ConstantOp::create(
-                 e->body, v.getLoc(),
-                 cast<TypedAttr>(splat.getSplatValue<Attribute>()))
-          .getResult();
+      Value &element = e->constants[v];
+      if (!element)
+        element = arith::ConstantOp::create(
+            e->body, v.getLoc(),
+            cast<TypedAttr>(splat.getSplatValue<Attribute>()));
+      return element;
     }
     if (Value outside = step.fromOutside(v)) {
       if (!e)
@@ -342,7 +359,7 @@ private:
         if (!e)
           continue;
         Location loc = inner.getLoc();
-        Value at = linalg::IndexOp::create(e->body, loc, index.getDim());
+        Value at = this->index(index.getDim(), loc);
         int64_t s = shift[index.getDim()];
         if (s != 0)
           at = arith::AddIOp::create(
