@@ -35,7 +35,9 @@ PART = 4  # Elements of the gathered vector on each device.
 
 # gather: an all_gather and nothing else (no kernel); same: its argument;
 # ones: a constant; scale: an elementwise kernel; two: two results on one
-# argument.
+# argument; mixed_linear: f16 inputs into f32 with a bias and ReLU, one
+# cuBLASLt product with its epilogue (no kernel: it computes under the
+# emulation too).
 SOURCE = """
 mesh.mesh @m(["x" = {world}])
 func.func @gather(%a: tensor<{n}xf32> {{mesh.sharding = #mesh.sharding<@m, [["x"]]>}})
@@ -67,6 +69,27 @@ func.func @scale(%a: tensor<{part}xf32>, %s: f32) -> tensor<{part}xf32>
 func.func @two(%a: tensor<{part}xf32>) -> (tensor<{part}xf32>, tensor<{part}xf32>)
     attributes {{llvm.emit_c_interface}} {{
   return %a, %a : tensor<{part}xf32>, tensor<{part}xf32>
+}}
+func.func @mixed_linear(%a: tensor<5x7xf16>, %b: tensor<7x3xf16>,
+                        %bias: tensor<3xf32>) -> tensor<5x3xf32>
+    attributes {{llvm.emit_c_interface}} {{
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<5x3xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<5x3xf32>) -> tensor<5x3xf32>
+  %d = linalg.matmul ins(%a, %b : tensor<5x7xf16>, tensor<7x3xf16>)
+                     outs(%f : tensor<5x3xf32>) -> tensor<5x3xf32>
+  %y = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>,
+                                        affine_map<(i, j) -> (j)>,
+                                        affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}}
+      ins(%d, %bias : tensor<5x3xf32>, tensor<3xf32>)
+      outs(%e : tensor<5x3xf32>) {{
+  ^bb0(%v: f32, %c: f32, %o: f32):
+    %s = arith.addf %v, %c : f32
+    %r = arith.maximumf %s, %z : f32
+    linalg.yield %r : f32
+  }} -> tensor<5x3xf32>
+  return %y : tensor<5x3xf32>
 }}
 """.format(world=WORLD, n=PART * WORLD, part=PART)
 
@@ -224,6 +247,23 @@ class GpuModule(unittest.TestCase):
         self.assertEqual(y.shape, (PART,))
         if not EMULATED:
             np.testing.assert_array_equal(y.numpy(), 3 * self.part())
+
+    def test_mixed_precision_linear(self):
+        # f16 inputs, f32 accumulation, bias and ReLU in cuBLASLt's
+        # epilogue: the products need about 20 bits, so a result rounded
+        # to f16 is far off; the sums match numpy's f32 to rounding.
+        a = (1 + (np.arange(35).reshape(5, 7) * 7 % 13) / 1024).astype(
+            np.float16)
+        b = (-1 + (np.arange(21).reshape(7, 3) * 5 % 11) / 512).astype(
+            np.float16)
+        bias = np.array([7.5, -1.0, 6.25], np.float32)
+        want = np.maximum(a.astype(np.float32) @ b.astype(np.float32) + bias,
+                          0)
+        self.assertGreater(np.abs(want.astype(np.float16) - want).max(), 1e-4)
+        self.assertTrue((want == 0).any() and (want > 0).any())
+        y = self.mod.mixed_linear(a, b, bias)
+        self.assertEqual((y.shape, y.dtype), ((5, 3), np.float32))
+        np.testing.assert_allclose(y.numpy(), want, rtol=1e-6, atol=1e-6)
 
     def test_argument_errors(self):
         x = self.mod.same(self.part())

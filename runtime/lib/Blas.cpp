@@ -632,6 +632,13 @@ void gemmEpilogue(const GemmArgs &G, const void *Bias, int32_t Epilogue) {
     throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
                 "unknown epilogue " + std::to_string(Epilogue) +
                     " (a meshrt_epilogue: 0 none, 1 ReLU, 2 GELU)");
+  bool FloatC = G.CDtype == MESHRT_F16 || G.CDtype == MESHRT_BF16 ||
+                G.CDtype == MESHRT_F32 || G.CDtype == MESHRT_F64;
+  if ((Bias || Epilogue != MESHRT_EPILOGUE_NONE) && !FloatC)
+    throw Error(MESHRT_ERROR_UNSUPPORTED,
+                "a bias or an activation on C of dtype " +
+                    std::to_string(int(G.CDtype)) +
+                    " (the epilogue takes f16, bf16, f32 or f64)");
   gemm(G);
   if ((!Bias && Epilogue == MESHRT_EPILOGUE_NONE) || G.Batch == 0 || G.M == 0 ||
       G.N == 0)
@@ -642,15 +649,15 @@ void gemmEpilogue(const GemmArgs &G, const void *Bias, int32_t Epilogue) {
     for (int64_t I = 0; I < G.M; ++I)
       for (int64_t J = 0; J < G.N; ++J) {
         int64_t At = B * G.CStrides[0] + I * G.CStrides[1] + J * G.CStrides[2];
-        double X = loadElement(G.Dtype, G.C, At);
+        double X = loadElement(G.CDtype, G.C, At);
         if (Bias)
-          X += loadElement(G.Dtype, Bias, J);
+          X += loadElement(G.CDtype, Bias, J);
         if (Epilogue == MESHRT_EPILOGUE_RELU)
           X = X > 0 ? X : 0;
         else if (Epilogue == MESHRT_EPILOGUE_GELU)
           X = 0.5 * X *
               (1 + std::tanh(0.7978845608028654 * (X + 0.044715 * X * X * X)));
-        storeElement(G.Dtype, G.C, At, X);
+        storeElement(G.CDtype, G.C, At, X);
       }
 }
 

@@ -591,9 +591,22 @@ meshrt_status meshrt_gemm_epilogue(meshrt_dtype T, int64_t Batch, int64_t M,
                                    int64_t CRow, int64_t CCol,
                                    int32_t Accumulate, const void *Bias,
                                    int32_t Epilogue) {
-  return guarded("meshrt_gemm_epilogue", [&] {
-    gemmEpilogue(GemmArgs{T,
-                          T,
+  return meshrt_gemm_epilogue_mixed(T, T, Batch, M, N, K, A, ABatch, ARow, ACol,
+                                    B, BBatch, BRow, BCol, C, CBatch, CRow,
+                                    CCol, Accumulate, Bias, Epilogue);
+}
+
+meshrt_status meshrt_gemm_epilogue_mixed(
+    meshrt_dtype In, meshrt_dtype Out, int64_t Batch, int64_t M, int64_t N,
+    int64_t K, const void *A, int64_t ABatch, int64_t ARow, int64_t ACol,
+    const void *B, int64_t BBatch, int64_t BRow, int64_t BCol, void *C,
+    int64_t CBatch, int64_t CRow, int64_t CCol, int32_t Accumulate,
+    const void *Bias, int32_t Epilogue) {
+  const char *Name =
+      In == Out ? "meshrt_gemm_epilogue" : "meshrt_gemm_epilogue_mixed";
+  return guarded(Name, [&] {
+    gemmEpilogue(GemmArgs{In,
+                          Out,
                           Batch,
                           M,
                           N,
@@ -819,9 +832,22 @@ meshrt_status meshrt_gpu_gemm(void **Plan, meshrt_dtype T, int64_t Batch,
                               int64_t CRow, int64_t CCol, int32_t Accumulate,
                               const void *Bias, int32_t Epilogue,
                               int32_t Precision, void *Stream) {
-  return guarded("meshrt_gpu_gemm", [&] {
+  return meshrt_gpu_gemm_mixed(
+      Plan, T, T, Batch, M, N, K, A, ABatch, ARow, ACol, B, BBatch, BRow, BCol,
+      C, CBatch, CRow, CCol, Accumulate, Bias, Epilogue, Precision, Stream);
+}
+
+meshrt_status meshrt_gpu_gemm_mixed(
+    void **Plan, meshrt_dtype In, meshrt_dtype Out, int64_t Batch, int64_t M,
+    int64_t N, int64_t K, const void *A, int64_t ABatch, int64_t ARow,
+    int64_t ACol, const void *B, int64_t BBatch, int64_t BRow, int64_t BCol,
+    void *C, int64_t CBatch, int64_t CRow, int64_t CCol, int32_t Accumulate,
+    const void *Bias, int32_t Epilogue, int32_t Precision, void *Stream) {
+  const char *Name = In == Out ? "meshrt_gpu_gemm" : "meshrt_gpu_gemm_mixed";
+  return guarded(Name, [&] {
     gpuGemm(GpuGemmArgs{Plan,
-                        T,
+                        In,
+                        Out,
                         Batch,
                         M,
                         N,

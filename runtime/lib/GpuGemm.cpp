@@ -271,11 +271,25 @@ struct Problem {
   View CView{true, 1};
   bool Swap = false; // cuBLASLt's A is our B (row-major C).
   LtMatrix A, B, D;
-  int32_t DataType = lt::R32F, ComputeType = lt::Compute32F,
-          ScaleType = lt::R32F;
+  /// A's and B's type, and C's, D's and the bias's.
+  int32_t InType = lt::R32F, OutType = lt::R32F;
+  int32_t ComputeType = lt::Compute32F, ScaleType = lt::R32F;
   uint32_t Epilogue = lt::EpilogueDefault;
   uint32_t AlignA = 256, AlignB = 256, AlignD = 256;
 };
+
+int32_t ltType(meshrt_dtype T) {
+  switch (T) {
+  case MESHRT_F16:
+    return lt::R16F;
+  case MESHRT_BF16:
+    return lt::R16BF;
+  case MESHRT_F32:
+    return lt::R32F;
+  default:
+    return lt::R64F;
+  }
+}
 
 std::string dtypeName(meshrt_dtype T) {
   switch (T) {
@@ -290,18 +304,39 @@ std::string dtypeName(meshrt_dtype T) {
   }
 }
 
-/// Sizes, dtype, epilogue and precision: what needs no pointer.
+/// The product's dtypes as a phrase: "f32", or "f16 into f32".
+std::string dtypesName(const GpuGemmArgs &G) {
+  return G.Dtype == G.CDtype
+             ? dtypeName(G.Dtype)
+             : dtypeName(G.Dtype) + " into " + dtypeName(G.CDtype);
+}
+
+bool isGpuFloat(meshrt_dtype T) {
+  return T == MESHRT_F16 || T == MESHRT_BF16 || T == MESHRT_F32 ||
+         T == MESHRT_F64;
+}
+
+/// Sizes, dtypes, epilogue and precision: what needs no pointer.
 void checkScalars(const GpuGemmArgs &G) {
   if (G.Batch < 0 || G.M < 0 || G.N < 0 || G.K < 0)
     throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
                 "negative size (batch " + std::to_string(G.Batch) + ", m " +
                     std::to_string(G.M) + ", n " + std::to_string(G.N) +
                     ", k " + std::to_string(G.K) + ")");
-  if (G.Dtype != MESHRT_F16 && G.Dtype != MESHRT_BF16 &&
-      G.Dtype != MESHRT_F32 && G.Dtype != MESHRT_F64)
-    throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
-                "dtype " + std::to_string(int(G.Dtype)) +
-                    " (a GPU product takes f16, bf16, f32 or f64)");
+  if (!isGpuFloat(G.Dtype) || !isGpuFloat(G.CDtype))
+    throw Error(
+        MESHRT_ERROR_INVALID_ARGUMENT,
+        "dtype " +
+            std::to_string(int(isGpuFloat(G.Dtype) ? G.CDtype : G.Dtype)) +
+            " (a GPU product takes f16, bf16, f32 or f64)");
+  // cuBLASLt's mixed products: 16-bit inputs accumulated into f32 output.
+  if (G.Dtype != G.CDtype &&
+      !((G.Dtype == MESHRT_F16 || G.Dtype == MESHRT_BF16) &&
+        G.CDtype == MESHRT_F32))
+    throw Error(MESHRT_ERROR_UNSUPPORTED,
+                "dtypes " + dtypesName(G) +
+                    " (a mixed GPU product takes f16 or bf16 inputs into f32 "
+                    "output; cuBLASLt has no other)");
   if (G.Epilogue < MESHRT_EPILOGUE_NONE || G.Epilogue > MESHRT_EPILOGUE_GELU)
     throw Error(MESHRT_ERROR_INVALID_ARGUMENT,
                 "unknown epilogue " + std::to_string(G.Epilogue) +
@@ -387,24 +422,20 @@ Problem problemOf(const GpuGemmArgs &G) {
     P.B = BV.RowMajor ? Mat(N, K, BV.Ld, lt::OpT, G.BStrides[0])
                       : Mat(K, N, BV.Ld, lt::OpN, G.BStrides[0]);
   }
+  P.InType = ltType(G.Dtype);
+  P.OutType = ltType(G.CDtype);
   switch (G.Dtype) {
   case MESHRT_F32:
-    P.DataType = lt::R32F;
     P.ComputeType =
         G.Precision == MESHRT_PRECISION_TF32   ? lt::Compute32FFastTF32
         : G.Precision == MESHRT_PRECISION_BF16 ? lt::Compute32FFast16BF
                                                : lt::Compute32F;
     break;
   case MESHRT_F64:
-    P.DataType = lt::R64F;
     P.ComputeType = lt::Compute64F;
     P.ScaleType = lt::R64F;
     break;
-  case MESHRT_F16:
-    P.DataType = lt::R16F;
-    break;
-  default:
-    P.DataType = lt::R16BF;
+  default: // f16, bf16: accumulated in f32, into their type or f32.
     break;
   }
   switch (G.Epilogue) {
@@ -422,12 +453,12 @@ Problem problemOf(const GpuGemmArgs &G) {
   uint32_t AlignB = alignmentOf(G.B, G.BStrides[0], G.Batch, E);
   P.AlignA = P.Swap ? AlignB : AlignA;
   P.AlignB = P.Swap ? AlignA : AlignB;
-  P.AlignD = alignmentOf(G.C, G.CStrides[0], G.Batch, E);
+  P.AlignD = alignmentOf(G.C, G.CStrides[0], G.Batch, elementSize(G.CDtype));
   return P;
 }
 
 std::string describe(const GpuGemmArgs &G, const Problem &P) {
-  return dtypeName(G.Dtype) + " product m=" + std::to_string(G.M) +
+  return dtypesName(G) + " product m=" + std::to_string(G.M) +
          " n=" + std::to_string(G.N) + " k=" + std::to_string(G.K) +
          " batch=" + std::to_string(G.Batch) +
          " (cuBLASLt: " + std::to_string(P.D.Rows) + "x" +
@@ -462,14 +493,16 @@ struct PlanKeyHash {
 };
 
 PlanKey keyOf(const GpuGemmArgs &G, bool Workspace) {
-  size_t E = elementSize(G.Dtype);
+  size_t E = elementSize(G.Dtype), CE = elementSize(G.CDtype);
   uint64_t Align = alignmentOf(G.A, G.AStrides[0], G.Batch, E) |
                    uint64_t(alignmentOf(G.B, G.BStrides[0], G.Batch, E)) << 16 |
-                   uint64_t(alignmentOf(G.C, G.CStrides[0], G.Batch, E)) << 32 |
-                   (G.Bias ? uint64_t(alignmentOf(G.Bias, 0, 1, E)) << 48 : 0);
-  return PlanKey{{int64_t(G.Dtype), G.Batch, G.M, G.N, G.K, G.AStrides[0],
-                  G.AStrides[1], G.AStrides[2], G.BStrides[0], G.BStrides[1],
-                  G.BStrides[2], G.CStrides[0], G.CStrides[1], G.CStrides[2],
+                   uint64_t(alignmentOf(G.C, G.CStrides[0], G.Batch, CE))
+                       << 32 |
+                   (G.Bias ? uint64_t(alignmentOf(G.Bias, 0, 1, CE)) << 48 : 0);
+  return PlanKey{{int64_t(G.Dtype) | int64_t(G.CDtype) << 8, G.Batch, G.M, G.N,
+                  G.K, G.AStrides[0], G.AStrides[1], G.AStrides[2],
+                  G.BStrides[0], G.BStrides[1], G.BStrides[2], G.CStrides[0],
+                  G.CStrides[1], G.CStrides[2],
                   int64_t(G.Accumulate) | int64_t(G.Bias != nullptr) << 1 |
                       int64_t(Workspace) << 2,
                   G.Epilogue, G.Precision, int64_t(Align)}};
@@ -577,7 +610,7 @@ void makePlan(Plan &P, const GpuGemmArgs &G, const Problem &Pr, const LtApi &L,
       // The bias has D's type (cublasLt.h, CUBLASLT_MATMUL_DESC_BIAS_DATA_
       // TYPE: for every type used here). Its pointer is set before the
       // heuristic, which derives its alignment from it.
-      setDesc(L, P.Desc, lt::DescBiasDataType, Pr.DataType,
+      setDesc(L, P.Desc, lt::DescBiasDataType, Pr.OutType,
               "cublasLtMatmulDescSetAttribute("
               "CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE)");
       setDesc(L, P.Desc, lt::DescBiasPointer, G.Bias,
@@ -585,8 +618,8 @@ void makePlan(Plan &P, const GpuGemmArgs &G, const Problem &Pr, const LtApi &L,
               "POINTER)");
     }
     int32_t Batch = int32_t(G.Batch), Order = lt::OrderCol;
-    auto Make = [&](lt::Layout &X, const LtMatrix &Mx) {
-      ltCheck(L.MatrixLayoutCreate(&X, Pr.DataType, Mx.Rows, Mx.Cols, Mx.Ld),
+    auto Make = [&](lt::Layout &X, const LtMatrix &Mx, int32_t Type) {
+      ltCheck(L.MatrixLayoutCreate(&X, Type, Mx.Rows, Mx.Cols, Mx.Ld),
               "cublasLtMatrixLayoutCreate");
       setLayout(L, X, lt::LayoutOrder, Order,
                 "cublasLtMatrixLayoutSetAttribute(CUBLASLT_MATRIX_LAYOUT_"
@@ -598,10 +631,10 @@ void makePlan(Plan &P, const GpuGemmArgs &G, const Problem &Pr, const LtApi &L,
                 "cublasLtMatrixLayoutSetAttribute(CUBLASLT_MATRIX_LAYOUT_"
                 "STRIDED_BATCH_OFFSET)");
     };
-    Make(P.A, Pr.A);
-    Make(P.B, Pr.B);
-    Make(P.C, Pr.D);
-    Make(P.D, Pr.D);
+    Make(P.A, Pr.A, Pr.InType);
+    Make(P.B, Pr.B, Pr.InType);
+    Make(P.C, Pr.D, Pr.OutType);
+    Make(P.D, Pr.D, Pr.OutType);
     ltCheck(L.MatmulPreferenceCreate(&P.Pref),
             "cublasLtMatmulPreferenceCreate");
     uint64_t MaxWorkspace = WorkspaceBytes;
@@ -719,7 +752,7 @@ void emptyReduction(const GpuGemmArgs &G, const View &CView, void *Stream) {
   if (G.Accumulate)
     return;
   checkDevice(G.C, "operand C");
-  size_t E = elementSize(G.Dtype);
+  size_t E = elementSize(G.CDtype);
   // C is Outer runs of Inner contiguous elements, Ld apart.
   int64_t Inner = CView.RowMajor ? G.N : G.M;
   int64_t Outer = CView.RowMajor ? G.M : G.N;

@@ -14,11 +14,12 @@
 namespace meshrt {
 namespace detail {
 
-/// The arguments of meshrt_gpu_gemm. Strides are in elements: {batch, row,
-/// col}.
+/// The arguments of meshrt_gpu_gemm and meshrt_gpu_gemm_mixed. Strides are
+/// in elements: {batch, row, col}. `Dtype` is A's and B's element type,
+/// `CDtype` C's and the bias's (the same, or f32 for f16 and bf16 inputs).
 struct GpuGemmArgs {
   void **Plan;
-  meshrt_dtype Dtype;
+  meshrt_dtype Dtype, CDtype;
   int64_t Batch, M, N, K;
   const void *A;
   int64_t AStrides[3];

@@ -486,6 +486,77 @@ TEST_F(Gemm, Epilogues) {
       << meshrt_last_error();
 }
 
+// meshrt_gemm_epilogue_mixed (the gpu-on-host form of
+// meshrt_gpu_gemm_mixed): bf16 and f16 inputs into f32, the f32 bias and the
+// activation on the f32 result, which the inputs' type cannot hold (a
+// product rounded to it fails); an activation on an integer C is refused.
+TEST_F(Gemm, MixedEpilogues) {
+  const int64_t M = 3, N = 4, K = 5;
+  std::vector<float> A(size_t(M * K)), B(size_t(K * N)), Bias(N);
+  for (int64_t I = 0; I < M * K; ++I)
+    A[size_t(I)] = 1 + float((I * 7) % 13) / 128;
+  for (int64_t I = 0; I < K * N; ++I)
+    B[size_t(I)] = float((I * 5) % 11 - 5) / 64 + 1.0f / 128;
+  for (int64_t J = 0; J < N; ++J)
+    Bias[size_t(J)] = float(J) / 4 - 0.25f;
+  for (meshrt_dtype In : {MESHRT_BF16, MESHRT_F16})
+    for (int32_t Epi : {MESHRT_EPILOGUE_RELU, MESHRT_EPILOGUE_GELU}) {
+      auto Narrow =
+          In == MESHRT_F16 ? meshrt::floatToHalf : meshrt::floatToBFloat16;
+      auto Widen =
+          In == MESHRT_F16 ? meshrt::halfToFloat : meshrt::bfloat16ToFloat;
+      std::vector<uint16_t> HA(A.size()), HB(B.size());
+      for (size_t I = 0; I < A.size(); ++I)
+        HA[I] = Narrow(A[I]);
+      for (size_t I = 0; I < B.size(); ++I)
+        HB[I] = Narrow(B[I]);
+      std::vector<float> C(size_t(M * N), 7.0f);
+      ASSERT_EQ(meshrt_gemm_epilogue_mixed(
+                    In, MESHRT_F32, 1, M, N, K, HA.data(), 0, K, 1, HB.data(),
+                    0, N, 1, C.data(), 0, N, 1, 0, Bias.data(), Epi),
+                MESHRT_SUCCESS)
+          << meshrt_last_error();
+      bool Exposed = false;
+      for (int64_t I = 0; I < M; ++I)
+        for (int64_t J = 0; J < N; ++J) {
+          double S = Bias[size_t(J)];
+          for (int64_t P = 0; P < K; ++P)
+            S += double(Widen(HA[size_t(I * K + P)])) *
+                 double(Widen(HB[size_t(P * N + J)]));
+          S = Epi == MESHRT_EPILOGUE_RELU
+                  ? (S > 0 ? S : 0)
+                  : 0.5 * S *
+                        (1 + std::tanh(0.7978845608028654 *
+                                       (S + 0.044715 * S * S * S)));
+          float Got = C[size_t(I * N + J)];
+          EXPECT_NEAR(Got, S, 1e-6 * std::max(1.0, std::fabs(S)))
+              << "dtype " << In << " epilogue " << Epi << " at " << I << ","
+              << J;
+          Exposed |= std::fabs(Widen(Narrow(float(S))) - S) > 1e-4;
+        }
+      EXPECT_TRUE(Exposed) << "the values do not expose a rounded result";
+    }
+  int8_t I8[4] = {1, 2, 3, 4};
+  int32_t I32[4] = {};
+  EXPECT_EQ(meshrt_gemm_epilogue_mixed(MESHRT_I8, MESHRT_I32, 1, 2, 2, 2, I8, 0,
+                                       2, 1, I8, 0, 2, 1, I32, 0, 2, 1, 0,
+                                       nullptr, MESHRT_EPILOGUE_RELU),
+            MESHRT_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(meshrt_last_error())
+                .find("meshrt_gemm_epilogue_mixed: a bias or an activation on "
+                      "C of dtype"),
+            std::string::npos)
+      << meshrt_last_error();
+  // Without one, the integer product is meshrt_gemm_mixed's.
+  ASSERT_EQ(meshrt_gemm_epilogue_mixed(MESHRT_I8, MESHRT_I32, 1, 2, 2, 2, I8, 0,
+                                       2, 1, I8, 0, 2, 1, I32, 0, 2, 1, 0,
+                                       nullptr, MESHRT_EPILOGUE_NONE),
+            MESHRT_SUCCESS)
+      << meshrt_last_error();
+  EXPECT_EQ(I32[0], 7);
+  EXPECT_EQ(I32[3], 22);
+}
+
 } // namespace
 
 namespace {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <dlfcn.h>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -98,7 +99,7 @@ struct DeviceBytes {
   ~DeviceBytes() { mgpuMemFree(D, S); }
   DeviceBytes(const DeviceBytes &) = delete;
   DeviceBytes &operator=(const DeviceBytes &) = delete;
-  char *at(int64_t Offset, meshrt_dtype T) {
+  char *at(int64_t Offset, meshrt_dtype T) const {
     return static_cast<char *>(D) + Offset * int64_t(elementSize(T));
   }
   /// The contents, read back (and the stream synchronised).
@@ -124,7 +125,9 @@ int64_t spanOf(int64_t Batch, int64_t Rows, int64_t Cols, const int64_t *St) {
 /// rounded as the precision says.
 struct GemmCase {
   std::string Name;
-  meshrt_dtype T = MESHRT_F32;
+  meshrt_dtype T = MESHRT_F32; // A's and B's.
+  /// C's and the bias's, where it is not T (meshrt_gpu_gemm_mixed).
+  std::optional<meshrt_dtype> Out;
   int64_t Batch = 1, M = 5, N = 7, K = 3;
   int64_t AS[3] = {0, 3, 1}, BS[3] = {0, 7, 1}, CS[3] = {0, 7, 1};
   bool Accumulate = false, Bias = false;
@@ -145,6 +148,9 @@ struct GemmCase {
   /// The result must differ from the product of the unrounded inputs by
   /// more than 1e-5 somewhere (TF32 and BF16 precision).
   bool ExposeRounding = false;
+  /// The reference must differ from itself rounded to T by more than 1e-4
+  /// somewhere, so that a mixed product rounded to its inputs' type fails.
+  bool ExposeNarrowing = false;
 };
 
 // Filler of A's and B's gaps (a product that read one would be far off) and
@@ -160,19 +166,19 @@ GemmCase baseCase(const std::string &Name) {
 /// Runs `G` through `Slot` and checks every element of C's buffer: the
 /// product where C's view is, the filler elsewhere.
 void runGemmCase(const GemmCase &G, void **Slot, void *S) {
-  const meshrt_dtype T = G.T;
-  const size_t E = elementSize(T);
+  const meshrt_dtype T = G.T, CT = G.Out.value_or(G.T);
+  const size_t E = elementSize(T), CE = elementSize(CT);
   int64_t AN = G.AOff + spanOf(G.Batch, G.M, G.K, G.AS);
   int64_t BN = G.BOff + spanOf(G.Batch, G.K, G.N, G.BS);
   int64_t CN = G.COff + spanOf(G.Batch, G.M, G.N, G.CS);
   std::vector<unsigned char> A(size_t(AN) * E), B(size_t(BN) * E),
-      C(size_t(CN) * E), Bias(size_t(std::max<int64_t>(1, G.N)) * E);
+      C(size_t(CN) * CE), Bias(size_t(std::max<int64_t>(1, G.N)) * CE);
   for (int64_t I = 0; I < AN; ++I)
     putElement(T, A, I, kGapIn);
   for (int64_t I = 0; I < BN; ++I)
     putElement(T, B, I, kGapIn);
   for (int64_t I = 0; I < CN; ++I)
-    putElement(T, C, I, kGapOut);
+    putElement(CT, C, I, kGapOut);
   auto AAt = [&](int64_t Bt, int64_t I, int64_t P) {
     return G.AOff + Bt * G.AS[0] + I * G.AS[1] + P * G.AS[2];
   };
@@ -192,10 +198,11 @@ void runGemmCase(const GemmCase &G, void **Slot, void *S) {
     if (G.Accumulate)
       for (int64_t I = 0; I < G.M; ++I)
         for (int64_t J = 0; J < G.N; ++J)
-          putElement(T, C, CAt(Bt, I, J), double((Bt + I + 2 * J) % 5 - 2) / 2);
+          putElement(CT, C, CAt(Bt, I, J),
+                     double((Bt + I + 2 * J) % 5 - 2) / 2);
   }
   for (int64_t J = 0; J < G.N; ++J)
-    putElement(T, Bias, J, double((J * 5) % 7 - 3) / 4);
+    putElement(CT, Bias, J, double((J * 5) % 7 - 3) / 4);
 
   // The reference, from the stored values.
   auto In = [&](double V) {
@@ -209,7 +216,7 @@ void runGemmCase(const GemmCase &G, void **Slot, void *S) {
       Exact(static_cast<size_t>(CN));
   std::vector<bool> InView(size_t(CN), false);
   for (int64_t I = 0; I < CN; ++I)
-    Want[size_t(I)] = Exact[size_t(I)] = getElement(T, C, I);
+    Want[size_t(I)] = Exact[size_t(I)] = getElement(CT, C, I);
   auto Act = [&](double X) {
     if (G.Epilogue == MESHRT_EPILOGUE_RELU)
       return X > 0 ? X : 0;
@@ -229,26 +236,44 @@ void runGemmCase(const GemmCase &G, void **Slot, void *S) {
           SumExact += X * Y;
         }
         int64_t At = CAt(Bt, I, J);
-        double Add = (G.Accumulate ? getElement(T, C, At) : 0) +
-                     (G.Bias ? getElement(T, Bias, J) : 0);
+        double Add = (G.Accumulate ? getElement(CT, C, At) : 0) +
+                     (G.Bias ? getElement(CT, Bias, J) : 0);
         Want[size_t(At)] = Act(Sum + Add);
         Exact[size_t(At)] = Act(SumExact + Add);
         InView[size_t(At)] = true;
       }
 
+  if (G.ExposeNarrowing) {
+    double Farthest = 0;
+    for (int64_t I = 0; I < CN; ++I) {
+      std::vector<unsigned char> One(E);
+      putElement(T, One, 0, Want[size_t(I)]);
+      Farthest = std::max(Farthest,
+                          std::fabs(getElement(T, One, 0) - Want[size_t(I)]));
+    }
+    expect(Farthest > 1e-4, G.Name + ": the values do not expose a result "
+                                     "rounded to the inputs' type");
+  }
+
   DeviceBytes DA(A, S), DB(B, S), DC(C, S), DBias(Bias, S);
   traceMark("mark case " + G.Name);
-  ok(meshrt_gpu_gemm(Slot, T, G.Batch, G.M, G.N, G.K, DA.at(G.AOff, T), G.AS[0],
-                     G.AS[1], G.AS[2], DB.at(G.BOff, T), G.BS[0], G.BS[1],
-                     G.BS[2], DC.at(G.COff, T), G.CS[0], G.CS[1], G.CS[2],
-                     G.Accumulate, G.Bias ? DBias.D : nullptr, G.Epilogue,
-                     G.Precision, G.Stream),
+  const void *DAt = DA.at(G.AOff, T), *DBt = DB.at(G.BOff, T);
+  void *DCt = DC.at(G.COff, CT), *DBiasAt = G.Bias ? DBias.D : nullptr;
+  ok(G.Out ? meshrt_gpu_gemm_mixed(Slot, T, CT, G.Batch, G.M, G.N, G.K, DAt,
+                                   G.AS[0], G.AS[1], G.AS[2], DBt, G.BS[0],
+                                   G.BS[1], G.BS[2], DCt, G.CS[0], G.CS[1],
+                                   G.CS[2], G.Accumulate, DBiasAt, G.Epilogue,
+                                   G.Precision, G.Stream)
+           : meshrt_gpu_gemm(Slot, T, G.Batch, G.M, G.N, G.K, DAt, G.AS[0],
+                             G.AS[1], G.AS[2], DBt, G.BS[0], G.BS[1], G.BS[2],
+                             DCt, G.CS[0], G.CS[1], G.CS[2], G.Accumulate,
+                             DBiasAt, G.Epilogue, G.Precision, G.Stream),
      ("meshrt_gpu_gemm (" + G.Name + ")").c_str());
   std::vector<unsigned char> Got = DC.get();
   double WorstRel = 0, FarthestFromExact = 0;
   int Bad = 0;
   for (int64_t I = 0; I < CN; ++I) {
-    double V = getElement(T, Got, I), W = Want[size_t(I)];
+    double V = getElement(CT, Got, I), W = Want[size_t(I)];
     if (!InView[size_t(I)]) {
       if (V != W && Bad++ < 3)
         expect(false, G.Name + ": element " + std::to_string(I) +
@@ -438,6 +463,46 @@ int runGemm() {
     // bf16 results rounded once (half an ulp: 2^-8 relative).
     GemmCase &G = Add("bf16");
     G.T = MESHRT_BF16, G.Tol = 4e-3;
+  }
+  {
+    // f16 inputs into f32: products of 1 + units of 2^-10 by units of 2^-9
+    // need about 20 bits, which f32 holds and f16 does not.
+    GemmCase &G = Add("f16_into_f32");
+    G.T = MESHRT_F16, G.Out = MESHRT_F32, G.ExposeNarrowing = true;
+    G.AVal = [](int64_t, int64_t I, int64_t P) {
+      return 1 + double((I * 7 + P * 3) % 13) / 1024;
+    };
+    G.BVal = [](int64_t, int64_t P, int64_t J) {
+      return -1 + double((P * 5 + J * 3) % 11) / 512;
+    };
+  }
+  {
+    // bf16 into f32 with an f32 bias and ReLU, B read by columns; bf16
+    // keeps 7 mantissa bits, the sums about 16.
+    GemmCase &G = Add("bf16_into_f32_bias_relu");
+    G.T = MESHRT_BF16, G.Out = MESHRT_F32, G.ExposeNarrowing = true;
+    G.Bias = true, G.Epilogue = MESHRT_EPILOGUE_RELU;
+    G.BS[1] = 1, G.BS[2] = 3;
+    G.AVal = [](int64_t, int64_t I, int64_t P) {
+      return 1 + double((I * 7 + P * 3) % 13) / 128;
+    };
+    G.BVal = [](int64_t, int64_t P, int64_t J) {
+      return double((P * 5 + J * 3) % 11 - 5) / 64 + 1.0 / 128;
+    };
+  }
+  {
+    // Batched, A read by columns, accumulating into the f32 C.
+    GemmCase &G = Add("f16_into_f32_batched_accumulate");
+    G.T = MESHRT_F16, G.Out = MESHRT_F32, G.Accumulate = true;
+    G.Batch = 2, G.M = 4, G.N = 6, G.K = 5;
+    G.AS[0] = 20, G.AS[1] = 1, G.AS[2] = 4, G.BS[0] = 30, G.BS[1] = 6,
+    G.CS[0] = 24, G.CS[1] = 6;
+  }
+  {
+    // TF32 asked for: 16-bit inputs are not rounded again (compute 32F).
+    GemmCase &G = Add("bf16_into_f32_tf32_asked");
+    G.T = MESHRT_BF16, G.Out = MESHRT_F32;
+    G.Precision = MESHRT_PRECISION_TF32;
   }
   {
     // Inputs 1 + a few units of 2^-13 (A) and 2^-12 (B): TF32 keeps 10
@@ -653,6 +718,21 @@ int runGemm() {
                      0, 2, 1, nullptr, 0, 0),
                 MESHRT_ERROR_INVALID_ARGUMENT,
                 "meshrt_gpu_gemm: operand A was freed");
+    // Mixed pairs cuBLASLt has no product for.
+    auto Mixed = [&](meshrt_dtype In, meshrt_dtype Out) {
+      return meshrt_gpu_gemm_mixed(&E, In, Out, 1, 6, 4, 5, P.DA, 0, 5, 1, P.DB,
+                                   0, 4, 1, P.DC, 0, 4, 1, 0, nullptr, 0, 0, S);
+    };
+    expectError(Mixed(MESHRT_F32, MESHRT_F64), MESHRT_ERROR_UNSUPPORTED,
+                "meshrt_gpu_gemm_mixed: dtypes f32 into f64 (a mixed GPU "
+                "product takes f16 or bf16 inputs into f32 output; cuBLASLt "
+                "has no other)");
+    expectError(Mixed(MESHRT_BF16, MESHRT_F16), MESHRT_ERROR_UNSUPPORTED,
+                "meshrt_gpu_gemm_mixed: dtypes bf16 into f16");
+    expectError(Mixed(MESHRT_F16, MESHRT_F64), MESHRT_ERROR_UNSUPPORTED,
+                "meshrt_gpu_gemm_mixed: dtypes f16 into f64");
+    expectError(Mixed(MESHRT_I8, MESHRT_I32), MESHRT_ERROR_INVALID_ARGUMENT,
+                "meshrt_gpu_gemm_mixed: dtype");
     expect(E == nullptr, "a failed call left a plan in its slot");
     // A passes the runtime's check (its first element is device memory)
     // but ends past its buffer: cuBLASLt (here, its emulation) refuses the

@@ -8,7 +8,8 @@ The program marks its steps ("mark case <name>", "mark repeat", ...); for
 every rank r (file DIR/trace.r), section by section:
   * each case made exactly the cuBLASLt product its layouts call for: "gemm"
     line fields m, n, k (cuBLASLt's: D = C^T is n x m when C is row-major),
-    batch, transa, transb, epilogue and compute type, and one plan (one
+    batch, transa, transb, epilogue, compute type and the types of A and D
+    (f16 or bf16 into f32 for the mixed products), and one plan (one
     "gemm plan-heuristic" line) per case, none for the products that need no
     cuBLASLt call (k = 0, m = 0; k = 0 zeroes C with one memset per row);
   * the plan cache: the same call five times through one slot is one plan
@@ -36,11 +37,14 @@ WORKSPACE = 32 << 20
 # cuBLASLt's values (cublasLt.h, cublas_api.h).
 DEFAULT, RELU, BIAS, RELU_BIAS, GELU, GELU_BIAS = 1, 2, 4, 6, 32, 36
 C32F, C32F_TF32, C32F_16BF, C64F = 68, 77, 75, 70
+R32F, R64F, R16F, R16BF = 0, 1, 2, 14
 
 
-def product(m, n, k, batch=1, ta=0, tb=0, epilogue=DEFAULT, compute=C32F):
+def product(m, n, k, batch=1, ta=0, tb=0, epilogue=DEFAULT, compute=C32F,
+            atype=R32F, dtype=None):
     return {"m": m, "n": n, "k": k, "batch": batch, "transa": ta,
-            "transb": tb, "epilogue": epilogue, "compute": compute}
+            "transb": tb, "epilogue": epilogue, "compute": compute,
+            "atype": atype, "dtype": atype if dtype is None else dtype}
 
 
 # Our row-major C (m x n) is cuBLASLt's D = C^T (n x m): the 5 x 7 x 3
@@ -65,11 +69,18 @@ CASES = {
     "f32_relu": product(**ROW, epilogue=RELU),
     "f32_gelu_accumulate": product(**ROW, epilogue=GELU),
     "f32_11x13x9": product(13, 11, 9),
-    "f64": product(**ROW, compute=C64F),
-    "f64_bias_relu": product(**ROW, epilogue=RELU_BIAS, compute=C64F),
-    "f16": product(**ROW),
-    "f16_bias_gelu": product(**ROW, epilogue=GELU_BIAS),
-    "bf16": product(**ROW),
+    "f64": product(**ROW, compute=C64F, atype=R64F),
+    "f64_bias_relu": product(**ROW, epilogue=RELU_BIAS, compute=C64F,
+                             atype=R64F),
+    "f16": product(**ROW, atype=R16F),
+    "f16_bias_gelu": product(**ROW, epilogue=GELU_BIAS, atype=R16F),
+    "bf16": product(**ROW, atype=R16BF),
+    "f16_into_f32": product(**ROW, atype=R16F, dtype=R32F),
+    "bf16_into_f32_bias_relu": product(**ROW, ta=1, epilogue=RELU_BIAS,
+                                       atype=R16BF, dtype=R32F),
+    "f16_into_f32_batched_accumulate": product(6, 4, 5, batch=2, tb=1,
+                                               atype=R16F, dtype=R32F),
+    "bf16_into_f32_tf32_asked": product(**ROW, atype=R16BF, dtype=R32F),
     "tf32": product(**ROW, compute=C32F_TF32),
     "bf16_precision": product(**ROW, compute=C32F_16BF),
     "misaligned_views": product(**ROW),

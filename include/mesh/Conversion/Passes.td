@@ -274,10 +274,17 @@ def MeshGpuLinalgToCublas : Pass<"mesh-gpu-linalg-to-cublas",
     and stays a kernel. The call goes where the last folded op was and
     writes its output; the product's inputs must not be written between.
 
-    Kept as kernels, with a remark under `report`: what `mesh-linalg-to-blas`
-    keeps (integer or mixed types, several k loops, a body that is more
-    than a product), and operands with no static unit stride along their
-    rows or columns (cuBLASLt's layouts need one). No epilogue is folded
+    Mixed precision: f16 or bf16 inputs widened into an f32 accumulator in
+    the body (`out + extf(a) * extf(b)`, the named ops' form of mixed types)
+    become `meshrt_gpu_gemm_mixed`, cuBLASLt's product of 16-bit inputs
+    accumulated in f32 into an f32 output, with the same epilogues (an f32
+    bias): nothing is rounded to the inputs' type.
+
+    Kept as kernels, with a remark under `report`: integer products, other
+    mixed types (f32 into f64: cuBLASLt has no such product), what
+    `mesh-linalg-to-blas` keeps (several k loops, a body that is more than a
+    product), and operands with no static unit stride along their rows or
+    columns (cuBLASLt's layouts need one). No epilogue is folded
     onto a product that accumulates into its output, nor a bias whose
     output columns have no unit stride.
 
@@ -303,8 +310,9 @@ def MeshGpuLinalgToCublas : Pass<"mesh-gpu-linalg-to-cublas",
 
     `precision` (highest, tf32, bf16) is the arithmetic of f32 products,
     passed with every call and recorded on the module as
-    `mesh.matmul_precision`. With `host`, the calls are the host runtime's
-    `meshrt_gemm_epilogue` (the gpu-on-host target: the same rewrite,
+    `mesh.matmul_precision`; 16-bit inputs are not rounded further. With
+    `host`, the calls are the host runtime's `meshrt_gemm_epilogue` and
+    `meshrt_gemm_epilogue_mixed` (the gpu-on-host target: the same rewrite,
     computed by the BLAS on the CPU).
   }];
   let options = [
@@ -312,8 +320,8 @@ def MeshGpuLinalgToCublas : Pass<"mesh-gpu-linalg-to-cublas",
            "f32 products: highest (exact f32), tf32 or bf16 (inputs "
            "rounded, f32 accumulation)">,
     Option<"host", "host", "bool", "false",
-           "Call the host's meshrt_gemm_epilogue (gpu-on-host) instead of "
-           "meshrt_gpu_gemm">,
+           "Call the host's meshrt_gemm_epilogue[_mixed] (gpu-on-host) "
+           "instead of meshrt_gpu_gemm[_mixed]">,
     Option<"report", "report", "bool", "false",
            "Emit a remark on each contraction kept as kernels, and on each "
            "epilogue not folded, saying why">

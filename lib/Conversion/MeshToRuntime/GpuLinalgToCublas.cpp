@@ -20,12 +20,17 @@
 // agreed with ReLU at every sample and was folded as one). An erf GELU does
 // not match (cuBLASLt has none: its generic stays a kernel).
 //
+// Mixed precision: f16 or bf16 inputs widened in the body into an f32
+// accumulator (`out + extf(a) * extf(b)`, the named ops' form of mixed
+// types) is cuBLASLt's f32-accumulating product of 16-bit inputs into f32
+// (meshrt_gpu_gemm_mixed), with the same epilogues on the f32 result.
+//
 // The call goes where the last folded op was, writing that op's output
 // buffer, so nothing it writes moves; the product's inputs must not be
 // written in between. Everything the library cannot take keeps our kernels
-// and, with `report`, says why in a remark: integer or mixed types, a
-// matrix with no unit stride (cuBLASLt's layouts need one), several k
-// loops, a body that is more than a product.
+// and, with `report`, says why in a remark: integer types, mixed types other
+// than 16-bit floats into f32, a matrix with no unit stride (cuBLASLt's
+// layouts need one), several k loops, a body that is more than a product.
 //
 // With `host`, the call is the host runtime's meshrt_gemm_epilogue (the
 // gpu-on-host test target: the same matching and rewrite, checked on
@@ -615,10 +620,18 @@ struct MeshGpuLinalgToCublasPass
 
   LogicalResult rewrite(RuntimeFunctions &functions, linalg::LinalgOp op,
                         int32_t precisionCode) {
+    if (isIntegerProduct(op)) {
+      keep(op, "integer element types (only float products go to cuBLASLt)");
+      return success();
+    }
     std::string why;
-    FailureOr<GemmLoops> loops = matchGemm(op, why);
+    FailureOr<GemmLoops> loops = matchGemm(op, why, /*allowWidening=*/true);
     if (failed(loops)) {
       keep(op, why);
+      return success();
+    }
+    if (std::optional<std::string> problem = mixedTypesProblem(op, *loops)) {
+      keep(op, *problem);
       return success();
     }
     if (std::optional<std::string> problem = operandLayoutProblem(op, *loops)) {
@@ -640,10 +653,32 @@ struct MeshGpuLinalgToCublasPass
     }
     emitCall(b, functions, op, *loops, d, epilogue, acc.accumulate,
              precisionCode);
-    LLVM_DEBUG(llvm::dbgs() << "to meshrt_gpu_gemm (" << epilogue.steps.size()
+    LLVM_DEBUG(llvm::dbgs() << "to a GEMM call (" << epilogue.steps.size()
                             << " epilogue steps): " << op << "\n");
     eraseReplaced(op, acc, epilogue);
     return success();
+  }
+
+  /// Whether `op` writes an integer buffer.
+  static bool isIntegerProduct(linalg::LinalgOp op) {
+    auto out = dyn_cast<MemRefType>(op.getDpsInits()[0].getType());
+    return out && isa<IntegerType>(out.getElementType());
+  }
+
+  /// Why cuBLASLt has no product of a widening match's float types, if it
+  /// has none: it takes f16 or bf16 inputs into f32, not f32 into f64.
+  static std::optional<std::string> mixedTypesProblem(linalg::LinalgOp op,
+                                                      const GemmLoops &loops) {
+    if (!loops.inputDtype)
+      return std::nullopt;
+    Type in = cast<MemRefType>(op.getDpsInputs()[0].getType()).getElementType();
+    Type out = cast<MemRefType>(op.getDpsInits()[0].getType()).getElementType();
+    if ((in.isF16() || in.isBF16()) && out.isF32())
+      return std::nullopt;
+    return llvm::formatv("mixed element types {0} into {1} (cuBLASLt takes f16 "
+                         "or bf16 inputs into f32)",
+                         in, out)
+        .str();
   }
 
   /// Why cuBLASLt cannot read A, B or C as they are laid out, if it cannot.
@@ -819,7 +854,8 @@ struct MeshGpuLinalgToCublasPass
 
   /// Emits at `b` the runtime call that computes `op` with `epilogue` into
   /// `d`: meshrt_gemm_epilogue on the host target, else meshrt_gpu_gemm
-  /// with a plan slot of its own on the shared stream.
+  /// with a plan slot of its own on the shared stream (their _mixed forms,
+  /// which take the inputs' dtype first, for a widening product).
   void emitCall(OpBuilder &b, RuntimeFunctions &functions, linalg::LinalgOp op,
                 const GemmLoops &loops, Value d, const Epilogue &epilogue,
                 bool accumulate, int32_t precisionCode) {
@@ -832,49 +868,60 @@ struct MeshGpuLinalgToCublasPass
     auto i32Const = [&](int64_t v) -> Value {
       return arith::ConstantIntOp::create(b, loc, i32, v);
     };
+    bool mixed = loops.inputDtype.has_value();
+    RuntimeEntry entry = host
+                             ? (mixed ? RuntimeEntry::meshrt_gemm_epilogue_mixed
+                                      : RuntimeEntry::meshrt_gemm_epilogue)
+                             : (mixed ? RuntimeEntry::meshrt_gpu_gemm_mixed
+                                      : RuntimeEntry::meshrt_gpu_gemm);
+    checkRuntimeCall<RuntimeEntry::meshrt_gemm_epilogue, 20>();
+    checkRuntimeCall<RuntimeEntry::meshrt_gemm_epilogue_mixed, 21>();
+    checkRuntimeCall<RuntimeEntry::meshrt_gpu_gemm, 23>();
+    checkRuntimeCall<RuntimeEntry::meshrt_gpu_gemm_mixed, 24>();
     Value biasPointer = vectorPointer(b, loc, epilogue.bias);
+    Value inDtype = mixed ? i32Const(*loops.inputDtype) : Value();
     Value dtype = i32Const(*gemmDtype(element));
     Value acc = i32Const(accumulate ? 1 : 0);
     Value act = i32Const(static_cast<int32_t>(epilogue.act));
-    Value prec = host ? Value() : i32Const(precisionCode);
-    std::string what = ((host ? "meshrt_gemm_epilogue" : "meshrt_gpu_gemm") +
-                        Twine(" for '") + op->getName().getStringRef() + "'")
-                           .str();
-    // The arguments both entries take, in meshrt.h's order: the product,
-    // its accumulation and its epilogue.
-    const Value product[] = {dtype,
-                             args.batch,
-                             args.m,
-                             args.n,
-                             args.k,
-                             args.pointers[0],
-                             args.strides[0][0],
-                             args.strides[0][1],
-                             args.strides[0][2],
-                             args.pointers[1],
-                             args.strides[1][0],
-                             args.strides[1][1],
-                             args.strides[1][2],
-                             args.pointers[2],
-                             args.strides[2][0],
-                             args.strides[2][1],
-                             args.strides[2][2],
-                             acc,
-                             biasPointer,
-                             act};
-    if (host) {
-      functions.callChecked<RuntimeEntry::meshrt_gemm_epilogue>(b, loc, what,
-                                                                product);
-      return;
+    Value slot, prec, stream;
+    if (!host) {
+      prec = i32Const(precisionCode);
+      slot = LLVM::AddressOfOp::create(b, loc, planSlot(getOperation()));
+      stream = LLVM::ZeroOp::create(b, loc, ptrType);
     }
-    // meshrt_gpu_gemm: the plan slot first, the precision and the stream
-    // last.
-    Value gpuArgs[1 + std::size(product) + 2];
-    gpuArgs[0] = LLVM::AddressOfOp::create(b, loc, planSlot(getOperation()));
-    llvm::copy(product, gpuArgs + 1);
-    gpuArgs[1 + std::size(product)] = prec;
-    gpuArgs[2 + std::size(product)] = LLVM::ZeroOp::create(b, loc, ptrType);
-    functions.callChecked<RuntimeEntry::meshrt_gpu_gemm>(b, loc, what, gpuArgs);
+    // In meshrt.h's order: the plan slot (GPU), the dtypes, the product,
+    // its accumulation and its epilogue, then the precision and the stream
+    // (GPU).
+    SmallVector<Value, 24> operands;
+    if (slot)
+      operands.push_back(slot);
+    if (mixed)
+      operands.push_back(inDtype);
+    operands.append({dtype,
+                     args.batch,
+                     args.m,
+                     args.n,
+                     args.k,
+                     args.pointers[0],
+                     args.strides[0][0],
+                     args.strides[0][1],
+                     args.strides[0][2],
+                     args.pointers[1],
+                     args.strides[1][0],
+                     args.strides[1][1],
+                     args.strides[1][2],
+                     args.pointers[2],
+                     args.strides[2][0],
+                     args.strides[2][1],
+                     args.strides[2][2],
+                     acc,
+                     biasPointer,
+                     act});
+    if (!host)
+      operands.append({prec, stream});
+    functions.callChecked(b, loc, entry, operands,
+                          getRuntimeEntryName(entry) + " for '" +
+                              op->getName().getStringRef() + "'");
   }
 
   /// Erases what the call replaces (the steps, their bias broadcasts, the

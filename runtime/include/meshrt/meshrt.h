@@ -588,6 +588,19 @@ MESHRT_API meshrt_status meshrt_gemm_epilogue(
     int64_t c_row_stride, int64_t c_col_stride, int32_t accumulate,
     const void *bias, int32_t epilogue);
 
+/// meshrt_gemm_epilogue of A and B of `in_dtype` into C of `out_dtype`, as
+/// meshrt_gemm_mixed widens them (f16 or bf16 into f32 or f64, f32 into
+/// f64, i8 or u8 into i32 or i64), then the bias (of `out_dtype`) and the
+/// activation (floats only) on C: the gpu-on-host form of
+/// meshrt_gpu_gemm_mixed.
+MESHRT_API meshrt_status meshrt_gemm_epilogue_mixed(
+    meshrt_dtype in_dtype, meshrt_dtype out_dtype, int64_t batch, int64_t m,
+    int64_t n, int64_t k, const void *a, int64_t a_batch_stride,
+    int64_t a_row_stride, int64_t a_col_stride, const void *b,
+    int64_t b_batch_stride, int64_t b_row_stride, int64_t b_col_stride, void *c,
+    int64_t c_batch_stride, int64_t c_row_stride, int64_t c_col_stride,
+    int32_t accumulate, const void *bias, int32_t epilogue);
+
 /* ---- Contractions on the GPU ---------------------------------------------
  * The products of compiled GPU code (mesh-gpu-linalg-to-cublas), computed by
  * cuBLASLt (libcublasLt.so.13, or MESHRT_CUBLASLT_LIBRARY, loaded with
@@ -643,6 +656,21 @@ MESHRT_API meshrt_status meshrt_gpu_gemm(
     int64_t b_row_stride, int64_t b_col_stride, void *c, int64_t c_batch_stride,
     int64_t c_row_stride, int64_t c_col_stride, int32_t accumulate,
     const void *bias, int32_t epilogue, int32_t precision, void *stream);
+
+/// meshrt_gpu_gemm of A and B of `in_dtype` (f16 or bf16) into C of
+/// `out_dtype` (f32), accumulated in f32 (CUBLAS_COMPUTE_32F, the mixed
+/// precision products of training): nothing is rounded to the inputs' type.
+/// The bias has C's type; `precision` is checked but changes nothing (it
+/// rounds f32 inputs, and these are 16-bit already). Other pairs (f32 into
+/// f64, integers) fail: cuBLASLt has no such product.
+MESHRT_API meshrt_status meshrt_gpu_gemm_mixed(
+    void **plan, meshrt_dtype in_dtype, meshrt_dtype out_dtype, int64_t batch,
+    int64_t m, int64_t n, int64_t k, const void *a, int64_t a_batch_stride,
+    int64_t a_row_stride, int64_t a_col_stride, const void *b,
+    int64_t b_batch_stride, int64_t b_row_stride, int64_t b_col_stride, void *c,
+    int64_t c_batch_stride, int64_t c_row_stride, int64_t c_col_stride,
+    int32_t accumulate, const void *bias, int32_t epilogue, int32_t precision,
+    void *stream);
 
 /* ---- Stream-ordered collectives -----------------------------------------
  * The same collectives, ordered on a CUDA stream (a CUstream/cudaStream_t;

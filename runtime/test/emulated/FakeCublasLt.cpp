@@ -14,7 +14,9 @@
 // batch, with the inputs rounded first for CUBLAS_COMPUTE_32F_FAST_TF32 (to
 // 10 mantissa bits, to nearest even) and _FAST_16BF (to bfloat16, to nearest
 // even), the epilogues BIAS, RELU and GELU (tanh form) as cublasLt.h defines
-// them, and the result rounded once to D's type. It then marks the stream
+// them, and the result rounded once to D's type. A and B have one type, C
+// and D (and the bias) one type: the same, or f32 for f16 and bf16 inputs
+// (cuBLASLt's mixed products with CUBLAS_COMPUTE_32F). It then marks the stream
 // busy for two polls, as the emulated NCCL does, so that a host wait polls.
 //
 // What it refuses, with CUBLAS_STATUS_INVALID_VALUE or _NOT_SUPPORTED and a
@@ -32,8 +34,8 @@
 // Trace (MESHRT_EMU_TRACE, through the emulated driver): "cublaslt-create"
 // per handle, "gemm plan-heuristic m=.. n=.. k=.." per heuristic query, and
 // per product "gemm m=%d n=%d k=%d batch=%d transa=%d transb=%d epilogue=%d
-// compute=%d stream=s%d workspace=%zu" (cuBLASLt's m, n, k: D's rows and
-// columns and the inner size).
+// compute=%d atype=%u dtype=%u stream=s%d workspace=%zu" (cuBLASLt's m, n,
+// k: D's rows and columns and the inner size; A's and D's cudaDataType).
 //
 // The runtime's own declarations of cuBLASLt (runtime/lib/CublasLtApi.h) are
 // checked against the real header here, at compile time.
@@ -326,18 +328,23 @@ cublasStatus_t checkProblem(const Desc &D, const Layout *const (&L)[4],
       return refuse(CUBLAS_STATUS_INVALID_VALUE,
                     "layout %s: ld %lld < rows %llu", Names[I], (long long)X.Ld,
                     (unsigned long long)X.Rows);
-    if (X.Type != L[0]->Type)
+    // A and B of one type, C and D of one type.
+    const Layout &Like = I < 2 ? *L[0] : *L[3];
+    if (X.Type != Like.Type)
       return refuse(CUBLAS_STATUS_NOT_SUPPORTED,
-                    "layout %s: type %u, A's is %u (mixed types)", Names[I],
-                    X.Type, L[0]->Type);
+                    "layout %s: type %u, %s's is %u", Names[I], X.Type,
+                    I < 2 ? "A" : "D", Like.Type);
     if (X.Batch != L[3]->Batch || X.Batch < 1)
       return refuse(CUBLAS_STATUS_INVALID_VALUE,
                     "layout %s: batch count %d, D's is %d", Names[I], X.Batch,
                     L[3]->Batch);
   }
-  uint32_t T = L[0]->Type;
+  uint32_t T = L[0]->Type, Out = L[3]->Type;
   bool Ok = false;
-  if (T == CUDA_R_32F)
+  if (T != Out)
+    Ok = (T == CUDA_R_16F || T == CUDA_R_16BF) && Out == CUDA_R_32F &&
+         D.Scale == CUDA_R_32F && D.Compute == CUBLAS_COMPUTE_32F;
+  else if (T == CUDA_R_32F)
     Ok = D.Scale == CUDA_R_32F && (D.Compute == CUBLAS_COMPUTE_32F ||
                                    D.Compute == CUBLAS_COMPUTE_32F_FAST_TF32 ||
                                    D.Compute == CUBLAS_COMPUTE_32F_FAST_16BF);
@@ -347,8 +354,9 @@ cublasStatus_t checkProblem(const Desc &D, const Layout *const (&L)[4],
     Ok = D.Scale == CUDA_R_32F && D.Compute == CUBLAS_COMPUTE_32F;
   if (!Ok)
     return refuse(CUBLAS_STATUS_NOT_SUPPORTED,
-                  "type %u with compute type %d and scale type %d", T,
-                  D.Compute, D.Scale);
+                  "A of type %u, D of type %u with compute type %d and scale "
+                  "type %d",
+                  T, Out, D.Compute, D.Scale);
   if ((D.TransA != CUBLAS_OP_N && D.TransA != CUBLAS_OP_T) ||
       (D.TransB != CUBLAS_OP_N && D.TransB != CUBLAS_OP_T))
     return refuse(CUBLAS_STATUS_NOT_SUPPORTED, "transa %d transb %d", D.TransA,
@@ -367,10 +375,10 @@ cublasStatus_t checkProblem(const Desc &D, const Layout *const (&L)[4],
   default:
     return refuse(CUBLAS_STATUS_NOT_SUPPORTED, "epilogue %u", D.Epilogue);
   }
-  if (hasBias(D.Epilogue) && D.BiasType != -1 && uint32_t(D.BiasType) != T)
+  if (hasBias(D.Epilogue) && D.BiasType != -1 && uint32_t(D.BiasType) != Out)
     return refuse(CUBLAS_STATUS_NOT_SUPPORTED,
                   "bias type %d with D of type %u (the bias has D's type)",
-                  D.BiasType, T);
+                  D.BiasType, Out);
   const Layout &A = *L[0], &B = *L[1], &C = *L[2], &Dl = *L[3];
   uint64_t AR = D.TransA == CUBLAS_OP_N ? A.Rows : A.Cols;
   uint64_t AC = D.TransA == CUBLAS_OP_N ? A.Cols : A.Rows;
@@ -749,7 +757,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t H, cublasLtMatmulDesc_t OpDesc,
                     "descriptors");
   }
   const Layout &A = *L[0], &B = *L[1], &C = *L[2], &D = *L[3];
-  uint32_t T = D.Type;
+  uint32_t T = D.Type, In = A.Type;
   size_t E = typeSize(T);
   bool Bias = hasBias(X->Epilogue);
   if (Bias && !X->Bias)
@@ -765,14 +773,15 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t H, cublasLtMatmulDesc_t OpDesc,
   for (int I = 0; I < 4; ++I) {
     int64_t Lo, Hi;
     extent(*L[I], Lo, Hi);
-    if (!Ptr[I] || !onDevice(Ptr[I], Lo, Hi, E))
+    size_t Elem = typeSize(L[I]->Type);
+    if (!Ptr[I] || !onDevice(Ptr[I], Lo, Hi, Elem))
       return refuse(CUBLAS_STATUS_INVALID_VALUE,
                     "cublasLtMatmul: %s (%p, elements [%lld, %lld)) is not in "
                     "one live device allocation",
                     Names[I], Ptr[I], (long long)Lo, (long long)Hi);
     for (int32_t Bt = 0; Bt < L[I]->Batch; ++Bt) {
       const char *At = static_cast<const char *>(Ptr[I]) +
-                       int64_t(Bt) * L[I]->BatchOffset * int64_t(E);
+                       int64_t(Bt) * L[I]->BatchOffset * int64_t(Elem);
       if (alignmentOf(At) < G.Align[I])
         return refuse(CUBLAS_STATUS_NOT_SUPPORTED,
                       "cublasLtMatmul: %s of batch %d at %p is %u-byte "
@@ -826,8 +835,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t H, cublasLtMatmulDesc_t OpDesc,
                                                 : int64_t(P + I * A.Ld);
           int64_t BI = X->TransB == CUBLAS_OP_N ? int64_t(P + J * B.Ld)
                                                 : int64_t(J + P * B.Ld);
-          Acc += input(load(T, APtr, AO + AI), X->Compute) *
-                 input(load(T, BPtr, BO + BI), X->Compute);
+          Acc += input(load(In, APtr, AO + AI), X->Compute) *
+                 input(load(In, BPtr, BO + BI), X->Compute);
         }
         double V = Al * Acc;
         if (Be != 0)
@@ -846,10 +855,11 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t H, cublasLtMatmulDesc_t OpDesc,
   }
   fakeCudaAccess(0);
   fakeCudaTrace("gemm m=%llu n=%llu k=%llu batch=%d transa=%d transb=%d "
-                "epilogue=%u compute=%d stream=s%d workspace=%zu",
+                "epilogue=%u compute=%d atype=%u dtype=%u stream=s%d "
+                "workspace=%zu",
                 (unsigned long long)D.Rows, (unsigned long long)D.Cols,
                 (unsigned long long)K, D.Batch, X->TransA, X->TransB,
-                X->Epilogue, X->Compute, fakeCudaStreamId(Stream),
+                X->Epilogue, X->Compute, In, T, fakeCudaStreamId(Stream),
                 WorkspaceBytes);
   // The work "runs" on the stream: the next two host polls see it busy.
   fakeCudaMarkBusy(Stream, 2);

@@ -264,7 +264,7 @@ func.func @accumulating(%a: memref<3x4x5xf64>, %b: memref<3x5x6xf64>, %c: memref
 // CHECK: linalg.matmul
 // CHECK: linalg.matmul
 func.func @kept(%a: memref<4x4xi32>, %b: memref<4x4xi32>, %c: memref<4x4xi32>, %big: memref<8x8xf32>, %w: memref<4x4xf32>, %y: memref<4x4xf32>) {
-  // expected-remark @+1 {{kept as kernels: element type i32 (the BLAS takes f16, bf16, f32 and f64)}}
+  // expected-remark @+1 {{kept as kernels: integer element types (only float products go to cuBLASLt)}}
   linalg.matmul ins(%a, %b : memref<4x4xi32>, memref<4x4xi32>) outs(%c : memref<4x4xi32>)
   %s = memref.subview %big[0, 0] [4, 4] [2, 2] : memref<8x8xf32> to memref<4x4xf32, strided<[16, 2]>>
   // expected-remark @+1 {{kept as kernels: operand A has no unit stride along its rows or columns (cuBLASLt's layouts need one)}}
@@ -333,5 +333,82 @@ func.func @two_batch_loops(%q: memref<2x3x4x8xf32>, %k: memref<2x3x8x4xf32>, %s:
     %t = arith.addf %acc, %p : f32
     linalg.yield %t : f32
   }
+  return
+}
+
+// -----
+
+// Mixed precision: bf16 inputs into an f32 accumulator (the named op's
+// arith.extf), with the zero fill, an f32 bias and GELU folded, is one
+// meshrt_gpu_gemm_mixed (bf16 = 1, f32 = 2) writing %y; a generic that
+// widens each f16 input (0) in its body, reading a view, is the same
+// product, accumulating. f32 into f64 and i8 into i32 stay kernels.
+// CHECK-LABEL: func.func @mixed
+// CHECK-NOT: {{^ *linalg\.(fill|matmul)}}
+// CHECK: memref.extract_aligned_pointer_as_index %arg2 : memref<32xf32>
+// CHECK: %[[BIAS:.*]] = llvm.inttoptr
+// CHECK: %[[IN:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[OUT:.*]] = arith.constant 2 : i32
+// CHECK-NEXT: %[[ACC:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[ACT:.*]] = arith.constant 2 : i32
+// CHECK-NEXT: %[[PREC:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[PLAN:.*]] = llvm.mlir.addressof @__mesh_gemm_plan_{{[0-9]+}}
+// CHECK-NEXT: %[[STREAM:.*]] = llvm.mlir.zero
+// CHECK-NEXT: llvm.call @meshrt_gpu_gemm_mixed(%[[PLAN]], %[[IN]], %[[OUT]], {{.*}}, %[[ACC]], %[[BIAS]], %[[ACT]], %[[PREC]], %[[STREAM]]) : (!llvm.ptr, i32, i32, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, !llvm.ptr, i64, i64, i64, !llvm.ptr, i64, i64, i64, i32, !llvm.ptr, i32, i32, !llvm.ptr) -> i32
+// CHECK: %[[IN2:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[OUT2:.*]] = arith.constant 2 : i32
+// CHECK-NEXT: %[[ACC2:.*]] = arith.constant 1 : i32
+// CHECK: llvm.call @meshrt_gpu_gemm_mixed(%{{.*}}, %[[IN2]], %[[OUT2]], {{.*}}, %[[ACC2]],
+// CHECK: linalg.matmul
+// CHECK: linalg.matmul
+// CHECK-NOT: meshrt_gpu_gemm
+// CHECK: return
+// HOST-LABEL: func.func @mixed
+// HOST: llvm.call @meshrt_gemm_epilogue_mixed({{.*}}) : (i32, i32, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, !llvm.ptr, i64, i64, i64, !llvm.ptr, i64, i64, i64, i32, !llvm.ptr, i32) -> i32
+// HOST: llvm.call @meshrt_gemm_epilogue_mixed(
+// HOST-NOT: meshrt_gpu_gemm
+func.func @mixed(%x: memref<8x16xbf16>, %w: memref<16x32xbf16>, %b: memref<32xf32>, %y: memref<8x32xf32>,
+                 %big: memref<24x4xf16>, %v: memref<4x6xf16>, %acc: memref<2x6xf32>,
+                 %x32: memref<4x4xf32>, %y64: memref<4x4xf64>, %i: memref<4x4xi8>, %o: memref<4x4xi32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<8x32xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x32xf32>)
+  linalg.matmul ins(%x, %w : memref<8x16xbf16>, memref<16x32xbf16>) outs(%c : memref<8x32xf32>)
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %b : memref<8x32xf32>, memref<32xf32>) outs(%y : memref<8x32xf32>) {
+  ^bb0(%e: f32, %bv: f32, %out: f32):
+    %s = arith.addf %e, %bv : f32
+    %x3 = arith.mulf %s, %s : f32
+    %x3b = arith.mulf %x3, %s : f32
+    %c0 = arith.constant 0.044715 : f32
+    %t0 = arith.mulf %c0, %x3b : f32
+    %t1 = arith.addf %s, %t0 : f32
+    %c1 = arith.constant 0.7978845608 : f32
+    %t2 = arith.mulf %c1, %t1 : f32
+    %t3 = math.tanh %t2 : f32
+    %one = arith.constant 1.0 : f32
+    %t4 = arith.addf %one, %t3 : f32
+    %half = arith.constant 0.5 : f32
+    %t5 = arith.mulf %half, %s : f32
+    %r = arith.mulf %t5, %t4 : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %c : memref<8x32xf32>
+  // A view 8 elements into %big, widened in a generic's body: accumulates.
+  %a = memref.subview %big[2, 0] [2, 4] [1, 1] : memref<24x4xf16> to memref<2x4xf16, strided<[4, 1], offset: 8>>
+  // expected-remark @+1 {{epilogue not folded: the product accumulates}}
+  linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %v : memref<2x4xf16, strided<[4, 1], offset: 8>>, memref<4x6xf16>) outs(%acc : memref<2x6xf32>) {
+  ^bb0(%p: f16, %q: f16, %r: f32):
+    %pe = arith.extf %p : f16 to f32
+    %qe = arith.extf %q : f16 to f32
+    %m = arith.mulf %pe, %qe : f32
+    %s = arith.addf %r, %m : f32
+    linalg.yield %s : f32
+  }
+  // expected-remark @+1 {{kept as kernels: mixed element types f32 into f64 (cuBLASLt takes f16 or bf16 inputs into f32)}}
+  linalg.matmul ins(%x32, %x32 : memref<4x4xf32>, memref<4x4xf32>) outs(%y64 : memref<4x4xf64>)
+  // expected-remark @+1 {{kept as kernels: integer element types (only float products go to cuBLASLt)}}
+  linalg.matmul ins(%i, %i : memref<4x4xi8>, memref<4x4xi8>) outs(%o : memref<4x4xi32>)
   return
 }
