@@ -16,7 +16,8 @@
 //            random inputs.
 //   gemm     C = relu(A B + bias) at 2048, 4096 and 8192: the compiled
 //            functions of gemm.mlir.in (one per --matmul-precision: exact
-//            f32, TF32, BF16 on f32 operands, and bf16 operands) against
+//            f32, TF32, BF16 on f32 operands, bf16 operands, and bf16
+//            operands into an f32 result) against
 //            the same product made directly on cuBLASLt (dlopen'ed; same
 //            stream, layouts, epilogue, compute type and a 32 MiB
 //            workspace), interleaved; both synchronise after each call, as
@@ -90,6 +91,7 @@ void _mlir_ciface_gemm_bias_relu_highest(Desc2 *, Desc2 *, Desc2 *, Desc1 *);
 void _mlir_ciface_gemm_bias_relu_tf32(Desc2 *, Desc2 *, Desc2 *, Desc1 *);
 void _mlir_ciface_gemm_bias_relu_bf16(Desc2 *, Desc2 *, Desc2 *, Desc1 *);
 void _mlir_ciface_gemm_bias_relu_bf16data(Desc2 *, Desc2 *, Desc2 *, Desc1 *);
+void _mlir_ciface_gemm_bias_relu_bf16mixed(Desc2 *, Desc2 *, Desc2 *, Desc1 *);
 }
 
 namespace {
@@ -567,9 +569,9 @@ struct RawGemm {
   void *C;
   cudaStream_t Stream;
 
-  RawGemm(Lt &L, int64_t N, cudaDataType_t Type, cublasComputeType_t Compute,
-          const void *A, const void *B, const void *Bias, void *C,
-          cudaStream_t Stream)
+  RawGemm(Lt &L, int64_t N, cudaDataType_t InType, cudaDataType_t OutType,
+          cublasComputeType_t Compute, const void *A, const void *B,
+          const void *Bias, void *C, cudaStream_t Stream)
       : L(L), A(A), B(B), C(C), Stream(Stream) {
     checkLt(L.cublasLtCreate(&H), "cublasLtCreate");
     checkLt(L.cublasLtMatmulDescCreate(&Desc, Compute, CUDA_R_32F),
@@ -581,9 +583,9 @@ struct RawGemm {
     checkLt(L.cublasLtMatmulDescSetAttribute(
                 Desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &Bias, sizeof(Bias)),
             "bias pointer");
-    checkLt(L.cublasLtMatrixLayoutCreate(&LA, Type, N, N, N), "layout");
-    checkLt(L.cublasLtMatrixLayoutCreate(&LB, Type, N, N, N), "layout");
-    checkLt(L.cublasLtMatrixLayoutCreate(&LC, Type, N, N, N), "layout");
+    checkLt(L.cublasLtMatrixLayoutCreate(&LA, InType, N, N, N), "layout");
+    checkLt(L.cublasLtMatrixLayoutCreate(&LB, InType, N, N, N), "layout");
+    checkLt(L.cublasLtMatrixLayoutCreate(&LC, OutType, N, N, N), "layout");
     checkLt(L.cublasLtMatmulPreferenceCreate(&Pref), "preference");
     checkLt(L.cublasLtMatmulPreferenceSetAttribute(
                 Pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &WorkspaceBytes,
@@ -617,7 +619,7 @@ struct RawGemm {
 struct GemmVariant {
   const char *Name, *Label;
   void (*Fn)(Desc2 *, Desc2 *, Desc2 *, Desc1 *);
-  bool Bf16Data;
+  bool Bf16In, Bf16Out; // A and B; C and the bias (else f32).
   cublasComputeType_t Compute;
   double Tolerance; // relative to sum |a b|, against float64
 };
@@ -626,15 +628,21 @@ void benchGemm(const Args &A, cudaStream_t Stream) {
   Lt L;
   const GemmVariant Variants[] = {
       {"highest", "f32, exact (COMPUTE_32F)",
-       _mlir_ciface_gemm_bias_relu_highest, false, CUBLAS_COMPUTE_32F, 1e-5},
+       _mlir_ciface_gemm_bias_relu_highest, false, false, CUBLAS_COMPUTE_32F,
+       1e-5},
       {"tf32", "f32, TF32 inputs (COMPUTE_32F_FAST_TF32)",
-       _mlir_ciface_gemm_bias_relu_tf32, false, CUBLAS_COMPUTE_32F_FAST_TF32,
-       2e-3},
+       _mlir_ciface_gemm_bias_relu_tf32, false, false,
+       CUBLAS_COMPUTE_32F_FAST_TF32, 2e-3},
       {"bf16", "f32, BF16 inputs (COMPUTE_32F_FAST_16BF)",
-       _mlir_ciface_gemm_bias_relu_bf16, false, CUBLAS_COMPUTE_32F_FAST_16BF,
-       1e-2},
+       _mlir_ciface_gemm_bias_relu_bf16, false, false,
+       CUBLAS_COMPUTE_32F_FAST_16BF, 1e-2},
       {"bf16data", "bf16 operands and result (COMPUTE_32F)",
-       _mlir_ciface_gemm_bias_relu_bf16data, true, CUBLAS_COMPUTE_32F, 1e-2}};
+       _mlir_ciface_gemm_bias_relu_bf16data, true, true, CUBLAS_COMPUTE_32F,
+       1e-2},
+      // The reference reads the same rounded inputs: only f32 sums differ.
+      {"bf16mixed", "bf16 operands into f32 (COMPUTE_32F)",
+       _mlir_ciface_gemm_bias_relu_bf16mixed, true, false, CUBLAS_COMPUTE_32F,
+       1e-5}};
   if (Rank == 0)
     std::printf("\n## gemm: compiled relu(A B + bias) against cuBLASLt "
                 "(version %zu) called directly\n\n"
@@ -653,44 +661,47 @@ void benchGemm(const Args &A, cudaStream_t Stream) {
     for (float &V : HBias)
       V = Dist(Gen);
     for (const GemmVariant &V : Variants) {
-      size_t Elt = V.Bf16Data ? 2 : 4;
+      size_t InElt = V.Bf16In ? 2 : 4, OutElt = V.Bf16Out ? 2 : 4;
       // The operands as the variant reads them (bf16 data rounded once; the
       // reference uses the rounded values).
       std::vector<float> RA = HA, RB = HB, RBias = HBias;
-      std::vector<uint16_t> SA, SB, SBias;
-      if (V.Bf16Data) {
-        for (auto *P : {&RA, &RB, &RBias})
-          for (float &X : *P)
-            X = fromBf16(toBf16(X));
-        for (float X : HA)
-          SA.push_back(toBf16(X));
-        for (float X : HB)
-          SB.push_back(toBf16(X));
-        for (float X : HBias)
-          SBias.push_back(toBf16(X));
-      }
-      void *DA, *DB, *DBias, *DC;
-      checkCuda(cudaMalloc(&DA, N * N * Elt), "cudaMalloc");
-      checkCuda(cudaMalloc(&DB, N * N * Elt), "cudaMalloc");
-      checkCuda(cudaMalloc(&DBias, N * Elt), "cudaMalloc");
-      checkCuda(cudaMalloc(&DC, N * N * Elt), "cudaMalloc");
-      auto Up = [&](void *D, const std::vector<float> &F,
-                    const std::vector<uint16_t> &H16) {
-        checkCuda(cudaMemcpy(D,
-                             V.Bf16Data ? static_cast<const void *>(H16.data())
-                                        : F.data(),
-                             F.size() * Elt, cudaMemcpyHostToDevice),
-                  "h2d");
+      auto Round = [](std::vector<float> &F) {
+        for (float &X : F)
+          X = fromBf16(toBf16(X));
       };
-      Up(DA, HA, SA);
-      Up(DB, HB, SB);
-      Up(DBias, HBias, SBias);
+      if (V.Bf16In) {
+        Round(RA);
+        Round(RB);
+      }
+      if (V.Bf16Out)
+        Round(RBias);
+      void *DA, *DB, *DBias, *DC;
+      checkCuda(cudaMalloc(&DA, N * N * InElt), "cudaMalloc");
+      checkCuda(cudaMalloc(&DB, N * N * InElt), "cudaMalloc");
+      checkCuda(cudaMalloc(&DBias, N * OutElt), "cudaMalloc");
+      checkCuda(cudaMalloc(&DC, N * N * OutElt), "cudaMalloc");
+      // Uploads F as bf16 words or as f32.
+      auto Up = [&](void *D, const std::vector<float> &F, bool Bf16) {
+        std::vector<uint16_t> H16;
+        if (Bf16)
+          for (float X : F)
+            H16.push_back(toBf16(X));
+        checkCuda(
+            cudaMemcpy(D,
+                       Bf16 ? static_cast<const void *>(H16.data()) : F.data(),
+                       F.size() * (Bf16 ? 2 : 4), cudaMemcpyHostToDevice),
+            "h2d");
+      };
+      Up(DA, HA, V.Bf16In);
+      Up(DB, HB, V.Bf16In);
+      Up(DBias, HBias, V.Bf16Out);
       float *FA = static_cast<float *>(DA), *FB = static_cast<float *>(DB),
             *FBias = static_cast<float *>(DBias);
       Desc2 MA{FA, FA, 0, {N, N}, {N, 1}}, MB{FB, FB, 0, {N, N}, {N, 1}};
       Desc1 MBias{FBias, FBias, 0, {N}, {1}};
-      RawGemm Raw(L, N, V.Bf16Data ? CUDA_R_16BF : CUDA_R_32F, V.Compute, DA,
-                  DB, DBias, DC, Stream);
+      RawGemm Raw(L, N, V.Bf16In ? CUDA_R_16BF : CUDA_R_32F,
+                  V.Bf16Out ? CUDA_R_16BF : CUDA_R_32F, V.Compute, DA, DB,
+                  DBias, DC, Stream);
 
       // Results: both sides once, against each other and float64.
       Desc2 Out{};
@@ -699,7 +710,7 @@ void benchGemm(const Args &A, cudaStream_t Stream) {
       checkCuda(cudaStreamSynchronize(Stream), "cudaStreamSynchronize");
       std::vector<float> Ours(N * N), Theirs(N * N);
       auto Down = [&](std::vector<float> &H, const void *D) {
-        if (!V.Bf16Data) {
+        if (!V.Bf16Out) {
           checkCuda(cudaMemcpy(H.data(), D, N * N * 4, cudaMemcpyDeviceToHost),
                     "d2h");
           return;
