@@ -4,7 +4,7 @@ driver and NCCL against the same program's host build, which ran on the MPI
 backend and checked its numbers (run-emulated-compare.sh runs both).
 
   check-emulated-run.py DIR N [--without-bitwise] [--own-kernels]
-      [--syncs S | --call-syncs F=S...]
+      [--syncs S | --syncs-file FILE | --call-syncs F=S...]
 
   DIR/host/rt.R   the host build's collective trace (MESHRT_TRACE), rank R
   DIR/cuda/rt.R   the CUDA build's collective trace
@@ -29,6 +29,7 @@ For every rank R < N:
          own, named F_...); outside calls, one synchronisation for each
          "mark host-sync" (the program's own reads) and no other;
        - with --syncs S (a program with no host code to mark calls): S;
+         --syncs-file FILE reads S from FILE (a generator's count);
  (c) the emulated NCCL ran the runtime trace's collectives, in order: the
      same kind, count, dtype, reduction or root, on a communicator whose
      members are the group, in group order; all_to_all as one group of 2n
@@ -77,38 +78,67 @@ def check_same_collectives(d, r, without_bitwise):
     return cpath, cuda
 
 
+def valid_in(j, count, valid):
+    """The data elements of member j's block (the runtime's validIn)."""
+    return max(0, min(count, valid - j * count))
+
+
+def p2p_group(members, sizes):
+    """A grouped send/receive of the given element counts (empty ones left
+    out), as the emulated NCCL traces it; [] when nothing moves."""
+    sizes = [b for b in sizes if b]
+    if not sizes:
+        return []
+    return [{"kind": "group", "members": members, "ops": len(sizes),
+             "bytes": sum(sizes)}]
+
+
 def expected_nccl(line, me):
     """What the NCCL backend must hand the emulated NCCL for one runtime
-    trace line on world rank `me`: a dict, or None for nothing."""
+    trace line on world rank `me`: a list of dicts (empty: nothing)."""
     kind = line.split()[0]
     f = fields(line)
     members = [int(x) for x in f["group"].split(",")]
-    want = {"members": members, "rank": members.index(me)}
+    n, g = len(members), members.index(me)
+    want = {"members": members, "rank": g}
     if kind == "barrier":
-        return dict(want, kind="all_reduce", count=1, type=2, op=0)
+        return [dict(want, kind="all_reduce", count=1, type=2, op=0)]
     dtype = line.split()[1]
     count = int(f["count"])
+    elem = DTYPE_SIZE[dtype]
     want.update(count=count, type=NCCL_TYPE[dtype])
     if kind in ("all_reduce", "reduce_scatter"):
-        return dict(want, kind=kind, op=NCCL_OP[f["op"]])
+        return [dict(want, kind=kind, op=NCCL_OP[f["op"]])]
     if kind == "all_gather":
-        return dict(want, kind=kind)
+        return [dict(want, kind=kind)]
     if kind == "broadcast":
-        return dict(want, kind=kind, root=int(f["root"]))
-    size = count * DTYPE_SIZE[dtype]
+        return [dict(want, kind=kind, root=int(f["root"]))]
+    size = count * elem
     if kind == "all_to_all":
-        n = len(members)
-        return {"kind": "group", "members": members, "ops": 2 * n,
-                "bytes": 2 * n * size}
+        return p2p_group(members, [size] * (2 * n))
     if kind == "permute":
-        to, frm, g = int(f["to"]), int(f["from"]), want["rank"]
+        to, frm = int(f["to"]), int(f["from"])
         if to == g and frm == g:
-            return None  # A device-to-device copy.
-        ops = (to >= 0) + (frm >= 0)
-        if not ops:
-            return None
-        return {"kind": "group", "members": members, "ops": ops,
-                "bytes": ops * size}
+            return []  # A device-to-device copy.
+        return p2p_group(members, [size * (to >= 0), size * (frm >= 0)])
+    # The padded collectives: NCCL has none of unequal blocks
+    # (NcclBackend.cpp). Valid elements of block j:
+    valid = int(f.get("valid", 0))
+    block = [valid_in(j, count, valid) for j in range(n)]
+    others = [j for j in range(n) if j != g]
+    if kind == "all_gather_padded":
+        # This member's data to each other one, theirs from each.
+        return p2p_group(members, [x * elem for j in others
+                                   for x in (block[g], block[j])])
+    if kind == "all_to_all_padded":
+        split = int(f["side"]) == 0  # MESHRT_PADDED_SPLIT
+        return p2p_group(members, [x * elem for j in others for x in
+                                   ((block[j], block[g]) if split
+                                    else (block[g], block[j]))])
+    if kind == "reduce_scatter_padded":
+        # One reduce per member with data, of its valid elements, to it.
+        return [dict(want, kind="reduce", count=block[j], root=j)
+                for j in range(n) if block[j]]
     fail("unknown collective in the runtime trace: %r" % line)
 
 
@@ -123,7 +153,7 @@ def actual_nccl(line, comms):
     got.update(rank=int(rank), count=int(f["count"]), type=int(f["type"]))
     if tok[1] in ("all_reduce", "reduce_scatter"):
         got["op"] = int(f["op"])
-    if tok[1] == "broadcast":
+    if tok[1] in ("broadcast", "reduce"):
         got["root"] = int(f["root"])
     return got
 
@@ -138,8 +168,7 @@ def check_nccl(r, rt_path, rt, emu_path, emu):
                                    fields(l)["members"].split(",")]
         elif l.startswith("collective "):
             actual.append((i + 1, l, actual_nccl(l, comms)))
-    expected = [(n, l, expected_nccl(l, r)) for n, l in rt]
-    expected = [e for e in expected if e[2] is not None]
+    expected = [(n, l, e) for n, l in rt for e in expected_nccl(l, r)]
     for k in range(max(len(expected), len(actual))):
         e = expected[k] if k < len(expected) else (None, "(nothing)", None)
         a = actual[k] if k < len(actual) else (None, "(nothing)", None)
@@ -258,9 +287,13 @@ def main():
     p.add_argument("--own-kernels", action="store_true")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--syncs", type=int)
+    g.add_argument("--syncs-file")
     g.add_argument("--call-syncs", action="append", default=[],
                    type=lambda v: (v.split("=")[0], int(v.split("=")[1])))
     a = p.parse_args()
+    if a.syncs_file:
+        with open(a.syncs_file) as f:
+            a.syncs = int(f.read().split()[0])
     for r in range(a.ranks):
         rt_path, rt = check_same_collectives(a.dir, r, a.without_bitwise)
         emu_path, emu, shared = read_trace(a.dir + "/cuda", r, "emu")

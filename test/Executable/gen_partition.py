@@ -32,7 +32,7 @@ random cases have each of these.
 then as before it was added).
 
 Usage: gen_partition.py OUT.mlir [--cases N] [--seed S] [--only REGEX]
-                        [--without KIND] [--corrupt]
+                        [--without KIND] [--corrupt] [--no-check]
 """
 import argparse
 import itertools
@@ -491,14 +491,20 @@ def model_suite():
         c.body.append(f"{r} = tensor.expand_shape %arg0 [[0, 1]] output_shape {shape} : {ttype([16])} into {ttype(shape)}")
         c.result, c.result_dims = (r, shape), [["a"], ["b"]] if shape == [2, 8] else [["a"], []]
         cases.append(c)
-    # Masks (i1) that need collectives: gathered whole, and or-reduced over
-    # a split dim (a pending "or" on i1, all_reduced as i8).
-    for name, dims in [("mask_gather", [["a"], ["b"]]), ("mask_any", [[], ["a", "b"]])]:
+    # Masks (i1) that need collectives: gathered whole, and or-, and- or
+    # xor-reduced over a split dim (a pending "or", "and" or "xor" on i1,
+    # all_reduced as i8, as a min, a max or a sum). The mask is x > low,
+    # with inputs in [-3, 3]: "all" of 16 > -3 holds on some rows.
+    masks = [("mask_gather", [["a"], ["b"]], None, None, 0),
+             ("mask_any", [[], ["a", "b"]], "ori", "false", 0),
+             ("mask_all", [[], ["a", "b"]], "andi", "true", -3),
+             ("mask_parity", [[], ["b"]], "xori", "false", 0)]
+    for name, dims, combine, init, low in masks:
         c = Case(name, "m24")
         t, t1 = ttype([16, 16]), "tensor<16x16xi1>"
         c.args = [([16, 16], dims)]
         z, m = c.fresh(), c.fresh()
-        c.body += [f"{z} = arith.constant dense<0> : {t}",
+        c.body += [f"{z} = arith.constant dense<{low}> : {t}",
                    f"{m} = arith.cmpi sgt, %arg0, {z} : {t}"]
         if name == "mask_gather":
             w, r = c.fresh(), c.fresh()
@@ -508,10 +514,10 @@ def model_suite():
         else:
             e, f, a, r = c.fresh(), c.fresh(), c.fresh(), c.fresh()
             c.body += [f"{e} = tensor.empty() : tensor<16xi1>",
-                       f"{f} = linalg.fill ins(%false : i1) outs({e} : tensor<16xi1>) -> tensor<16xi1>",
+                       f"{f} = linalg.fill ins(%{init} : i1) outs({e} : tensor<16xi1>) -> tensor<16xi1>",
                        f"{a} = linalg.reduce ins({m} : {t1}) outs({f} : tensor<16xi1>) dimensions = [1]",
                        "  (%x: i1, %acc: i1) {",
-                       "    %o = arith.ori %x, %acc : i1",
+                       f"    %o = arith.{combine} %x, %acc : i1",
                        "    linalg.yield %o : i1",
                        "  }",
                        f"{r} = arith.extui {a} : tensor<16xi1> to {ttype([16])}"]
@@ -1797,6 +1803,15 @@ def main():
                     help="a negative control: every check adds 1 to the "
                          "difference, so a run whose kernels really compute "
                          "fails at the first case")
+    ap.add_argument("--no-check", action="store_true",
+                    help="each case runs both copies on its inputs and "
+                         "compares nothing: for the emulated GPU, where "
+                         "kernels do not run and only the collectives, "
+                         "streams and memory are checked (in the traces); "
+                         "writes OUT.syncs, the host synchronisations a "
+                         "--target=cuda build makes (one at the end of each "
+                         "public function's call: each case, its two "
+                         "copies, and @main)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     kinds = [k for k in KINDS if k not in args.without]
@@ -1842,6 +1857,10 @@ def main():
         rt = ttype(rshape)
         lines.append(f"  %got = call @{c.name}({', '.join(ins)}) : ({types}) -> {rt}")
         lines.append(f"  %want = call @{c.name}_ref({', '.join(ins)}) : ({types}) -> {rt}")
+        if args.no_check:
+            lines.append("  return")
+            lines.append("}")
+            continue
         if args.corrupt:
             lines.append(f"  %one = arith.constant dense<1> : {rt}")
             lines.append(f"  %diff0 = arith.subi %got, %want : {rt}")
@@ -1872,6 +1891,9 @@ def main():
     lines.append("}")
     with open(args.out, "w") as f:
         f.write("\n".join(lines) + "\n")
+    if args.no_check:
+        with open(args.out + ".syncs", "w") as f:
+            f.write(f"{3 * sum(keep) + 1}\n")
     tags = {}
     for c in cases:
         for t in c.tags:

@@ -32,18 +32,28 @@ func.func private @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
 // LOWERED: llvm.call @malloc
 // LOWERED: llvm.fneg
 
-// Masks move as i8 through collectives: sign-extended (true is all ones),
-// so that "or" (and every other kind) keeps its meaning, truncated after.
+// Masks move as i8 through collectives: sign-extended (true is -1, false
+// 0), truncated after (the low bit). On those values "or" is the signed
+// min, "and" the signed max and "xor" the sum (its low bit is the parity),
+// reductions NCCL has; the other kinds stay.
 // CHECK-LABEL: func.func @mask
 // CHECK: %[[W:.*]] = arith.extsi %{{.*}} : tensor<8xi1> to tensor<8xi8>
-// CHECK: %[[R:.*]] = mesh.all_reduce %[[W]] on @m axes = ["tp"] reduction = or : tensor<8xi8> -> tensor<8xi8>
+// CHECK: %[[R:.*]] = mesh.all_reduce %[[W]] on @m axes = ["tp"] reduction = min : tensor<8xi8> -> tensor<8xi8>
 // CHECK: %[[N:.*]] = arith.trunci %[[R]] : tensor<8xi8> to tensor<8xi1>
+// CHECK: mesh.all_reduce %{{.*}} reduction = max : tensor<8xi8> -> tensor<8xi8>
+// CHECK: mesh.all_reduce %{{.*}} reduction = sum : tensor<8xi8> -> tensor<8xi8>
+// CHECK: mesh.reduce_scatter %{{.*}} reduction = min : tensor<8xi8> -> tensor<2xi8>
+// CHECK: mesh.all_reduce %{{.*}} reduction = max : tensor<8xi8> -> tensor<8xi8>
 // CHECK: return %[[N]]
 // LOWERED-LABEL: llvm.func @mask
 // LOWERED: llvm.call @meshrt_all_reduce
-func.func @mask(%m: tensor<8xi1>) -> tensor<8xi1> {
+func.func @mask(%m: tensor<8xi1>) -> (tensor<8xi1>, tensor<8xi1>, tensor<8xi1>, tensor<2xi1>, tensor<8xi1>) {
   %r = mesh.all_reduce %m on @m axes = ["tp"] reduction = or : tensor<8xi1> -> tensor<8xi1>
-  return %r : tensor<8xi1>
+  %a = mesh.all_reduce %m on @m axes = ["tp"] reduction = and : tensor<8xi1> -> tensor<8xi1>
+  %x = mesh.all_reduce %m on @m axes = ["tp"] reduction = xor : tensor<8xi1> -> tensor<8xi1>
+  %s = mesh.reduce_scatter %m on @m axes = ["tp"] scatter_dim = 0 reduction = or : tensor<8xi1> -> tensor<2xi1>
+  %k = mesh.all_reduce %m on @m axes = ["tp"] reduction = max : tensor<8xi1> -> tensor<8xi1>
+  return %r, %a, %x, %s, %k : tensor<8xi1>, tensor<8xi1>, tensor<8xi1>, tensor<2xi1>, tensor<8xi1>
 }
 
 // linalg.softmax, which the lowering has no pattern for, becomes the linalg

@@ -178,8 +178,24 @@ struct PrepareForBufferizationPass
   }
 
   /// A collective of an i1 tensor moves it as i8: sign-extended, so that
-  /// true is all ones and each reduction, done bitwise or on signed bytes,
-  /// keeps its meaning on i1; truncated back after.
+  /// true is all ones (-1) and false 0, and truncated back after (the low
+  /// bit). On those two values the bitwise reductions are ones every
+  /// collective library has (NCCL has no bitwise reductions): "or" is the
+  /// signed min, "and" the signed max, and "xor" the sum, whose low bit is
+  /// the parity; the other kinds keep their meaning as they are.
+  static mesh::ReductionKind onSignExtendedMasks(mesh::ReductionKind kind) {
+    switch (kind) {
+    case mesh::ReductionKind::Or:
+      return mesh::ReductionKind::Min;
+    case mesh::ReductionKind::And:
+      return mesh::ReductionKind::Max;
+    case mesh::ReductionKind::Xor:
+      return mesh::ReductionKind::Sum;
+    default:
+      return kind;
+    }
+  }
+
   void widenMasks() {
     getOperation().walk([](mesh::CollectiveOpInterface op) {
       Operation *raw = op.getOperation();
@@ -195,6 +211,10 @@ struct PrepareForBufferizationPass
                                           raw->getOperand(0));
       raw->setOperand(0, wide);
       raw->getResult(0).setType(resultType.clone(i8));
+      if (auto reduce = dyn_cast<mesh::AllReduceOp>(raw))
+        reduce.setReduction(onSignExtendedMasks(reduce.getReduction()));
+      else if (auto scatter = dyn_cast<mesh::ReduceScatterOp>(raw))
+        scatter.setReduction(onSignExtendedMasks(scatter.getReduction()));
       b.setInsertionPointAfter(raw);
       auto narrow = arith::TruncIOp::create(b, raw->getLoc(), resultType,
                                             raw->getResult(0));
