@@ -15,6 +15,8 @@ import mesh.compiler
 import mesh.distributed as dist
 import mesh.runtime
 
+import linear_layer
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TP_MLP = os.path.join(ROOT, "examples", "scenarios", "05_tp_mlp", "tp_mlp.mlir")
@@ -387,56 +389,22 @@ func.func @f(%a: tensor<16xf32> {{mesh.sharding = #mesh.sharding<@m, [["x"]]>}})
 """
 
 
-# Linear layers for the GPU's device stage run on the host (gpu-on-host):
-# each is one GEMM call with the bias and the activation in its epilogue
-# (mesh-gpu-linalg-to-cublas; meshrt_gemm_epilogue[_mixed] here).
-LINEARS = """
-func.func @linear(%a: tensor<5x7x{t}>, %b: tensor<7x3x{t}>, %bias: tensor<3xf32>)
-    -> tensor<5x3xf32> attributes {{llvm.emit_c_interface}} {{
-  %z = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<5x3xf32>
-  %f = linalg.fill ins(%z : f32) outs(%e : tensor<5x3xf32>) -> tensor<5x3xf32>
-  %d = linalg.matmul ins(%a, %b : tensor<5x7x{t}>, tensor<7x3x{t}>)
-                     outs(%f : tensor<5x3xf32>) -> tensor<5x3xf32>
-  %y = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>,
-                                        affine_map<(i, j) -> (j)>,
-                                        affine_map<(i, j) -> (i, j)>],
-                       iterator_types = ["parallel", "parallel"]}}
-      ins(%d, %bias : tensor<5x3xf32>, tensor<3xf32>)
-      outs(%e : tensor<5x3xf32>) {{
-  ^bb0(%v: f32, %c: f32, %o: f32):
-    %s = arith.addf %v, %c : f32
-    %r = arith.maximumf %s, %z : f32
-    linalg.yield %r : f32
-  }} -> tensor<5x3xf32>
-  return %y : tensor<5x3xf32>
-}}
-"""
-
-
 class GpuOnHostLinear(CompiledGlobal):
-    """A linear layer with ReLU compiled for gpu-on-host, f16 inputs into
-    f32 (meshrt_gemm_epilogue_mixed) and all f32: against numpy."""
-    SOURCE, NAME, TARGET = LINEARS.replace("{t}", "f16"), "linear_f16", \
+    """A linear layer with ReLU compiled for gpu-on-host (one GEMM call with
+    its epilogue), f16 inputs into f32 (meshrt_gemm_epilogue_mixed) and all
+    f32: against numpy."""
+    SOURCE, NAME, TARGET = linear_layer.source("f16"), "linear_f16", \
         "gpu-on-host"
 
     def test_against_numpy(self):
-        # Products of about 20 bits: a result rounded to f16 is off.
-        a = (1 + (np.arange(35).reshape(5, 7) * 7 % 13) / 1024).astype(
-            np.float16)
-        b = (-1 + (np.arange(21).reshape(7, 3) * 5 % 11) / 512).astype(
-            np.float16)
-        bias = np.array([7.5, -1.0, 6.25], np.float32)
-        want = np.maximum(a.astype(np.float32) @ b.astype(np.float32) + bias,
-                          0)
-        self.assertGreater(np.abs(want.astype(np.float16) - want).max(), 1e-4)
+        a, b, bias, want = linear_layer.mixed_data(self)
         y = self.mod.linear(a, b, bias)
         self.assertEqual(y.dtype, np.float32)
         np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
 
 
 class GpuOnHostLinearF32(GpuOnHostLinear):
-    SOURCE, NAME = LINEARS.replace("{t}", "f32"), "linear_f32"
+    SOURCE, NAME = linear_layer.source("f32"), "linear_f32"
 
     def test_against_numpy(self):
         a = np.arange(35, dtype=np.float32).reshape(5, 7) / 8 - 2

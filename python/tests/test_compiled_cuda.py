@@ -26,6 +26,8 @@ import mesh.compiler
 import mesh.distributed as dist
 import mesh.runtime
 
+import linear_layer
+
 WORLD = int(os.environ.get("OMPI_COMM_WORLD_SIZE",
                            os.environ.get("WORLD_SIZE", "1")))
 RANK = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("RANK", "0")))
@@ -35,10 +37,10 @@ PART = 4  # Elements of the gathered vector on each device.
 
 # gather: an all_gather and nothing else (no kernel); same: its argument;
 # ones: a constant; scale: an elementwise kernel; two: two results on one
-# argument; mixed_linear: f16 inputs into f32 with a bias and ReLU, one
-# cuBLASLt product with its epilogue (no kernel: it computes under the
-# emulation too).
-SOURCE = """
+# argument; linear (linear_layer.py): f16 inputs into f32 with a bias and
+# ReLU, one cuBLASLt product with its epilogue (no kernel: it computes
+# under the emulation too).
+SOURCE = ("""
 mesh.mesh @m(["x" = {world}])
 func.func @gather(%a: tensor<{n}xf32> {{mesh.sharding = #mesh.sharding<@m, [["x"]]>}})
     -> (tensor<{n}xf32> {{mesh.sharding = #mesh.sharding<@m, [[]]>}})
@@ -70,28 +72,8 @@ func.func @two(%a: tensor<{part}xf32>) -> (tensor<{part}xf32>, tensor<{part}xf32
     attributes {{llvm.emit_c_interface}} {{
   return %a, %a : tensor<{part}xf32>, tensor<{part}xf32>
 }}
-func.func @mixed_linear(%a: tensor<5x7xf16>, %b: tensor<7x3xf16>,
-                        %bias: tensor<3xf32>) -> tensor<5x3xf32>
-    attributes {{llvm.emit_c_interface}} {{
-  %z = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<5x3xf32>
-  %f = linalg.fill ins(%z : f32) outs(%e : tensor<5x3xf32>) -> tensor<5x3xf32>
-  %d = linalg.matmul ins(%a, %b : tensor<5x7xf16>, tensor<7x3xf16>)
-                     outs(%f : tensor<5x3xf32>) -> tensor<5x3xf32>
-  %y = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>,
-                                        affine_map<(i, j) -> (j)>,
-                                        affine_map<(i, j) -> (i, j)>],
-                       iterator_types = ["parallel", "parallel"]}}
-      ins(%d, %bias : tensor<5x3xf32>, tensor<3xf32>)
-      outs(%e : tensor<5x3xf32>) {{
-  ^bb0(%v: f32, %c: f32, %o: f32):
-    %s = arith.addf %v, %c : f32
-    %r = arith.maximumf %s, %z : f32
-    linalg.yield %r : f32
-  }} -> tensor<5x3xf32>
-  return %y : tensor<5x3xf32>
-}}
-""".format(world=WORLD, n=PART * WORLD, part=PART)
+""" + linear_layer.source("f16")).format(
+    world=WORLD, n=PART * WORLD, part=PART)
 
 
 def _compile(directory):
@@ -250,18 +232,9 @@ class GpuModule(unittest.TestCase):
 
     def test_mixed_precision_linear(self):
         # f16 inputs, f32 accumulation, bias and ReLU in cuBLASLt's
-        # epilogue: the products need about 20 bits, so a result rounded
-        # to f16 is far off; the sums match numpy's f32 to rounding.
-        a = (1 + (np.arange(35).reshape(5, 7) * 7 % 13) / 1024).astype(
-            np.float16)
-        b = (-1 + (np.arange(21).reshape(7, 3) * 5 % 11) / 512).astype(
-            np.float16)
-        bias = np.array([7.5, -1.0, 6.25], np.float32)
-        want = np.maximum(a.astype(np.float32) @ b.astype(np.float32) + bias,
-                          0)
-        self.assertGreater(np.abs(want.astype(np.float16) - want).max(), 1e-4)
-        self.assertTrue((want == 0).any() and (want > 0).any())
-        y = self.mod.mixed_linear(a, b, bias)
+        # epilogue; the sums match numpy's f32 to rounding.
+        a, b, bias, want = linear_layer.mixed_data(self)
+        y = self.mod.linear(a, b, bias)
         self.assertEqual((y.shape, y.dtype), ((5, 3), np.float32))
         np.testing.assert_allclose(y.numpy(), want, rtol=1e-6, atol=1e-6)
 
