@@ -184,6 +184,25 @@ def jacobi(n):
           "    linalg.yield %y : f32", f"  }} -> {tt(g)}", f"  return %y : {tt(g)}", "}"]
     K.append(("jacobi", "\n".join(s), [g], g, 2 * 4 * n * n, "GB/s"))
 
+def conv(tag, n, hw, c, f, k, stride, layout):
+    """A 2-D convolution with no padding, as torch-mlir spells one: a fill
+    of zero and linalg.conv_2d_nhwc_hwcf (NHWC input, HWCF filter) or
+    conv_2d_nchw_fchw (NCHW, FCHW)."""
+    o = (hw - k) // stride + 1
+    if layout == "nhwc":
+        x, w, y, op = (n, hw, hw, c), (k, k, c, f), (n, o, o, f), "conv_2d_nhwc_hwcf"
+    else:
+        x, w, y, op = (n, c, hw, hw), (f, c, k, k), (n, f, o, o), "conv_2d_nchw_fchw"
+    name = f"conv_{tag}"
+    s = [f"func.func @{name}(%a0: {tt(x)}, %a1: {tt(w)}) -> {tt(y)} attributes {{llvm.emit_c_interface}} {{",
+         "  %zero = arith.constant 0.0 : f32",
+         f"  %e = tensor.empty() : {tt(y)}",
+         f"  %f = linalg.fill ins(%zero : f32) outs(%e : {tt(y)}) -> {tt(y)}",
+         f"  %y = linalg.{op} {{dilations = dense<1> : tensor<2xi64>, strides = dense<{stride}> : tensor<2xi64>}} "
+         f"ins(%a0, %a1 : {tt(x)}, {tt(w)}) outs(%f : {tt(y)}) -> {tt(y)}",
+         f"  return %y : {tt(y)}", "}"]
+    K.append((name, "\n".join(s), [x, w], y, 2 * n * o * o * f * k * k * c, "GFLOP/s"))
+
 # Each kernel's sizes, per target: "cpu" for one CPU thread, "gpu" for one
 # H200 (products large enough to fill it, the memory-bound kernels on 2^25
 # floats, 128 MiB per tensor, and a larger GPT block, gpt_xl).
@@ -198,6 +217,11 @@ SIZE_TABLE = [
     (layernorm, [(4096, 1024)], [(8192, 4096)]),
     (gelu, [(1 << 22,)], [(1 << 25,)]),
     (jacobi, [(4096,)], [(8192,)]),
+    # A ResNet 3x3 layer (NHWC) and an ImageNet stem, 7x7 stride 2 (NCHW).
+    (conv, [("3x3", 8, 34, 64, 64, 3, 1, "nhwc")],
+     [("3x3", 64, 58, 128, 128, 3, 1, "nhwc")]),
+    (conv, [("stem", 2, 229, 3, 64, 7, 2, "nchw")],
+     [("stem", 32, 229, 3, 64, 7, 2, "nchw")]),
     (gpt_block, [("small", 2, 128, 256, 4), ("large", 2, 128, 1024, 16)],
      [("small", 2, 128, 256, 4), ("large", 2, 128, 1024, 16),
       ("xl", 8, 512, 1024, 16)]),

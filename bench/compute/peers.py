@@ -152,8 +152,24 @@ def numpy_fn(name):
         p = np.pad(x, 1)
         return (p[:-2, 1:-1] + p[2:, 1:-1] + p[1:-1, :-2] + p[1:-1, 2:]) * np.float32(0.25)
 
+    def conv_3x3(x, w):
+        # NHWC input, HWCF filter: the windows as a view, then one
+        # tensordot (a copy and a GEMM).
+        win = np.lib.stride_tricks.sliding_window_view(x, w.shape[:2], (1, 2))
+        return np.tensordot(win, w, axes=([3, 4, 5], [2, 0, 1]))
+
+    def conv_stem(x, w):
+        # NCHW input, FCHW filter, stride 2.
+        win = np.lib.stride_tricks.sliding_window_view(x, w.shape[2:], (2, 3))
+        return np.tensordot(win[:, :, ::2, ::2], w,
+                            axes=([1, 4, 5], [1, 2, 3])).transpose(0, 3, 1, 2)
+
     if name == "jacobi":
         return jacobi
+    if name == "conv_3x3":
+        return conv_3x3
+    if name == "conv_stem":
+        return conv_stem
     if name.startswith("matmul") and name.endswith("_bias_relu"):
         return lambda a, b, c: np.maximum(a @ b + c, np.float32(0))
     if name.startswith("matmul") or name.startswith("bmm"):
@@ -174,6 +190,11 @@ def torch_fn(name, k=None):
         return torch.mm
     if name.startswith("bmm"):
         return torch.bmm
+    if name == "conv_3x3":  # NHWC input, HWCF filter: channels-last views
+        return lambda x, w: F.conv2d(x.permute(0, 3, 1, 2),
+                                     w.permute(3, 2, 0, 1)).permute(0, 2, 3, 1)
+    if name == "conv_stem":
+        return lambda x, w: F.conv2d(x, w, stride=2)
     if name == "jacobi":
         def jacobi(x):
             p = F.pad(x, (1, 1, 1, 1))

@@ -44,7 +44,9 @@ static void addHostStage(OpPassManager &pm,
       pm, options.partition, options.writableArguments, options.initSymbol,
       options.finiSymbol, options.initInMain,
       /*onStream=*/!options.hostKernels, /*fuseElementwise=*/true,
-      /*loopBuffers=*/false, options.signatureSymbol);
+      /*loopBuffers=*/false,
+      /*convolutionsAsGemms=*/options.gpuMatmul == mesh::GpuMatmul::Library,
+      options.signatureSymbol);
   // bufferization.clone to memref.alloc + memref.copy, which the device
   // stage turns into gpu.alloc + gpu.memcpy.
   pm.addPass(createConvertBufferizationToMemRefPass());

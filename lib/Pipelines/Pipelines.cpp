@@ -26,7 +26,8 @@ using namespace mlir;
 void mlir::mesh::addBufferizationAndRuntimeCalls(
     OpPassManager &pm, bool partition, bool writableArguments,
     StringRef initSymbol, StringRef finiSymbol, bool initInMain, bool onStream,
-    bool fuseElementwise, bool loopBuffers, StringRef signatureSymbol) {
+    bool fuseElementwise, bool loopBuffers, bool convolutionsAsGemms,
+    StringRef signatureSymbol) {
   // A global program is partitioned first, never compiled whole for every
   // device.
   if (partition)
@@ -50,6 +51,11 @@ void mlir::mesh::addBufferizationAndRuntimeCalls(
   // its buffers.
   if (loopBuffers)
     pm.addPass(createMeshInlineLoopCalls());
+
+  // Convolutions as an im2col copy and a contraction, which becomes a GEMM
+  // call after bufferization (after partitioning: halos need them whole).
+  if (convolutionsAsGemms)
+    pm.addPass(createConvolutionsToGemm());
 
   // Tensors: elementwise arith/math to linalg, chains of elementwise linalg
   // ops fused into one loop nest (no buffer for each intermediate, one pass
@@ -115,7 +121,8 @@ void mlir::mesh::buildMeshToLLVMPipeline(OpPassManager &pm,
   addBufferizationAndRuntimeCalls(
       pm, options.partition, options.writableArguments, options.initSymbol,
       options.finiSymbol, options.initInMain, /*onStream=*/false,
-      /*fuseElementwise=*/true, /*loopBuffers=*/true, options.signatureSymbol);
+      /*fuseElementwise=*/true, /*loopBuffers=*/true,
+      /*convolutionsAsGemms=*/options.blas, options.signatureSymbol);
   // Buffers an iteration allocates and frees (temporaries, collectives'
   // results and staging) allocated once around the loop.
   pm.addNestedPass<func::FuncOp>(createMeshHoistLoopBuffers());

@@ -134,14 +134,15 @@ class CompiledGlobal(unittest.TestCase):
     """Loads SOURCE, a global program formatted with the world size,
     compiled for TARGET once for the class (skipped unless each of SIZES
     divides by the world)."""
-    SOURCE, NAME, SIZES, TARGET = None, None, (), "host"
+    SOURCE, NAME, SIZES, TARGET, OPTIONS = None, None, (), "host", ()
 
     @classmethod
     def setUpClass(cls):
         if any(n % WORLD for n in cls.SIZES):
             raise unittest.SkipTest(f"{cls.SIZES} over the world")
         cls.mod = mesh.runtime.load(mesh.compiler.compile_string(
-            cls.SOURCE.format(world=WORLD), name=cls.NAME, target=cls.TARGET))
+            cls.SOURCE.format(world=WORLD), name=cls.NAME, target=cls.TARGET,
+            options=cls.OPTIONS))
 
     @classmethod
     def tearDownClass(cls):
@@ -412,6 +413,116 @@ class GpuOnHostLinearF32(GpuOnHostLinear):
         bias = np.array([0.5, -1.0, 2.0], np.float32)
         np.testing.assert_array_equal(self.mod.linear(a, b, bias),
                                       np.maximum(a @ b + bias, 0))
+
+
+# Convolutions, which mesh-convolutions-to-gemm computes as an im2col copy
+# and a GEMM: NHWC/HWCF with its output's rows over the world (each device
+# computes its rows from its block of input rows and their halo), NCHW/FCHW
+# with stride 2, NHWC/FHWC in f64 with stride 2 along the rows only.
+CONVOLUTIONS = """
+mesh.mesh @m(["x" = {world}])
+func.func @nhwc(%x: tensor<2x18x10x3xf32>, %w: tensor<3x3x3x4xf32>)
+    -> (tensor<2x16x8x4xf32> {{mesh.sharding = #mesh.sharding<@m, [[], ["x"], [], []]>}})
+    attributes {{llvm.emit_c_interface}} {{
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x16x8x4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<2x16x8x4xf32>) -> tensor<2x16x8x4xf32>
+  %y = linalg.conv_2d_nhwc_hwcf {{dilations = dense<1> : tensor<2xi64>,
+                                 strides = dense<1> : tensor<2xi64>}}
+     ins(%x, %w : tensor<2x18x10x3xf32>, tensor<3x3x3x4xf32>)
+     outs(%f : tensor<2x16x8x4xf32>) -> tensor<2x16x8x4xf32>
+  return %y : tensor<2x16x8x4xf32>
+}}
+func.func @nchw(%x: tensor<2x3x11x9xf32>, %w: tensor<5x3x3x3xf32>,
+                %o: tensor<2x5x5x4xf32>) -> tensor<2x5x5x4xf32>
+    attributes {{llvm.emit_c_interface}} {{
+  %y = linalg.conv_2d_nchw_fchw {{dilations = dense<1> : tensor<2xi64>,
+                                 strides = dense<2> : tensor<2xi64>}}
+     ins(%x, %w : tensor<2x3x11x9xf32>, tensor<5x3x3x3xf32>)
+     outs(%o : tensor<2x5x5x4xf32>) -> tensor<2x5x5x4xf32>
+  return %y : tensor<2x5x5x4xf32>
+}}
+func.func @fhwc(%x: tensor<1x8x6x3xf64>, %w: tensor<5x3x3x3xf64>)
+    -> tensor<1x3x4x5xf64> attributes {{llvm.emit_c_interface}} {{
+  %z = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<1x3x4x5xf64>
+  %f = linalg.fill ins(%z : f64) outs(%e : tensor<1x3x4x5xf64>) -> tensor<1x3x4x5xf64>
+  %y = linalg.conv_2d_nhwc_fhwc {{dilations = dense<1> : tensor<2xi64>,
+                                 strides = dense<[2, 1]> : tensor<2xi64>}}
+     ins(%x, %w : tensor<1x8x6x3xf64>, tensor<5x3x3x3xf64>)
+     outs(%f : tensor<1x3x4x5xf64>) -> tensor<1x3x4x5xf64>
+  return %y : tensor<1x3x4x5xf64>
+}}
+"""
+
+
+def conv_nhwc(x, w_hwcf, strides=(1, 1)):
+    """The convolution in numpy: x [N, H, W, C], w [KH, KW, C, F]."""
+    kh_, kw_ = w_hwcf.shape[:2]
+    sh, sw = strides
+    oh = (x.shape[1] - kh_) // sh + 1
+    ow = (x.shape[2] - kw_) // sw + 1
+    out = np.zeros((x.shape[0], oh, ow, w_hwcf.shape[3]), x.dtype)
+    for kh in range(kh_):
+        for kw in range(kw_):
+            out += x[:, kh:kh + sh * (oh - 1) + 1:sh,
+                     kw:kw + sw * (ow - 1) + 1:sw, :] @ w_hwcf[kh, kw]
+    return out
+
+
+def small_ints(rng, shape, dtype):
+    """Values in [-3, 3]: every sum of products is exact, in any order."""
+    return rng.integers(-3, 4, shape).astype(dtype)
+
+
+class Convolutions(CompiledGlobal):
+    SOURCE, NAME, SIZES = CONVOLUTIONS, "convolutions", (16,)
+
+    def test_against_numpy(self):
+        rng = np.random.default_rng(5)  # The same data on every rank.
+        x = small_ints(rng, (2, 18, 10, 3), np.float32)
+        w = small_ints(rng, (3, 3, 3, 4), np.float32)
+        part = 16 // WORLD
+        me = dist.get_rank() if dist.is_initialized() else 0
+        want = conv_nhwc(x, w)[:, part * me:part * (me + 1)]
+        # Propagation splits the input's rows too: each device's block of
+        # input rows with the 2 more its windows read (its halo).
+        mine = x[:, part * me:part * me + part + 2]
+        np.testing.assert_array_equal(self.mod.nhwc(mine, w), want)
+        # NCHW / FCHW, stride 2, accumulating into %o.
+        x = small_ints(rng, (2, 3, 11, 9), np.float32)
+        w = small_ints(rng, (5, 3, 3, 3), np.float32)
+        o = small_ints(rng, (2, 5, 5, 4), np.float32)
+        want = o + conv_nhwc(x.transpose(0, 2, 3, 1), w.transpose(2, 3, 1, 0),
+                             (2, 2)).transpose(0, 3, 1, 2)
+        np.testing.assert_array_equal(self.mod.nchw(x, w, o), want)
+        # NHWC / FHWC, f64, stride 2 along the rows.
+        x = small_ints(rng, (1, 8, 6, 3), np.float64)
+        w = small_ints(rng, (5, 3, 3, 3), np.float64)
+        np.testing.assert_array_equal(
+            self.mod.fhwc(x, w), conv_nhwc(x, w.transpose(1, 2, 3, 0), (2, 1)))
+
+
+class ConvolutionsTiled(CompiledGlobal):
+    """@nchw and @fhwc with the im2col matrix bounded to 2,000 bytes: tiled
+    over images and output rows (both in tiles of 1 image by 1 row)."""
+    SOURCE = CONVOLUTIONS[CONVOLUTIONS.index("func.func @nchw"):]
+    NAME = "convolutions_tiled"
+    OPTIONS = ("--mesh-opt-args=--mesh-convolutions-to-gemm="
+               "max-columns-bytes=2000",)
+
+    def test_against_numpy(self):
+        rng = np.random.default_rng(6)
+        x = small_ints(rng, (2, 3, 11, 9), np.float32)
+        w = small_ints(rng, (5, 3, 3, 3), np.float32)
+        o = small_ints(rng, (2, 5, 5, 4), np.float32)
+        want = o + conv_nhwc(x.transpose(0, 2, 3, 1), w.transpose(2, 3, 1, 0),
+                             (2, 2)).transpose(0, 3, 1, 2)
+        np.testing.assert_array_equal(self.mod.nchw(x, w, o), want)
+        x = small_ints(rng, (1, 8, 6, 3), np.float64)
+        w = small_ints(rng, (5, 3, 3, 3), np.float64)
+        np.testing.assert_array_equal(
+            self.mod.fhwc(x, w), conv_nhwc(x, w.transpose(1, 2, 3, 0), (2, 1)))
 
 
 class TwoModules(unittest.TestCase):

@@ -73,15 +73,16 @@ struct MeshToLLVMOptions : public MeshCompileOptions<MeshToLLVMOptions> {
 /// calls in loops are inlined, loops carry padded blocks, pads fill their
 /// border only and a loop's carried buffer alternates between two (the
 /// host pipeline; the GPU pipeline's buffers are device memory, not yet
-/// measured with these). With a `signatureSymbol`, the exported functions'
-/// per-device signatures are recorded in a global of that name.
-void addBufferizationAndRuntimeCalls(mlir::OpPassManager &pm, bool partition,
-                                     bool writableArguments,
-                                     llvm::StringRef initSymbol,
-                                     llvm::StringRef finiSymbol,
-                                     bool initInMain, bool onStream,
-                                     bool fuseElementwise, bool loopBuffers,
-                                     llvm::StringRef signatureSymbol = {});
+/// measured with these). With `convolutionsAsGemms`, the per-device
+/// program's 2-D convolutions become an im2col copy and a contraction
+/// (mesh-convolutions-to-gemm: when contractions go to a GEMM library). With
+/// a `signatureSymbol`, the exported functions' per-device signatures are
+/// recorded in a global of that name.
+void addBufferizationAndRuntimeCalls(
+    mlir::OpPassManager &pm, bool partition, bool writableArguments,
+    llvm::StringRef initSymbol, llvm::StringRef finiSymbol, bool initInMain,
+    bool onStream, bool fuseElementwise, bool loopBuffers,
+    bool convolutionsAsGemms, llvm::StringRef signatureSymbol = {});
 
 /// The end of --mesh-to-llvm, after the runtime calls: linalg to loops and
 /// the standard conversions of host code to the LLVM dialect.
