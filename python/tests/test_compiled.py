@@ -475,6 +475,21 @@ def small_ints(rng, shape, dtype):
     return rng.integers(-3, 4, shape).astype(dtype)
 
 
+def check_strided_convolutions(mod, rng):
+    """@nchw (NCHW / FCHW, stride 2, accumulating into %o) and @fhwc (NHWC /
+    FHWC, f64, stride 2 along the rows) of CONVOLUTIONS against numpy."""
+    x = small_ints(rng, (2, 3, 11, 9), np.float32)
+    w = small_ints(rng, (5, 3, 3, 3), np.float32)
+    o = small_ints(rng, (2, 5, 5, 4), np.float32)
+    want = o + conv_nhwc(x.transpose(0, 2, 3, 1), w.transpose(2, 3, 1, 0),
+                         (2, 2)).transpose(0, 3, 1, 2)
+    np.testing.assert_array_equal(mod.nchw(x, w, o), want)
+    x = small_ints(rng, (1, 8, 6, 3), np.float64)
+    w = small_ints(rng, (5, 3, 3, 3), np.float64)
+    np.testing.assert_array_equal(
+        mod.fhwc(x, w), conv_nhwc(x, w.transpose(1, 2, 3, 0), (2, 1)))
+
+
 class Convolutions(CompiledGlobal):
     SOURCE, NAME, SIZES = CONVOLUTIONS, "convolutions", (16,)
 
@@ -489,18 +504,7 @@ class Convolutions(CompiledGlobal):
         # input rows with the 2 more its windows read (its halo).
         mine = x[:, part * me:part * me + part + 2]
         np.testing.assert_array_equal(self.mod.nhwc(mine, w), want)
-        # NCHW / FCHW, stride 2, accumulating into %o.
-        x = small_ints(rng, (2, 3, 11, 9), np.float32)
-        w = small_ints(rng, (5, 3, 3, 3), np.float32)
-        o = small_ints(rng, (2, 5, 5, 4), np.float32)
-        want = o + conv_nhwc(x.transpose(0, 2, 3, 1), w.transpose(2, 3, 1, 0),
-                             (2, 2)).transpose(0, 3, 1, 2)
-        np.testing.assert_array_equal(self.mod.nchw(x, w, o), want)
-        # NHWC / FHWC, f64, stride 2 along the rows.
-        x = small_ints(rng, (1, 8, 6, 3), np.float64)
-        w = small_ints(rng, (5, 3, 3, 3), np.float64)
-        np.testing.assert_array_equal(
-            self.mod.fhwc(x, w), conv_nhwc(x, w.transpose(1, 2, 3, 0), (2, 1)))
+        check_strided_convolutions(self.mod, rng)
 
 
 class ConvolutionsTiled(CompiledGlobal):
@@ -512,17 +516,7 @@ class ConvolutionsTiled(CompiledGlobal):
                "max-columns-bytes=2000",)
 
     def test_against_numpy(self):
-        rng = np.random.default_rng(6)
-        x = small_ints(rng, (2, 3, 11, 9), np.float32)
-        w = small_ints(rng, (5, 3, 3, 3), np.float32)
-        o = small_ints(rng, (2, 5, 5, 4), np.float32)
-        want = o + conv_nhwc(x.transpose(0, 2, 3, 1), w.transpose(2, 3, 1, 0),
-                             (2, 2)).transpose(0, 3, 1, 2)
-        np.testing.assert_array_equal(self.mod.nchw(x, w, o), want)
-        x = small_ints(rng, (1, 8, 6, 3), np.float64)
-        w = small_ints(rng, (5, 3, 3, 3), np.float64)
-        np.testing.assert_array_equal(
-            self.mod.fhwc(x, w), conv_nhwc(x, w.transpose(1, 2, 3, 0), (2, 1)))
+        check_strided_convolutions(self.mod, np.random.default_rng(6))
 
 
 class TwoModules(unittest.TestCase):
