@@ -13,6 +13,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -174,6 +175,13 @@ FailureOr<GemmLoops> mlir::mesh::matchGemm(linalg::LinalgOp op,
   return loops;
 }
 
+/// Whether `value` is an argument of its function's entry block.
+static bool isFunctionArgument(Value value) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  return arg && isa<FunctionOpInterface>(arg.getOwner()->getParentOp()) &&
+         arg.getOwner()->isEntryBlock();
+}
+
 bool mlir::mesh::mayTouch(Operation *op, Value root) {
   if (isMemoryEffectFree(op))
     return false;
@@ -188,8 +196,9 @@ bool mlir::mesh::mayTouch(Operation *op, Value root) {
       return true;
     Value other = getViewRoot(value);
     // A select, a call result or a cast pointer may be `root` under
-    // another name: only another allocation is known apart.
-    if (other == root || !isAllocation(other))
+    // another name: only another allocation, or an argument of the function
+    // (a buffer that existed before `root` was allocated), is known apart.
+    if (other == root || !(isAllocation(other) || isFunctionArgument(other)))
       return true;
   }
   return false;

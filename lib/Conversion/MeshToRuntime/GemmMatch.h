@@ -47,7 +47,8 @@ FailureOr<GemmLoops> matchGemm(linalg::LinalgOp op, std::string &why,
 
 /// Whether `op` may touch the buffer `root` (an allocation of this
 /// function): it has effects on a value that is not provably another
-/// allocation, or effects it does not say on what.
+/// allocation or an argument of the function, or effects it does not say
+/// on what.
 bool mayTouch(Operation *op, Value root);
 
 /// The linalg.fill of +0.0 into exactly `out` that the product may

@@ -43,6 +43,30 @@ func.func @fill_folded_transposed(%a: memref<64x128xf32>, %b: memref<32x128xf32>
 
 // -----
 
+// Work between the fill and the product that reads or writes only the
+// function's arguments and other buffers of its own (a convolution's
+// im2col copy) does not touch the fill's buffer: the fill is still folded.
+// A write to an argument between the two would not touch it either.
+// CHECK-LABEL: func.func @fill_folded_across_copies
+// CHECK-DAG: %[[OVER:.*]] = arith.constant 0 : i32
+// CHECK-NOT: linalg.fill
+// CHECK: linalg.copy
+// CHECK: memref.store
+// CHECK: llvm.call @meshrt_gemm({{.*}}, %[[OVER]])
+func.func @fill_folded_across_copies(%a: memref<8x8xf32>, %b: memref<8x8xf32>, %out: memref<8x8xf32>) -> memref<8x8xf32> {
+  %z = arith.constant 0.0 : f32
+  %i = arith.constant 0 : index
+  %c = memref.alloc() : memref<8x8xf32>
+  linalg.fill ins(%z : f32) outs(%c : memref<8x8xf32>)
+  %cols = memref.alloc() : memref<8x8xf32>
+  linalg.copy ins(%a : memref<8x8xf32>) outs(%cols : memref<8x8xf32>)
+  memref.store %z, %out[%i, %i] : memref<8x8xf32>
+  linalg.matmul ins(%cols, %b : memref<8x8xf32>, memref<8x8xf32>) outs(%c : memref<8x8xf32>)
+  return %c : memref<8x8xf32>
+}
+
+// -----
+
 // A fill of 1.0 is not a zero: it stays, and the call accumulates.
 // CHECK-LABEL: func.func @fill_of_one
 // CHECK-DAG: %[[ACC:.*]] = arith.constant 1 : i32

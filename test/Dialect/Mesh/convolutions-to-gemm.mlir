@@ -10,7 +10,8 @@
 // Its columns need 2 * 8 * 8 * 27 * 4 = 13,824 bytes, 864 per output row;
 // within 4,000 bytes the convolution runs per image, 4 output rows (the
 // largest divisor of 8 within 4,000 / 864) at a time, on 6 input rows.
-// Through --mesh-to-llvm it is one GEMM call (over the images).
+// Through --mesh-to-llvm it is one GEMM call (over the images) that
+// overwrites the output: the zero fill is folded across the copy.
 // CHECK: #[[$WINDOW:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1 + d3, d2 + d4, d5)>
 // CHECK-LABEL: func.func @nhwc
 // CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1, 2], [3]] : tensor<3x3x3x4xf32> into tensor<27x4xf32>
@@ -30,7 +31,9 @@
 // TILED: tensor.collapse_shape {{.*}} into tensor<1x32x27xf32>
 // TILED: tensor.insert_slice
 // LLVM-LABEL: llvm.func @nhwc
-// LLVM: llvm.call @meshrt_gemm(
+// LLVM: %[[F32:.*]] = llvm.mlir.constant(2 : i32) : i32
+// LLVM-NEXT: %[[OVERWRITE:.*]] = llvm.mlir.constant(0 : i32) : i32
+// LLVM: llvm.call @meshrt_gemm(%[[F32]], {{.*}}, %[[OVERWRITE]]) :
 // LLVM-NOT: llvm.call @meshrt_gemm(
 // LLVM: llvm.return
 // NOBLAS-LABEL: llvm.func @nhwc
