@@ -583,27 +583,14 @@ meshrt_status meshrt_recv(void *Recv, int64_t Count, meshrt_dtype T,
                  [&] { context()->recv(Recv, Count, T, Peer, Tag); });
 }
 
-meshrt_status meshrt_gemm_epilogue(meshrt_dtype T, int64_t Batch, int64_t M,
-                                   int64_t N, int64_t K, const void *A,
-                                   int64_t ABatch, int64_t ARow, int64_t ACol,
-                                   const void *B, int64_t BBatch, int64_t BRow,
-                                   int64_t BCol, void *C, int64_t CBatch,
-                                   int64_t CRow, int64_t CCol,
-                                   int32_t Accumulate, const void *Bias,
-                                   int32_t Epilogue) {
-  return meshrt_gemm_epilogue_mixed(T, T, Batch, M, N, K, A, ABatch, ARow, ACol,
-                                    B, BBatch, BRow, BCol, C, CBatch, CRow,
-                                    CCol, Accumulate, Bias, Epilogue);
-}
-
-meshrt_status meshrt_gemm_epilogue_mixed(
-    meshrt_dtype In, meshrt_dtype Out, int64_t Batch, int64_t M, int64_t N,
-    int64_t K, const void *A, int64_t ABatch, int64_t ARow, int64_t ACol,
-    const void *B, int64_t BBatch, int64_t BRow, int64_t BCol, void *C,
-    int64_t CBatch, int64_t CRow, int64_t CCol, int32_t Accumulate,
-    const void *Bias, int32_t Epilogue) {
-  const char *Name =
-      In == Out ? "meshrt_gemm_epilogue" : "meshrt_gemm_epilogue_mixed";
+/// meshrt_gemm_epilogue and its _mixed form, errors named `Name`.
+static meshrt_status
+gemmEpilogueNamed(const char *Name, meshrt_dtype In, meshrt_dtype Out,
+                  int64_t Batch, int64_t M, int64_t N, int64_t K, const void *A,
+                  int64_t ABatch, int64_t ARow, int64_t ACol, const void *B,
+                  int64_t BBatch, int64_t BRow, int64_t BCol, void *C,
+                  int64_t CBatch, int64_t CRow, int64_t CCol,
+                  int32_t Accumulate, const void *Bias, int32_t Epilogue) {
   return guarded(Name, [&] {
     gemmEpilogue(GemmArgs{In,
                           Out,
@@ -620,6 +607,30 @@ meshrt_status meshrt_gemm_epilogue_mixed(
                           Accumulate != 0},
                  Bias, Epilogue);
   });
+}
+
+meshrt_status meshrt_gemm_epilogue(meshrt_dtype T, int64_t Batch, int64_t M,
+                                   int64_t N, int64_t K, const void *A,
+                                   int64_t ABatch, int64_t ARow, int64_t ACol,
+                                   const void *B, int64_t BBatch, int64_t BRow,
+                                   int64_t BCol, void *C, int64_t CBatch,
+                                   int64_t CRow, int64_t CCol,
+                                   int32_t Accumulate, const void *Bias,
+                                   int32_t Epilogue) {
+  return gemmEpilogueNamed("meshrt_gemm_epilogue", T, T, Batch, M, N, K, A,
+                           ABatch, ARow, ACol, B, BBatch, BRow, BCol, C, CBatch,
+                           CRow, CCol, Accumulate, Bias, Epilogue);
+}
+
+meshrt_status meshrt_gemm_epilogue_mixed(
+    meshrt_dtype In, meshrt_dtype Out, int64_t Batch, int64_t M, int64_t N,
+    int64_t K, const void *A, int64_t ABatch, int64_t ARow, int64_t ACol,
+    const void *B, int64_t BBatch, int64_t BRow, int64_t BCol, void *C,
+    int64_t CBatch, int64_t CRow, int64_t CCol, int32_t Accumulate,
+    const void *Bias, int32_t Epilogue) {
+  return gemmEpilogueNamed("meshrt_gemm_epilogue_mixed", In, Out, Batch, M, N,
+                           K, A, ABatch, ARow, ACol, B, BBatch, BRow, BCol, C,
+                           CBatch, CRow, CCol, Accumulate, Bias, Epilogue);
 }
 
 meshrt_status meshrt_gemm(meshrt_dtype T, int64_t Batch, int64_t M, int64_t N,
@@ -824,26 +835,15 @@ meshrt_status meshrt_stream_wait_stream(void *Stream, void *Producer) {
                  [&] { gpuStreamWaitStream(Stream, Producer); });
 }
 
-meshrt_status meshrt_gpu_gemm(void **Plan, meshrt_dtype T, int64_t Batch,
-                              int64_t M, int64_t N, int64_t K, const void *A,
-                              int64_t ABatch, int64_t ARow, int64_t ACol,
-                              const void *B, int64_t BBatch, int64_t BRow,
-                              int64_t BCol, void *C, int64_t CBatch,
-                              int64_t CRow, int64_t CCol, int32_t Accumulate,
-                              const void *Bias, int32_t Epilogue,
-                              int32_t Precision, void *Stream) {
-  return meshrt_gpu_gemm_mixed(
-      Plan, T, T, Batch, M, N, K, A, ABatch, ARow, ACol, B, BBatch, BRow, BCol,
-      C, CBatch, CRow, CCol, Accumulate, Bias, Epilogue, Precision, Stream);
-}
-
-meshrt_status meshrt_gpu_gemm_mixed(
-    void **Plan, meshrt_dtype In, meshrt_dtype Out, int64_t Batch, int64_t M,
-    int64_t N, int64_t K, const void *A, int64_t ABatch, int64_t ARow,
-    int64_t ACol, const void *B, int64_t BBatch, int64_t BRow, int64_t BCol,
-    void *C, int64_t CBatch, int64_t CRow, int64_t CCol, int32_t Accumulate,
-    const void *Bias, int32_t Epilogue, int32_t Precision, void *Stream) {
-  const char *Name = In == Out ? "meshrt_gpu_gemm" : "meshrt_gpu_gemm_mixed";
+/// meshrt_gpu_gemm and its _mixed form, errors named `Name`.
+static meshrt_status
+gpuGemmNamed(const char *Name, void **Plan, meshrt_dtype In, meshrt_dtype Out,
+             int64_t Batch, int64_t M, int64_t N, int64_t K, const void *A,
+             int64_t ABatch, int64_t ARow, int64_t ACol, const void *B,
+             int64_t BBatch, int64_t BRow, int64_t BCol, void *C,
+             int64_t CBatch, int64_t CRow, int64_t CCol, int32_t Accumulate,
+             const void *Bias, int32_t Epilogue, int32_t Precision,
+             void *Stream) {
   return guarded(Name, [&] {
     gpuGemm(GpuGemmArgs{Plan,
                         In,
@@ -864,6 +864,31 @@ meshrt_status meshrt_gpu_gemm_mixed(
                         Precision,
                         Stream});
   });
+}
+
+meshrt_status meshrt_gpu_gemm(void **Plan, meshrt_dtype T, int64_t Batch,
+                              int64_t M, int64_t N, int64_t K, const void *A,
+                              int64_t ABatch, int64_t ARow, int64_t ACol,
+                              const void *B, int64_t BBatch, int64_t BRow,
+                              int64_t BCol, void *C, int64_t CBatch,
+                              int64_t CRow, int64_t CCol, int32_t Accumulate,
+                              const void *Bias, int32_t Epilogue,
+                              int32_t Precision, void *Stream) {
+  return gpuGemmNamed("meshrt_gpu_gemm", Plan, T, T, Batch, M, N, K, A, ABatch,
+                      ARow, ACol, B, BBatch, BRow, BCol, C, CBatch, CRow, CCol,
+                      Accumulate, Bias, Epilogue, Precision, Stream);
+}
+
+meshrt_status meshrt_gpu_gemm_mixed(
+    void **Plan, meshrt_dtype In, meshrt_dtype Out, int64_t Batch, int64_t M,
+    int64_t N, int64_t K, const void *A, int64_t ABatch, int64_t ARow,
+    int64_t ACol, const void *B, int64_t BBatch, int64_t BRow, int64_t BCol,
+    void *C, int64_t CBatch, int64_t CRow, int64_t CCol, int32_t Accumulate,
+    const void *Bias, int32_t Epilogue, int32_t Precision, void *Stream) {
+  return gpuGemmNamed("meshrt_gpu_gemm_mixed", Plan, In, Out, Batch, M, N, K, A,
+                      ABatch, ARow, ACol, B, BBatch, BRow, BCol, C, CBatch,
+                      CRow, CCol, Accumulate, Bias, Epilogue, Precision,
+                      Stream);
 }
 
 } // extern "C"
