@@ -91,6 +91,12 @@ static void addDeviceStage(OpPassManager &pm,
   // which runs launches as host loops and has no barriers).
   if (!options.hostKernels)
     pm.addNestedPass<func::FuncOp>(mesh::createMeshGpuRowReductions());
+  // Elementwise nests load and store 16 bytes at a time (the host-kernels
+  // target runs the same vector code on the host).
+  mesh::MeshGpuVectorizeElementwiseOptions vectors;
+  vectors.vectorBytes = options.vectorBytes;
+  pm.addNestedPass<func::FuncOp>(
+      mesh::createMeshGpuVectorizeElementwise(vectors));
   mesh::MeshGpuTileParallelLoopsOptions tiling;
   tiling.tileSizes = tiles;
   pm.addNestedPass<func::FuncOp>(mesh::createMeshGpuTileParallelLoops(tiling));
@@ -135,6 +141,9 @@ static void addNVVMStage(OpPassManager &pm,
   ConvertGpuOpsToNVVMOpsOptions nvvm;
   nvvm.indexBitwidth = 64;
   kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  // The vector loads and stores of elementwise kernels (convert-gpu-to-nvvm
+  // leaves vector ops alone).
+  kernels.addPass(createConvertVectorToLLVMPass());
   kernels.addPass(LLVM::createNVVMOptimizeForTargetPass());
   kernels.addPass(createCanonicalizerPass());
   kernels.addPass(createCSEPass());

@@ -163,6 +163,9 @@ void mlir::mesh::addHostLoweringToLLVM(OpPassManager &pm) {
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
+  // Vector loads and stores (the GPU path's elementwise kernels, which the
+  // host-kernels target runs here).
+  pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }

@@ -415,6 +415,73 @@ class GpuOnHostLinearF32(GpuOnHostLinear):
                                       np.maximum(a @ b + bias, 0))
 
 
+# Elementwise kernels of the cuda target load and store 16 bytes at a time
+# when the buffers start on a multiple of 16 bytes (tested on the host
+# before the launch) and one element at a time otherwise: gpu-on-host runs
+# both forms on the host.
+ELEMENTWISE = """
+func.func @bias_relu(%x: tensor<8x256xf32>, %b: tensor<256xf32>,
+                     %s: tensor<8xf32>) -> tensor<8x256xf32>
+    attributes {{llvm.emit_c_interface}} {{
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x256xf32>
+  %y = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>,
+                                        affine_map<(i, j) -> (j)>,
+                                        affine_map<(i, j) -> (i)>,
+                                        affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}}
+      ins(%x, %b, %s : tensor<8x256xf32>, tensor<256xf32>, tensor<8xf32>)
+      outs(%e : tensor<8x256xf32>) {{
+  ^bb0(%v: f32, %bv: f32, %sv: f32, %o: f32):
+    %t = arith.addf %v, %bv : f32
+    %p = arith.mulf %t, %sv : f32
+    %r = arith.maximumf %p, %z : f32
+    linalg.yield %r : f32
+  }} -> tensor<8x256xf32>
+  return %y : tensor<8x256xf32>
+}}
+func.func @widen(%h: tensor<5x24xf16>) -> tensor<5x24xf32>
+    attributes {{llvm.emit_c_interface}} {{
+  %w = arith.extf %h : tensor<5x24xf16> to tensor<5x24xf32>
+  %two = arith.constant dense<2.0> : tensor<5x24xf32>
+  %y = arith.mulf %w, %two : tensor<5x24xf32>
+  return %y : tensor<5x24xf32>
+}}
+"""
+
+
+def at_offset(a, items):
+    """A C-contiguous copy of `a` starting `items` elements after a 64-byte
+    boundary."""
+    raw = np.zeros(a.size + items + 64 // a.itemsize, a.dtype)
+    start = (-raw.ctypes.data % 64) // a.itemsize + items
+    view = raw[start:start + a.size].reshape(a.shape)
+    view[...] = a
+    assert (view.ctypes.data - items * a.itemsize) % 64 == 0
+    return view
+
+
+class GpuOnHostElementwise(CompiledGlobal):
+    SOURCE, NAME, TARGET = ELEMENTWISE, "elementwise", "gpu-on-host"
+
+    def test_aligned_and_not(self):
+        rng = np.random.default_rng(7)
+        x = small_ints(rng, (8, 256), np.float32) / 4
+        b = small_ints(rng, (256,), np.float32)
+        sc = small_ints(rng, (8,), np.float32)
+        want = np.maximum((x + b) * sc[:, None], 0)
+        # 5 rows of 6 vectors: blocks of 8 x 8 threads, guarded.
+        h = (small_ints(rng, (5, 24), np.float32) / 8).astype(np.float16)
+        # Each argument on a 16-byte boundary, and one element past one
+        # (which only the scalar kernel may read); the results the same.
+        for shift in ((0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 1), (1, 1, 1)):
+            args = [at_offset(a, k) for a, k in zip((x, b, sc), shift)]
+            np.testing.assert_array_equal(self.mod.bias_relu(*args), want)
+        for k in (0, 1, 3):
+            np.testing.assert_array_equal(self.mod.widen(at_offset(h, k)),
+                                          h.astype(np.float32) * 2)
+
+
 # Convolutions, which mesh-convolutions-to-gemm computes as an im2col copy
 # and a GEMM: NHWC/HWCF with its output's rows over the world (each device
 # computes its rows from its block of input rows and their halo), NCHW/FCHW

@@ -3,28 +3,39 @@
 // RUN: mesh-opt %s --mesh-to-nvvm=format=isa | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=LLVMIR
 // RUN: mesh-opt %s --mesh-to-nvvm=format=isa | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=ONESTREAM
 // RUN: mesh-opt %s --mesh-to-nvvm=format=isa --mlir-print-ir-after=mesh-gpu-verify-host-access -o /dev/null 2>&1 | FileCheck %s --check-prefix=DEVICE
-// RUN: mesh-opt %s --mesh-to-nvvm="format=isa chip=sm_80 tile-sizes=8,32" --mlir-print-ir-after=mesh-gpu-verify-host-access 2>&1 | FileCheck %s --check-prefix=OPTIONS
+// RUN: mesh-opt %s --mesh-to-nvvm="format=isa chip=sm_80 tile-sizes=8,32 vector-bytes=1" --mlir-print-ir-after=mesh-gpu-verify-host-access 2>&1 | FileCheck %s --check-prefix=OPTIONS
 
 // format=isa embeds PTX and runs no CUDA tool, so this test needs no toolkit.
 // A kernel, a collective, a fused kernel, a full reduction: three launches
-// on the runtime's stream with the collective enqueued between them, and
-// one synchronisation, at the end.
+// on the runtime's stream (the first in one of two forms) with the
+// collective enqueued between them, and one synchronisation, at the end.
 
 mesh.mesh @world(["x" = 4])
 
 // CHECK-LABEL: llvm.func @step
 // CHECK: %[[S:.*]] = llvm.load %{{.*}} : !llvm.ptr -> !llvm.ptr
 // CHECK-NOT: meshrt_stream_synchronize
+// The sum of the arguments: 16-byte loads when both arguments start on a
+// multiple of 16 bytes (tested on the host), one element per load
+// otherwise (mesh-gpu-vectorize-elementwise).
+// CHECK: llvm.urem
+// CHECK: llvm.urem
+// CHECK: %[[ALIGNED:.*]] = llvm.and %{{.*}}, %{{.*}} : i1
+// CHECK-NEXT: llvm.cond_br %[[ALIGNED]], ^[[VEC:.*]], ^[[SCALAR:[a-z0-9]*]]
+// CHECK: ^[[VEC]]:
 // CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @mesh_kernels::@step_kernel blocks in ({{.*}}) threads in ({{.*}})
+// CHECK: ^[[SCALAR]]:
+// CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @mesh_kernels::@step_kernel_0 blocks in ({{.*}}) threads in ({{.*}})
 // CHECK-NOT: meshrt_stream_synchronize
 // The sum dies at the all_reduce, which reduces it in place (one buffer is
 // send and receive; mesh-collectives-in-place).
 // CHECK: llvm.call @meshrt_all_reduce_on_stream(%{{[^,]*}}, %[[BUF:[^,]*]], %[[BUF]],
 // CHECK-NOT: meshrt_stream_synchronize
-// The multiply and the tanh, fused (mesh-fuse-elementwise): one kernel.
-// CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @mesh_kernels::@step_kernel_0
+// The multiply and the tanh, fused (mesh-fuse-elementwise): one kernel, on
+// buffers the function allocated (aligned: no test), its constant a vector.
+// CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @mesh_kernels::@step_kernel_1 {{.*}} : vector<4xf32>
 // CHECK-NOT: meshrt_stream_synchronize
-// CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @mesh_kernels::@step_kernel_1 blocks in (%[[ONE:.*]], %[[ONE]], %[[ONE]]) threads in (%[[ONE]], %[[ONE]], %[[ONE]])
+// CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @mesh_kernels::@step_kernel_2 blocks in (%[[ONE:.*]], %[[ONE]], %[[ONE]]) threads in (%[[ONE]], %[[ONE]], %[[ONE]])
 // CHECK-NOT: gpu.launch_func
 // CHECK: llvm.call @meshrt_stream_synchronize(%[[S]])
 // CHECK-NOT: meshrt_stream_synchronize
@@ -45,7 +56,7 @@ mesh.mesh @world(["x" = 4])
 // ONESTREAM-COUNT-1: call i32 @meshrt_gpu_stream(
 // ONESTREAM-NOT: call i32 @meshrt_gpu_stream(
 
-// LLVMIR-COUNT-3: call void @mgpuLaunchKernel(
+// LLVMIR-COUNT-4: call void @mgpuLaunchKernel(
 // LLVMIR-NOT: call void @mgpuLaunchKernel(
 // LLVMIR-NOT: @mgpuStreamSynchronize(
 // LLVMIR-COUNT-1: call i32 @meshrt_stream_synchronize(
@@ -65,9 +76,12 @@ mesh.mesh @world(["x" = 4])
 // DEVICE: return
 // DEVICE: gpu.module @mesh_kernels
 
-// tile-sizes=8,32 over 64x32: 8 x 1 blocks of 8 x 32 threads, threadIdx.x
-// along the rows (the 32).
+// tile-sizes=8,32 over 64x32 (with one element per access): 8 x 1 blocks
+// of 8 x 32 threads, threadIdx.x along the rows (the 32); no test of
+// alignment and no vector.
 // OPTIONS: gpu.launch_func {{.*}} @mesh_kernels::@step_kernel blocks in (%c8, %c1, %c1) threads in (%c32, %c8, %c1)
+// OPTIONS-NOT: vector<
+// OPTIONS-NOT: @step_kernel_3
 // OPTIONS: gpu.binary @mesh_kernels {{.*}}chip = "sm_80"{{.*}}.target sm_80
 func.func @step(%a: tensor<64x32xf32>, %b: tensor<64x32xf32>) -> (tensor<64x32xf32>, tensor<f32>) attributes {llvm.emit_c_interface} {
   %bias = arith.constant dense<0.5> : tensor<64x32xf32>

@@ -814,8 +814,8 @@ def MeshGpuRowReductions
     back. Tiled like other nests, each thread would walk one row, and
     neighbouring threads would read addresses a row apart.
 
-    This pass turns such a nest (at most three parallel dimensions; f32 or
-    i32 accumulators, what the warp shuffles move; every
+    This pass turns such a nest (at most three parallel dimensions; f16,
+    bf16, f32 or f64 accumulators, or signless integers up to 64 bits; every
     `scf.for` in it such a reduction, whose loads take the loop's induction
     variable as their last index or not at all; the rest of the body
     region-free ops) into one `gpu.launch` with a block per row (all on
@@ -826,7 +826,11 @@ def MeshGpuRowReductions
     the combiner's neutral element, `gpu.all_reduce` combines the block's
     partial values (warp shuffles and shared memory, by
     `convert-gpu-to-nvvm`), and thread 0 combines the result into the
-    accumulator. What else the row does (the fill before, a division after,
+    accumulator. The warp shuffles move 32-bit values (64-bit ones as two
+    halves): 16-bit floats are combined across the block in f32 and rounded
+    back once, narrow integers in i32 (sign-extended for `maxsi`/`minsi`,
+    zero-extended otherwise), which gives the narrow result exactly.
+    What else the row does (the fill before, a division after,
     a second reduction reading the first one's result) runs once per row:
     stores in thread 0, each followed by `gpu.barrier`. Floating-point sums
     are reassociated, as a GPU library's are.
@@ -867,6 +871,69 @@ def MeshGpuRowReductions
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def MeshGpuVectorizeElementwise
+    : Pass<"mesh-gpu-vectorize-elementwise", "::mlir::func::FuncOp"> {
+  let summary = "Makes elementwise kernels move 16 bytes per load and store";
+  let description = [{
+    Part of the device stage of `--mesh-to-nvvm`, after linalg ops became
+    `scf.parallel` nests (and were fused, and row reductions took theirs)
+    and before they are tiled. In an elementwise nest each thread would
+    load and store one element per instruction (4 bytes of f32); a GPU
+    reaches its memory bandwidth with fewer, wider accesses
+    (`ld.global.v4.f32`).
+
+    This pass makes the innermost dimension of such a nest count vectors of
+    V elements (its loop keeps step 1, the element index is the vector's
+    times V), V = `vector-bytes` / the widest element the body loads or
+    stores (4 for f32, 8 for f16, 2 for f64), and its row accesses
+    `vector.load`/`vector.store` of V elements with an alignment of their
+    size; the arith and math ops between them work on vectors, and values
+    the whole vector shares (a scalar load that does not move along the row,
+    a constant, an outer index) are broadcast. A nest is rewritten when:
+
+    * its body has no regions and no other memory effect than loads and
+      stores, and every op that uses a loaded row element is an
+      elementwise `arith` or `math` op;
+    * the innermost dimension runs from 0 with step 1 to a static multiple
+      of V, and the loop's variable is used only as the last index of loads
+      and stores (no shifted index, no gather, no transposed read);
+    * every buffer it moves along is contiguous along its last dimension,
+      with static outer strides and offset that are multiples of V.
+
+    A buffer the function allocated starts aligned (the allocator's 16
+    bytes on the host, 256 on the device). When an argument or a view of
+    one is among the buffers, its start is tested on the host before the
+    launch, and the scalar nest stays as the other branch of an `scf.if`:
+    a caller's misaligned view runs correctly, only slower.
+    `vector-bytes=1` leaves every nest as it is.
+
+    ```mlir
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c1024) step (%c1, %c1) {
+      %a = memref.load %x[%i, %j] : memref<64x1024xf32>
+      %r = arith.maximumf %a, %zero : f32
+      memref.store %r, %y[%i, %j] : memref<64x1024xf32>
+    }
+    // becomes (%x and %y allocated in the function)
+    scf.parallel (%i, %v) = (%c0, %c0) to (%c64, %c256) step (%c1, %c1) {
+      %j = arith.muli %v, %c4 : index
+      %a = vector.load %x[%i, %j] {alignment = 16 : i64} : memref<64x1024xf32>, vector<4xf32>
+      %z = vector.broadcast %zero : f32 to vector<4xf32>
+      %r = arith.maximumf %a, %z : vector<4xf32>
+      vector.store %r, %y[%i, %j] {alignment = 16 : i64} : memref<64x1024xf32>, vector<4xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"vectorBytes", "vector-bytes", "int64_t", "16",
+           "Bytes per access of the widest element: 16, 8, 4, or 1 for "
+           "scalar accesses">
+  ];
+  let dependentDialects = ["::mlir::vector::VectorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect"];
 }
 

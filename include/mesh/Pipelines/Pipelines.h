@@ -128,6 +128,12 @@ struct MeshToNVVMOptions : public MeshCompileOptions<MeshToNVVMOptions> {
                      "dimensions (default: chosen per loop nest, 256 "
                      "threads with threadIdx.x along the innermost "
                      "dimension; see mesh-gpu-tile-parallel-loops)")};
+  PassOptions::Option<int64_t> vectorBytes{
+      *this, "vector-bytes",
+      llvm::cl::desc("Bytes per load and store of elementwise kernels: 16, "
+                     "8, 4, or 1 for one element per access (see "
+                     "mesh-gpu-vectorize-elementwise)"),
+      llvm::cl::init(16)};
   PassOptions::Option<GpuMatmul> gpuMatmul{
       *this, "gpu-matmul", llvm::cl::desc("How contractions run on the GPU"),
       llvm::cl::init(GpuMatmul::Library),

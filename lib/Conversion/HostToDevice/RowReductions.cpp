@@ -167,9 +167,13 @@ std::optional<Reduction> matchReduction(scf::ForOp loop) {
     return std::nullopt;
   std::optional<gpu::AllReduceOperation> kind = reductionKind(combiner);
   Type type = combiner->getResult(0).getType();
-  // gpu.all_reduce becomes warp shuffles of 32-bit values (nvvm.shfl.sync):
-  // other element types keep a thread per row.
-  if (!kind || !(type.isF32() || type.isInteger(32)) || !identity(*kind, type))
+  // gpu.all_reduce becomes warp shuffles of 32-bit values (nvvm.shfl.sync;
+  // a 64-bit value is shuffled as two halves): narrower values are widened
+  // to 32 bits around it (reduceRow), wider ones keep a thread per row.
+  bool shuffled =
+      type.isF16() || type.isBF16() || type.isF32() || type.isF64() ||
+      (type.isSignlessInteger() && type.getIntOrFloatBitWidth() <= 64);
+  if (!kind || !shuffled || !identity(*kind, type))
     return std::nullopt;
   for (unsigned k = 0; k < 2; ++k) {
     auto acc = combiner->getOperand(k).getDefiningOp<memref::LoadOp>();
@@ -296,6 +300,35 @@ struct RowReductions
     gpu::BarrierOp::create(b, loc);
   }
 
+  /// `value` combined across the block by `kind`. Values narrower than 32
+  /// bits (f16, bf16, i8, i16, i1), which nvvm.shfl.sync does not take, are
+  /// combined as 32-bit values and brought back: exactly for the integers
+  /// (the low bits of a wider sum or product are the narrow ones; signed
+  /// kinds sign-extend, the others zero-extend) and for a float's maximum or
+  /// minimum; a float sum or product of the block's partial values is
+  /// rounded to the narrow type once, at the end.
+  static Value allReduce(OpBuilder &b, Location loc, Value value,
+                         gpu::AllReduceOperation kind) {
+    using K = gpu::AllReduceOperation;
+    auto attr = gpu::AllReduceOperationAttr::get(b.getContext(), kind);
+    Type type = value.getType();
+    if (type.getIntOrFloatBitWidth() >= 32)
+      return gpu::AllReduceOp::create(b, loc, value, attr, /*uniform=*/true);
+    if (isa<FloatType>(type)) {
+      Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), value);
+      Value total =
+          gpu::AllReduceOp::create(b, loc, wide, attr, /*uniform=*/true);
+      return arith::TruncFOp::create(b, loc, type, total);
+    }
+    Type i32 = b.getI32Type();
+    bool isSigned = kind == K::MAXSI || kind == K::MINSI;
+    Value wide = isSigned ? Value(arith::ExtSIOp::create(b, loc, i32, value))
+                          : Value(arith::ExtUIOp::create(b, loc, i32, value));
+    Value total =
+        gpu::AllReduceOp::create(b, loc, wide, attr, /*uniform=*/true);
+    return arith::TruncIOp::create(b, loc, type, total);
+  }
+
   /// Reduction `r` of the row across the block: each thread folds
   /// iterations tid, tid + threads, ... from the neutral element,
   /// gpu.all_reduce combines them, and thread 0 applies the total to the
@@ -329,10 +362,7 @@ struct RowReductions
           c->setOperands({elt, acc[0]});
           scf::YieldOp::create(lb2, loc, c->getResult(0));
         });
-    auto total = gpu::AllReduceOp::create(
-        b, loc, partial.getResult(0),
-        gpu::AllReduceOperationAttr::get(b.getContext(), r.kind),
-        /*uniform=*/true);
+    Value total = allReduce(b, loc, partial.getResult(0), r.kind);
     inFirstThread(b, loc, isFirst, [&](OpBuilder &inner) {
       IRMapping m = map;
       Operation *acc = inner.clone(*r.accLoad, m);
@@ -340,7 +370,7 @@ struct RowReductions
       unsigned accPos =
           r.combiner->getOperand(0) == r.accLoad.getResult() ? 0 : 1;
       c->setOperand(accPos, acc->getResult(0));
-      c->setOperand(1 - accPos, total.getResult());
+      c->setOperand(1 - accPos, total);
       m.map(r.combiner->getResult(0), c->getResult(0));
       inner.clone(*r.accStore, m);
     });

@@ -180,18 +180,84 @@ func.func @kept(%a: memref<8x16xf32>, %b: memref<16x8xf32>, %c: memref<8x8xf32>,
 
 // -----
 
-// An i1 "any" (ori) and an f64 sum keep a thread per row: the block-wide
-// reduction moves 32-bit values through warp shuffles.
+// Other widths: an f64 sum is shuffled as it is (two 32-bit halves, by
+// the lowering); an f16 sum folds each thread's share in f16 and combines
+// the partial values in f32, rounded back once; i8 signed minima are
+// combined sign-extended, i16 unsigned maxima and an i1 "any" (ori)
+// zero-extended to i32, then truncated: exact.
 
-// CHECK-LABEL: func.func @narrow_and_wide
-// CHECK-NOT: gpu.launch
-// CHECK: scf.parallel
-// CHECK: scf.parallel
-func.func @narrow_and_wide(%x: memref<8x64xi1>, %any: memref<8xi1>, %y: memref<8x64xf64>, %s: memref<8xf64>) {
+// CHECK-LABEL: func.func @widths
+// CHECK: gpu.launch
+// CHECK: scf.for {{.*}} -> (f64)
+// CHECK: gpu.all_reduce add %{{.*}} uniform
+// CHECK-NEXT: } : (f64) -> f64
+// CHECK: gpu.launch
+// CHECK: %[[H:.*]] = scf.for {{.*}} -> (f16) {
+// CHECK: arith.addf %{{.*}}, %{{.*}} : f16
+// CHECK: %[[HW:.*]] = arith.extf %[[H]] : f16 to f32
+// CHECK-NEXT: %[[HS:.*]] = gpu.all_reduce add %[[HW]] uniform
+// CHECK-NEXT: } : (f32) -> f32
+// CHECK-NEXT: arith.truncf %[[HS]] : f32 to f16
+// CHECK: gpu.launch
+// CHECK: %[[Q:.*]] = scf.for {{.*}} -> (i8) {
+// CHECK: %[[QW:.*]] = arith.extsi %[[Q]] : i8 to i32
+// CHECK-NEXT: %[[QM:.*]] = gpu.all_reduce minsi %[[QW]] uniform
+// CHECK-NEXT: } : (i32) -> i32
+// CHECK-NEXT: arith.trunci %[[QM]] : i32 to i8
+// CHECK: gpu.launch
+// CHECK: %[[U:.*]] = scf.for {{.*}} -> (i16) {
+// CHECK: %[[UW:.*]] = arith.extui %[[U]] : i16 to i32
+// CHECK-NEXT: gpu.all_reduce maxui %[[UW]]
+// CHECK: gpu.launch
+// CHECK: %[[B:.*]] = scf.for {{.*}} -> (i1) {
+// CHECK: %[[BW:.*]] = arith.extui %[[B]] : i1 to i32
+// CHECK-NEXT: %[[BO:.*]] = gpu.all_reduce or %[[BW]]
+// CHECK-NEXT: } : (i32) -> i32
+// CHECK-NEXT: arith.trunci %[[BO]] : i32 to i1
+// CHECK-NOT: scf.parallel
+func.func @widths(%y: memref<8x64xf64>, %s: memref<8xf64>, %h: memref<8x64xf16>, %hs: memref<8xf16>,
+                  %q: memref<8x64xi8>, %qm: memref<8xi8>, %u: memref<8x64xi16>, %um: memref<8xi16>,
+                  %x: memref<8x64xi1>, %any: memref<8xi1>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index
   %c64 = arith.constant 64 : index
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    scf.for %j = %c0 to %c64 step %c1 {
+      %a = memref.load %y[%i, %j] : memref<8x64xf64>
+      %o = memref.load %s[%i] : memref<8xf64>
+      %r = arith.addf %a, %o : f64
+      memref.store %r, %s[%i] : memref<8xf64>
+    }
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    scf.for %j = %c0 to %c64 step %c1 {
+      %a = memref.load %h[%i, %j] : memref<8x64xf16>
+      %o = memref.load %hs[%i] : memref<8xf16>
+      %r = arith.addf %a, %o : f16
+      memref.store %r, %hs[%i] : memref<8xf16>
+    }
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    scf.for %j = %c0 to %c64 step %c1 {
+      %a = memref.load %q[%i, %j] : memref<8x64xi8>
+      %o = memref.load %qm[%i] : memref<8xi8>
+      %r = arith.minsi %a, %o : i8
+      memref.store %r, %qm[%i] : memref<8xi8>
+    }
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    scf.for %j = %c0 to %c64 step %c1 {
+      %a = memref.load %u[%i, %j] : memref<8x64xi16>
+      %o = memref.load %um[%i] : memref<8xi16>
+      %r = arith.maxui %a, %o : i16
+      memref.store %r, %um[%i] : memref<8xi16>
+    }
+    scf.reduce
+  }
   scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
     scf.for %j = %c0 to %c64 step %c1 {
       %a = memref.load %x[%i, %j] : memref<8x64xi1>
@@ -201,12 +267,38 @@ func.func @narrow_and_wide(%x: memref<8x64xi1>, %any: memref<8xi1>, %y: memref<8
     }
     scf.reduce
   }
+  return
+}
+
+// -----
+
+// Left alone: an i128 sum (wider than the 64 bits the shuffles move in two
+// halves) and an f8 maximum (no infinity to start from).
+
+// CHECK-LABEL: func.func @unshuffled
+// CHECK-NOT: gpu.launch
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+func.func @unshuffled(%x: memref<8x64xi128>, %s: memref<8xi128>, %y: memref<8x64xf8E4M3FN>, %m: memref<8xf8E4M3FN>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
   scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
     scf.for %j = %c0 to %c64 step %c1 {
-      %a = memref.load %y[%i, %j] : memref<8x64xf64>
-      %o = memref.load %s[%i] : memref<8xf64>
-      %r = arith.addf %a, %o : f64
-      memref.store %r, %s[%i] : memref<8xf64>
+      %a = memref.load %x[%i, %j] : memref<8x64xi128>
+      %o = memref.load %s[%i] : memref<8xi128>
+      %r = arith.addi %a, %o : i128
+      memref.store %r, %s[%i] : memref<8xi128>
+    }
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    scf.for %j = %c0 to %c64 step %c1 {
+      %a = memref.load %y[%i, %j] : memref<8x64xf8E4M3FN>
+      %o = memref.load %m[%i] : memref<8xf8E4M3FN>
+      %r = arith.maximumf %a, %o : f8E4M3FN
+      memref.store %r, %m[%i] : memref<8xf8E4M3FN>
     }
     scf.reduce
   }
