@@ -89,6 +89,9 @@ static void addDeviceStage(OpPassManager &pm,
   // bounds, ragged and dynamic shapes still become one guarded kernel.
   // Row reductions: a block per row (not in the host-kernels test target,
   // which runs launches as host loops and has no barriers).
+  // Reductions to one value: partial values in parallel, then a one-row
+  // reduction of them (with host-kernels too, where both run as loops).
+  pm.addNestedPass<func::FuncOp>(mesh::createMeshGpuFullReductions());
   if (!options.hostKernels)
     pm.addNestedPass<func::FuncOp>(mesh::createMeshGpuRowReductions());
   // Elementwise nests load and store 16 bytes at a time (the host-kernels

@@ -482,6 +482,68 @@ class GpuOnHostElementwise(CompiledGlobal):
                                           h.astype(np.float32) * 2)
 
 
+# Reductions to one value (mesh-gpu-full-reductions): partial values in
+# parallel slots, then a reduction of the slots; gpu-on-host runs both
+# steps as loops. 1961 elements make 62 slots of 32, 8 elements one slot.
+REDUCTIONS = """
+func.func @total(%x: tensor<37x53xf32>) -> tensor<f32>
+    attributes {{llvm.emit_c_interface}} {{
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %r = linalg.reduce ins(%x : tensor<37x53xf32>) outs(%f : tensor<f32>)
+      dimensions = [0, 1]
+    (%a: f32, %b: f32) {{
+      %s = arith.addf %a, %b : f32
+      linalg.yield %s : f32
+    }}
+  return %r : tensor<f32>
+}}
+func.func @largest(%x: tensor<3x5x7xi32>, %init: tensor<i32>) -> tensor<i32>
+    attributes {{llvm.emit_c_interface}} {{
+  %r = linalg.reduce ins(%x : tensor<3x5x7xi32>) outs(%init : tensor<i32>)
+      dimensions = [0, 1, 2]
+    (%a: i32, %b: i32) {{
+      %s = arith.maxsi %a, %b : i32
+      linalg.yield %s : i32
+    }}
+  return %r : tensor<i32>
+}}
+func.func @short(%x: tensor<8xf64>) -> tensor<f64>
+    attributes {{llvm.emit_c_interface}} {{
+  %z = arith.constant 1.0 : f64
+  %e = tensor.empty() : tensor<f64>
+  %f = linalg.fill ins(%z : f64) outs(%e : tensor<f64>) -> tensor<f64>
+  %r = linalg.reduce ins(%x : tensor<8xf64>) outs(%f : tensor<f64>)
+      dimensions = [0]
+    (%a: f64, %b: f64) {{
+      %s = arith.mulf %a, %b : f64
+      linalg.yield %s : f64
+    }}
+  return %r : tensor<f64>
+}}
+"""
+
+
+class GpuOnHostReductions(CompiledGlobal):
+    SOURCE, NAME, TARGET = REDUCTIONS, "reductions", "gpu-on-host"
+
+    def test_against_numpy(self):
+        rng = np.random.default_rng(8)
+        x = small_ints(rng, (37, 53), np.float32)
+        x[36, 52] = 1000  # The last element counts.
+        self.assertEqual(self.mod.total(x), x.sum(dtype=np.float64))
+        m = rng.integers(-1000, 1000, (3, 5, 7)).astype(np.int32)
+        for where in ((0, 0, 0), (2, 4, 6), (1, 2, 3)):
+            y = m.copy()
+            y[where] = 5000
+            self.assertEqual(self.mod.largest(y, np.array(-7, np.int32)),
+                             5000)
+        self.assertEqual(self.mod.largest(m, np.array(4000, np.int32)), 4000)
+        v = np.array([1, 2, 3, 4, 0.5, 0.25, 2, 3], np.float64)
+        self.assertEqual(self.mod.short(v), np.prod(v))
+
+
 # Convolutions, which mesh-convolutions-to-gemm computes as an im2col copy
 # and a GEMM: NHWC/HWCF with its output's rows over the world (each device
 # computes its rows from its block of input rows and their halo), NCHW/FCHW

@@ -11,10 +11,12 @@
 // RUN: %ptxas -arch=sm_90 %t/ptx/mesh_kernels.ptx -o /dev/null
 // RUN: FileCheck %s --input-file=%t/ptx/mesh_kernels.ptx
 
-// Six programs, eight kernels: one per reduction (no serial kernel), two
-// per elementwise program (16-byte accesses when the host finds the
-// arguments aligned, one element per access otherwise).
-// COUNT: extracted 1 PTX modules, 8 kernels
+// Seven programs, eleven kernels: one per row reduction (no serial
+// kernel), two per elementwise program (16-byte accesses when the host
+// finds the arguments aligned, one element per access otherwise), three
+// for the sum of a whole matrix (the accumulator's zero, partial sums in
+// parallel, then one block combining them).
+// COUNT: extracted 1 PTX modules, 11 kernels
 
 // Each reduction kernel: the block's tree is butterfly shuffles of 32-bit
 // values, twice as many for f64.
@@ -37,6 +39,11 @@
 // CHECK-LABEL: .entry neg_f64_kernel(
 // CHECK: ld.global.v2.b64
 // CHECK: st.global.v2.b64
+// The whole matrix: 16384 slots of 32 elements, no shuffle; then a tree.
+// CHECK-LABEL: .entry total_f32_kernel_2(
+// CHECK-NOT: shfl
+// CHECK-LABEL: .entry total_f32_kernel_3(
+// CHECK-COUNT-5: shfl.sync.bfly.b32
 func.func @sum_f16(%x: tensor<64x1024xf16>) -> tensor<64xf16> {
   %z = arith.constant 0.0 : f16
   %e = tensor.empty() : tensor<64xf16>
@@ -81,4 +88,13 @@ func.func @scale_f16(%x: tensor<64x1024xf16>) -> tensor<64x1024xf16> {
 func.func @neg_f64(%x: tensor<64x1024xf64>) -> tensor<64x1024xf64> {
   %y = arith.negf %x : tensor<64x1024xf64>
   return %y : tensor<64x1024xf64>
+}
+func.func @total_f32(%x: tensor<512x1024xf32>) -> tensor<f32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %r = linalg.reduce ins(%x : tensor<512x1024xf32>) outs(%f : tensor<f32>) dimensions = [0, 1]
+    (%a: f32, %b: f32) { %s = arith.addf %a, %b : f32
+      linalg.yield %s : f32 }
+  return %r : tensor<f32>
 }

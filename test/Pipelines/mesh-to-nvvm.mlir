@@ -6,9 +6,10 @@
 // RUN: mesh-opt %s --mesh-to-nvvm="format=isa chip=sm_80 tile-sizes=8,32 vector-bytes=1" --mlir-print-ir-after=mesh-gpu-verify-host-access 2>&1 | FileCheck %s --check-prefix=OPTIONS
 
 // format=isa embeds PTX and runs no CUDA tool, so this test needs no toolkit.
-// A kernel, a collective, a fused kernel, a full reduction: three launches
-// on the runtime's stream (the first in one of two forms) with the
-// collective enqueued between them, and one synchronisation, at the end.
+// A kernel, a collective, a fused kernel, a full reduction: four launches
+// on the runtime's stream (the first in one of two forms, the reduction
+// two) with the collective enqueued between them, and one
+// synchronisation, at the end.
 
 mesh.mesh @world(["x" = 4])
 
@@ -35,7 +36,12 @@ mesh.mesh @world(["x" = 4])
 // buffers the function allocated (aligned: no test), its constant a vector.
 // CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @mesh_kernels::@step_kernel_1 {{.*}} : vector<4xf32>
 // CHECK-NOT: meshrt_stream_synchronize
-// CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @mesh_kernels::@step_kernel_2 blocks in (%[[ONE:.*]], %[[ONE]], %[[ONE]]) threads in (%[[ONE]], %[[ONE]], %[[ONE]])
+// The full reduction: 64 partial sums of 32 elements in parallel
+// (mesh-gpu-full-reductions), then one block of 256 threads combining them
+// (mesh-gpu-row-reductions).
+// CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @mesh_kernels::@step_kernel_2 blocks in (%[[ONE:.*]], %[[ONE]], %[[ONE]]) threads in (%[[T256:.*]], %[[ONE]], %[[ONE]])
+// CHECK-NOT: meshrt_stream_synchronize
+// CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @mesh_kernels::@step_kernel_3 blocks in (%[[ONE]], %[[ONE]], %[[ONE]]) threads in (%[[T256]], %[[ONE]], %[[ONE]])
 // CHECK-NOT: gpu.launch_func
 // CHECK: llvm.call @meshrt_stream_synchronize(%[[S]])
 // CHECK-NOT: meshrt_stream_synchronize
@@ -56,7 +62,7 @@ mesh.mesh @world(["x" = 4])
 // ONESTREAM-COUNT-1: call i32 @meshrt_gpu_stream(
 // ONESTREAM-NOT: call i32 @meshrt_gpu_stream(
 
-// LLVMIR-COUNT-4: call void @mgpuLaunchKernel(
+// LLVMIR-COUNT-5: call void @mgpuLaunchKernel(
 // LLVMIR-NOT: call void @mgpuLaunchKernel(
 // LLVMIR-NOT: @mgpuStreamSynchronize(
 // LLVMIR-COUNT-1: call i32 @meshrt_stream_synchronize(

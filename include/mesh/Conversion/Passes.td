@@ -800,6 +800,82 @@ def MeshGpuCopyKernels
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def MeshGpuFullReductions
+    : Pass<"mesh-gpu-full-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Makes reductions to one value two parallel steps";
+  let description = [{
+    Part of the device stage of `--mesh-to-nvvm`, after linalg ops became
+    loops and before `mesh-gpu-row-reductions`. A reduction over every
+    dimension (a loss's sum or mean, a norm, a count of matches) has no
+    parallel dimension: it is a nest of `scf.for` loops whose innermost body
+    loads an accumulator at a place none of the loops moves, combines it
+    with an element (`addf`, `maximumf`, `addi`, `ori`, ... on the types
+    `mesh-gpu-row-reductions` takes) and stores it back. Left alone it
+    would run as a kernel of one thread.
+
+    This pass makes the nest (outside any parallel loop; each loop's bounds
+    defined outside the nest, each body but the innermost only the next
+    loop; a loop around it, such as a training loop, is looked into) two
+    steps:
+
+    1. an `scf.parallel` over P partial slots, P = the nest's iterations /
+       `elements-per-thread`, from 1 to `max-partials`: slot g folds the
+       iterations g, g + P, g + 2P, ... (each one's loop variables taken
+       back from its position, the innermost fastest, so neighbouring
+       threads read neighbouring elements) from the combiner's neutral
+       element, and stores its value in a buffer of P partial values;
+    2. a one-row reduction of that buffer into the accumulator, which
+       `mesh-gpu-row-reductions` makes one block with a tree across its
+       threads.
+
+    With `host-kernels`, both steps run as host loops, which checks the
+    first step's slots on numbers. Floating-point sums are reassociated, as
+    a GPU library's are; the order is fixed by P, so a program gives the
+    same result every run.
+
+    ```mlir
+    scf.for %i = %c0 to %c4096 step %c1 {
+      scf.for %j = %c0 to %c1024 step %c1 {
+        %a = memref.load %x[%i, %j] : memref<4096x1024xf32>
+        %o = memref.load %s[] : memref<f32>
+        %r = arith.addf %a, %o : f32
+        memref.store %r, %s[] : memref<f32>
+      }
+    }
+    // becomes (P = 4194304 / 32, at most 65536)
+    %partials = memref.alloc(%p) : memref<?xf32>
+    scf.parallel (%g) = (%c0) to (%p) step (%c1) {
+      %v = scf.for %k = %g to %c4194304 step %p iter_args(%acc = %zero) -> (f32) {
+        %j = arith.remui %k, %c1024 : index
+        %i = arith.divui %k, %c1024 : index
+        %a = memref.load %x[%i, %j] : memref<4096x1024xf32>
+        %r = arith.addf %a, %acc : f32
+        scf.yield %r : f32
+      }
+      memref.store %v, %partials[%g] : memref<?xf32>
+    }
+    scf.parallel (%row) = (%c0) to (%c1) step (%c1) {
+      scf.for %k = %c0 to %p step %c1 {
+        %a = memref.load %partials[%k] : memref<?xf32>
+        %o = memref.load %s[] : memref<f32>
+        %r = arith.addf %a, %o : f32
+        memref.store %r, %s[] : memref<f32>
+      }
+    }
+    memref.dealloc %partials : memref<?xf32>
+    ```
+  }];
+  let options = [
+    Option<"elementsPerThread", "elements-per-thread", "int64_t", "32",
+           "Iterations each partial slot folds (at least)">,
+    Option<"maxPartials", "max-partials", "int64_t", "65536",
+           "Most partial slots (threads of the first step)">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def MeshGpuRowReductions
     : Pass<"mesh-gpu-row-reductions", "::mlir::func::FuncOp"> {
   let summary = "Makes row reductions one block per row with a tree "
