@@ -134,6 +134,17 @@ def layernorm(rows, cols):
           f"  }} -> {tt(r2)}", f"  return %out : {tt(r2)}", "}"]
     K.append(("layernorm", "\n".join(s), [r2, (cols,), (cols,)], r2, 2 * 4 * rows * cols, "GB/s"))
 
+def sum_all(rows, cols):
+    """A reduction to one value (a loss's sum): no parallel dimension."""
+    r2 = (rows, cols)
+    s = [f"func.func @sum_all(%a0: {tt(r2)}) -> tensor<f32> attributes {{llvm.emit_c_interface}} {{",
+         "  %zero = arith.constant 0.0 : f32", "  %e = tensor.empty() : tensor<f32>",
+         "  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>",
+         f"  %r = linalg.reduce ins(%a0 : {tt(r2)}) outs(%f : tensor<f32>) dimensions = [0, 1]",
+         "    (%x: f32, %acc: f32) {", "      %y = arith.addf %x, %acc : f32",
+         "      linalg.yield %y : f32", "    }", "  return %r : tensor<f32>", "}"]
+    K.append(("sum_all", "\n".join(s), [r2], (), 4 * rows * cols, "GB/s"))
+
 def gelu(n):
     shp = (n,)
     m = amap(1, [0])
@@ -215,6 +226,7 @@ SIZE_TABLE = [
     (elementwise_chain, [(1 << 22,)], [(1 << 25,)]),
     (softmax, [(4096, 1024)], [(8192, 4096)]),
     (layernorm, [(4096, 1024)], [(8192, 4096)]),
+    (sum_all, [(4096, 1024)], [(8192, 4096)]),
     (gelu, [(1 << 22,)], [(1 << 25,)]),
     (jacobi, [(4096,)], [(8192,)]),
     # A ResNet 3x3 layer (NHWC) and an ImageNet stem, 7x7 stride 2 (NCHW).

@@ -175,7 +175,7 @@ def numpy_fn(name):
     if name.startswith("matmul") or name.startswith("bmm"):
         return lambda a, b: a @ b
     return {"softmax": softmax, "layernorm": layernorm, "gelu": gelu,
-            "ew_chain": chain}[name]
+            "ew_chain": chain, "sum_all": lambda x: x.sum()}[name]
 
 
 def torch_fn(name, k=None):
@@ -205,6 +205,7 @@ def torch_fn(name, k=None):
         "layernorm": lambda x, w, b: F.layer_norm(x, (x.shape[1],), w, b, 1e-5),
         "gelu": lambda x: F.gelu(x, approximate="tanh"),
         "ew_chain": lambda x, y: torch.clamp_min((x * y + x - y) * 0.5 + 1, 0) * x + y,
+        "sum_all": lambda x: x.sum(),
     }[name]
 
 

@@ -4,7 +4,7 @@
 #
 # gen.py writes the kernels (matmul 256/512/1024, matmul + bias + ReLU,
 # attention-shaped batch_matmuls, an 8-op elementwise chain, row softmax,
-# layer norm, GELU, and one GPT block of bench/partition/gpt.py at
+# layer norm, GELU, a sum of a whole matrix, and one GPT block of bench/partition/gpt.py at
 # H = 256 / 4 heads and H = 1024 / 16 heads, B = 2, S = 128), each a
 # func.func on tensors; mesh-compile -c (default target, -O2, default
 # --cpu) builds them and driver.cpp times one per process. peers.py runs the
