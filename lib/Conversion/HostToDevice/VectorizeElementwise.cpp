@@ -54,18 +54,19 @@ bool isVectorElement(Type t) {
          t.getIntOrFloatBitWidth() % 8 == 0 && t.getIntOrFloatBitWidth() <= 64;
 }
 
-/// The buffer `mem` comes from an allocation of the function (through
-/// views with static offsets): its start is aligned by the allocator
-/// (malloc's 16 bytes on the host, 256 bytes from the device pools).
+/// The buffer `mem` comes from an allocation of the function, through
+/// views that keep its aligned pointer and put any offset in their type
+/// (which rowsAligned checks): its start is aligned by the allocator
+/// (malloc's 16 bytes on the host, 256 bytes from the device pools). Not
+/// through memref.view, whose byte shift moves the aligned pointer itself.
 bool allocatedHere(Value mem) {
   while (Operation *def = mem.getDefiningOp()) {
     if (isa<memref::AllocOp, memref::AllocaOp, gpu::AllocOp>(def))
       return true;
-    if (auto view = dyn_cast<ViewLikeOpInterface>(def)) {
-      mem = view.getViewSource();
-      continue;
-    }
-    return false;
+    if (!isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
+             memref::CastOp>(def))
+      return false;
+    mem = cast<ViewLikeOpInterface>(def).getViewSource();
   }
   return false;
 }
